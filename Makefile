@@ -1,0 +1,94 @@
+# dtune — one hand-written Makefile.
+#
+#   make            build bin/dtune (installs missing Debian packages first)
+#   make test       set-up, build, run every cmocka test; the summary is the last line
+#   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      build the benchmarks in bench/
+#   make run        tune the default config.yaml (models/resnet18.yaml on the CPU)
+
+# ---- settings ---------------------------------------------------------------
+CC       ?= cc
+PKGS     := gsl yaml-0.1 jansson libmicrohttpd xgboost plplot
+OPT      ?= -O2
+WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wno-unused-parameter
+CPPFLAGS := -Iinclude -D_GNU_SOURCE -MMD -MP
+CFLAGS   := -std=c11 $(OPT) -g $(WARN) -pthread
+LDLIBS    = $(shell pkg-config --libs $(PKGS)) -ldl -lm -pthread
+PKGCFLAGS = $(shell pkg-config --cflags $(PKGS))
+
+ifeq ($(SAN),1)
+BUILD    := build-san
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+else
+BUILD    := build
+endif
+
+# CUDA headers are optional: backend_cuda compiles against them when present
+# and reaches the driver and NVRTC only through dlopen at run time.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+CPPFLAGS += -DDT_HAVE_CUDA_H -isystem $(CUDA_HOME)/include
+endif
+
+# ---- sources ----------------------------------------------------------------
+LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB       := $(BUILD)/libdtune.a
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+BENCH_SRC := $(wildcard bench/*_bench.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
+ifeq ($(SAN),1)
+DTUNE     := $(BUILD)/dtune
+else
+DTUNE     := bin/dtune
+endif
+
+.PHONY: all setup build test tests bench run clean bundle
+all: setup
+	@$(MAKE) --no-print-directory build
+
+setup:
+	@sh scripts/setup.sh
+
+build: $(DTUNE)
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(DTUNE): $(BUILD)/obj/main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(LIB) $(LDLIBS) -lcmocka
+
+tests: $(DTUNE) $(TEST_BIN)
+
+test: setup
+	@$(MAKE) --no-print-directory -j2 tests
+	@DTUNE_BIN=$(abspath $(DTUNE)) sh scripts/run_tests.sh $(TEST_BIN)
+
+bin/%_bench: bench/%_bench.c $(LIB)
+	@mkdir -p bin
+	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(BENCH_LIBS_$*)
+
+bench: setup
+	@sh scripts/setup.sh --bench
+	@$(MAKE) --no-print-directory build $(BENCH_BIN)
+
+run: all
+	./bin/dtune tune -c config.yaml
+
+clean:
+	rm -rf build build-san bin
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d

@@ -1,0 +1,78 @@
+/* backend.h — the interface every measurement target implements.
+ *
+ * A backend turns (space, point) into an artifact (build: code generation and
+ * compilation, called from several builder threads at once) and times an
+ * artifact (run: called by the one runner thread, never concurrently).
+ * Problems of a candidate (compile error, crash, wrong output, ...) are result
+ * classes in the output, not error returns; an error return means the backend
+ * itself failed (cannot start its measurement process, out of memory, ...).
+ *
+ * Backends are chosen by name from the table in backend.c: "cpu", "cuda",
+ * "replay". Optional slots may be NULL.
+ */
+#ifndef DTUNE_BACKEND_H
+#define DTUNE_BACKEND_H
+
+#include <stdint.h>
+
+#include "dtune/config.h"
+#include "dtune/error.h"
+#include "dtune/result.h"
+#include "dtune/space.h"
+
+typedef struct dt_backend_params {
+    const dt_measure_config *measure;  /* timing and checking settings */
+    const char *work_dir;              /* artifact cache lives under it */
+    uint64_t seed;                     /* input data, replay surface */
+} dt_backend_params;
+
+typedef struct dt_artifact {
+    dt_result_class result;            /* DT_RESULT_OK when it can be run */
+    char path[DT_PATH_MAX];            /* compiled object, if any */
+    char detail[160];
+    double compile_ms;
+} dt_artifact;
+
+typedef struct dt_backend_i {
+    const char *name;
+    dt_target target;
+    int (*open)(const dt_backend_params *params, void **state, dt_error *err);
+    /* Thread-safe. */
+    int (*build)(void *state, const dt_space *space, const dt_point *point,
+                 dt_artifact *out, dt_error *err);
+    /* One caller at a time. Fills every field of out. */
+    int (*run)(void *state, const dt_space *space, const dt_point *point,
+               const dt_artifact *artifact, dt_measure_result *out, dt_error *err);
+    /* Peak GFLOPS of the target for this task's roofline (optional). */
+    double (*peak_gflops)(void *state, const dt_task *task);
+    void (*close)(void *state);
+} dt_backend_i;
+
+/* The backend called name, or NULL. */
+const dt_backend_i *dt_backend_find(const char *name);
+
+/* The real backend of a target ("cpu" or "cuda"). */
+const dt_backend_i *dt_backend_for_target(dt_target target);
+
+/* Comma-separated names of the table, for messages. */
+const char *dt_backend_names(void);
+
+extern const dt_backend_i dt_backend_replay;
+
+/* --- The replay backend's synthetic surface (for tests and benches) ---
+ * A deterministic performance surface per (task, target, seed): each knob
+ * prefers a hidden position, pairs of knobs interact, a seeded tenth of the
+ * space is invalid (crash, wrong output or compile error) and every
+ * measurement carries a few percent of multiplicative noise. */
+
+/* Noise-free GFLOPS of point; 0 for points the surface makes invalid. */
+double dt_replay_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed);
+
+/* One noisy measurement; `nonce` distinguishes repeated measurements. */
+void dt_replay_measure(const dt_space *space, const dt_point *point, uint64_t seed,
+                       uint64_t nonce, dt_measure_result *out);
+
+/* Peak GFLOPS the replay surface reports for its roofline. */
+double dt_replay_peak_gflops(const dt_task *task);
+
+#endif

@@ -1,0 +1,15 @@
+/* cli.h — the dtune subcommands. Each takes the arguments after its own name
+ * (argv[0] is the subcommand name) and returns the process exit status:
+ * 0 ok, 1 runtime failure, 2 bad input or usage. */
+#ifndef DTUNE_CLI_H
+#define DTUNE_CLI_H
+
+int dt_cmd_tune(int argc, char **argv);
+int dt_cmd_status(int argc, char **argv);
+int dt_cmd_report(int argc, char **argv);
+int dt_cmd_best(int argc, char **argv);
+int dt_cmd_models(int argc, char **argv);
+int dt_cmd_measure(int argc, char **argv);
+int dt_cmd_check(int argc, char **argv);
+
+#endif

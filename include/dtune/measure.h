@@ -1,0 +1,53 @@
+/* measure.h — measuring batches of candidates: a builder thread pool, one
+ * runner, and the coefficient-of-variation stopping rule (AdaTune).
+ *
+ * dt_measurer_run builds a batch in parallel on `measure.builders` threads
+ * and runs the artifacts one at a time on the runner; builders are paused
+ * while the runner times, so compilation never disturbs a timing.
+ *
+ * The CV rule is shared by every backend: after each micro-batch the GFLOPS
+ * estimate is added; timing stops once at least min_batches estimates exist
+ * and std/mean < cv_threshold, or at max_repeats.
+ */
+#ifndef DTUNE_MEASURE_H
+#define DTUNE_MEASURE_H
+
+#include <stdbool.h>
+
+#include "dtune/backend.h"
+#include "dtune/config.h"
+#include "dtune/error.h"
+#include "dtune/result.h"
+#include "dtune/space.h"
+
+/* --- CV early stopping --- */
+typedef struct dt_cv_stop {
+    int min_batches;
+    int max_repeats;
+    double cv_threshold;
+    int n;
+    double mean, m2;           /* Welford running moments of the estimates */
+} dt_cv_stop;
+
+void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold);
+/* Adds one micro-batch estimate; returns true when timing should stop. */
+bool dt_cv_stop_add(dt_cv_stop *s, double estimate);
+double dt_cv_stop_mean(const dt_cv_stop *s);
+double dt_cv_stop_cv(const dt_cv_stop *s);
+
+/* --- The measurer --- */
+typedef struct dt_measurer dt_measurer;
+
+int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
+                    const char *work_dir, uint64_t seed, dt_measurer **out, dt_error *err);
+void dt_measurer_free(dt_measurer *m);
+
+/* Measures n points of one space; results[i] belongs to points[i]. Returns 0
+ * unless the backend itself failed. */
+int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
+                    int n, dt_measure_result *results, dt_error *err);
+
+/* The backend's peak GFLOPS for task, or 0 when unknown. */
+double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task);
+
+#endif

@@ -1,0 +1,93 @@
+/* model.h — a network description (models/NAME.yaml) and the tuning tasks in it.
+ *
+ * A model file lists operators; operators of identical kind and shape are one
+ * task whose `count` (the weight w_k in DynaTune's reward) is the sum of their
+ * counts. All tensors are fp32, NCHW, batch taken from the file.
+ *
+ * Operator semantics (what every backend computes and the reference checks):
+ *   conv2d            Y[n,co,oh,ow] = sum_{ci,r,s} X[n,ci,oh*sh+r*dh-ph, ow*sw+s*dw-pw] * W[co,ci,r,s]
+ *   depthwise_conv2d  Y[n,c,oh,ow]  = sum_{r,s}    X[n,c/mult,...] * W[c,0,r,s]   (c_out = c_in * mult)
+ *   dense             Y[m,n] = sum_k X[m,k] * W[n,k]           (weight stored [N,K], as nn.dense)
+ *   batch_matmul      Y[b,m,n] = sum_k A[b,m,k] * B[b,n,k]     (B stored transposed, as nn.batch_matmul)
+ */
+#ifndef DTUNE_MODEL_H
+#define DTUNE_MODEL_H
+
+#include "dtune/error.h"
+
+typedef enum dt_op_kind {
+    DT_OP_CONV2D = 0,
+    DT_OP_DEPTHWISE_CONV2D,
+    DT_OP_DENSE,
+    DT_OP_BATCH_MATMUL,
+    DT_OP_KIND_COUNT
+} dt_op_kind;
+
+#define DT_NAME_MAX 64
+#define DT_PATH_MAX 1024
+
+/* Convolution geometry (conv2d and depthwise_conv2d). */
+typedef struct dt_conv_shape {
+    int n, c_in, h, w;      /* input */
+    int c_out;              /* output channels (depthwise: c_in * multiplier) */
+    int kh, kw;             /* kernel */
+    int sh, sw;             /* stride */
+    int ph, pw;             /* padding, both sides */
+    int dh, dw;             /* dilation */
+    int oh, ow;             /* output height and width, derived */
+} dt_conv_shape;
+
+/* Matrix-multiply geometry (dense: b = 1). */
+typedef struct dt_mm_shape {
+    int b, m, n, k;
+} dt_mm_shape;
+
+typedef struct dt_task {
+    char name[DT_NAME_MAX];  /* the first op's name, e.g. "conv1" */
+    dt_op_kind kind;
+    int count;               /* occurrences in the model */
+    dt_conv_shape conv;      /* valid for conv kinds */
+    dt_mm_shape mm;          /* valid for dense and batch_matmul */
+    double flops;            /* one execution: 2 * multiply-adds */
+    double bytes;            /* compulsory traffic: inputs + weights + output, fp32 */
+} dt_task;
+
+typedef struct dt_model {
+    char name[DT_NAME_MAX];
+    char path[DT_PATH_MAX];
+    int batch;
+    int ntasks;
+    dt_task *tasks;          /* in order of first appearance in the file */
+} dt_model;
+
+/* Loads and validates a model file. Every problem is reported with
+ * file:line:column. Returns 0, DT_ENOTFOUND (no file), DT_EPARSE (not YAML),
+ * DT_EINVAL (bad field) or DT_ENOMEM. *out is owned by the caller. */
+int dt_model_load(const char *path, dt_model **out, dt_error *err);
+
+void dt_model_free(dt_model *model);
+
+/* Index of the task called name, or -1. */
+int dt_model_find_task(const dt_model *model, const char *name);
+
+/* "conv2d", "depthwise_conv2d", "dense", "batch_matmul"; NULL if out of range. */
+const char *dt_op_kind_name(dt_op_kind kind);
+
+/* Parses a kind name; returns 0 or DT_EINVAL. */
+int dt_op_kind_parse(const char *name, dt_op_kind *kind);
+
+/* Fills derived fields (oh, ow, flops, bytes) from the geometry. Returns
+ * DT_EINVAL with a message when the geometry is impossible. */
+int dt_task_finish(dt_task *task, dt_error *err);
+
+/* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T". */
+void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
+
+/* Element counts of the task's tensors: input (X or A), weight (W or B), output. */
+void dt_task_tensor_sizes(const dt_task *task, size_t *input, size_t *weight, size_t *output);
+
+/* Plain, obviously correct reference implementation of the task (the oracle
+ * every generated kernel is checked against). */
+void dt_task_reference(const dt_task *task, const float *input, const float *weight, float *output);
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs, as root on Debian 12, whichever build and test dependencies of
+# dtune are missing. Each package is checked with dpkg first, so a second run
+# installs nothing and needs no network.
+set -eu
+
+pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
+libmicrohttpd-dev libcmocka-dev libplplot-dev curl"
+if [ "${1:-}" = "--bench" ]; then
+    pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy"
+fi
+
+missing=""
+for p in $pkgs; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "setup: installing$missing" >&2
+if [ "$(id -u)" != 0 ]; then
+    echo "setup: not root; install these packages:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

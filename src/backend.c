@@ -1,0 +1,26 @@
+/* backend.c — the table of measurement backends, chosen by name. */
+#include "dtune/backend.h"
+
+#include <string.h>
+
+static const dt_backend_i *const backends[] = {
+    &dt_backend_replay,
+};
+
+const dt_backend_i *dt_backend_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}
+
+const dt_backend_i *dt_backend_for_target(dt_target target)
+{
+    return dt_backend_find(dt_target_name(target));
+}
+
+const char *dt_backend_names(void)
+{
+    return "cpu, cuda, replay";
+}

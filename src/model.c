@@ -1,0 +1,507 @@
+/* model.c — loading models/NAME.yaml into tasks, and the task arithmetic.
+ *
+ * The file is read with libyaml's document loader, so every node keeps its
+ * line and column for messages. Each op becomes a dt_task; ops whose kind and
+ * geometry are identical merge into the first one and add their counts, which
+ * is how AutoTVM extracts tasks from a network.
+ */
+#include "dtune/model.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+static const char *const kind_names[DT_OP_KIND_COUNT] = {
+    "conv2d", "depthwise_conv2d", "dense", "batch_matmul",
+};
+
+const char *dt_op_kind_name(dt_op_kind kind)
+{
+    if ((int)kind < 0 || kind >= DT_OP_KIND_COUNT)
+        return NULL;
+    return kind_names[kind];
+}
+
+int dt_op_kind_parse(const char *name, dt_op_kind *kind)
+{
+    for (int i = 0; i < DT_OP_KIND_COUNT; i++) {
+        if (strcmp(name, kind_names[i]) == 0) {
+            *kind = (dt_op_kind)i;
+            return 0;
+        }
+    }
+    return DT_EINVAL;
+}
+
+/* ---- task arithmetic ------------------------------------------------------ */
+
+static int conv_finish(dt_task *t, dt_error *err)
+{
+    dt_conv_shape *c = &t->conv;
+    if (c->n < 1 || c->c_in < 1 || c->h < 1 || c->w < 1 || c->c_out < 1 || c->kh < 1 ||
+        c->kw < 1 || c->sh < 1 || c->sw < 1 || c->ph < 0 || c->pw < 0 || c->dh < 1 || c->dw < 1)
+        return dt_error_set(err, DT_EINVAL, "sizes must be positive (padding >= 0)");
+    int ekh = (c->kh - 1) * c->dh + 1, ekw = (c->kw - 1) * c->dw + 1;
+    c->oh = (c->h + 2 * c->ph - ekh) / c->sh + 1;
+    c->ow = (c->w + 2 * c->pw - ekw) / c->sw + 1;
+    if (c->h + 2 * c->ph < ekh || c->w + 2 * c->pw < ekw)
+        return dt_error_set(err, DT_EINVAL, "kernel %dx%d does not fit the padded %dx%d input",
+                            ekh, ekw, c->h + 2 * c->ph, c->w + 2 * c->pw);
+    if (t->kind == DT_OP_DEPTHWISE_CONV2D && c->c_out % c->c_in != 0)
+        return dt_error_set(err, DT_EINVAL, "depthwise output channels %d are not a multiple of %d",
+                            c->c_out, c->c_in);
+    double out = (double)c->n * c->c_out * c->oh * c->ow;
+    double red = (t->kind == DT_OP_CONV2D ? (double)c->c_in : 1.0) * c->kh * c->kw;
+    double wsz = (double)c->c_out * (t->kind == DT_OP_CONV2D ? c->c_in : 1) * c->kh * c->kw;
+    t->flops = 2.0 * out * red;
+    t->bytes = 4.0 * ((double)c->n * c->c_in * c->h * c->w + wsz + out);
+    return 0;
+}
+
+int dt_task_finish(dt_task *task, dt_error *err)
+{
+    if (task->count < 1)
+        return dt_error_set(err, DT_EINVAL, "count must be >= 1");
+    if (task->kind == DT_OP_CONV2D || task->kind == DT_OP_DEPTHWISE_CONV2D)
+        return conv_finish(task, err);
+    dt_mm_shape *m = &task->mm;
+    if (m->b < 1 || m->m < 1 || m->n < 1 || m->k < 1)
+        return dt_error_set(err, DT_EINVAL, "matrix sizes must be positive");
+    task->flops = 2.0 * m->b * m->m * m->n * m->k;
+    task->bytes = 4.0 * m->b * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
+    if (task->kind == DT_OP_DENSE)
+        task->bytes = 4.0 * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
+    return 0;
+}
+
+void dt_task_shape_str(const dt_task *t, char *buf, size_t len)
+{
+    const dt_conv_shape *c = &t->conv;
+    const dt_mm_shape *m = &t->mm;
+    switch (t->kind) {
+    case DT_OP_CONV2D:
+    case DT_OP_DEPTHWISE_CONV2D:
+        snprintf(buf, len, "%dx%dx%dx%d k%dx%d s%d p%d%s -> %d", c->n, c->c_in, c->h, c->w,
+                 c->kh, c->kw, c->sh, c->ph, c->dh > 1 ? " d2+" : "", c->c_out);
+        break;
+    case DT_OP_DENSE:
+        snprintf(buf, len, "%dx%d * %dx%d^T", m->m, m->k, m->n, m->k);
+        break;
+    case DT_OP_BATCH_MATMUL:
+        snprintf(buf, len, "%dx%dx%d * %dx%dx%d^T", m->b, m->m, m->k, m->b, m->n, m->k);
+        break;
+    default:
+        snprintf(buf, len, "?");
+    }
+}
+
+void dt_task_tensor_sizes(const dt_task *t, size_t *input, size_t *weight, size_t *output)
+{
+    const dt_conv_shape *c = &t->conv;
+    const dt_mm_shape *m = &t->mm;
+    if (t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D) {
+        size_t per_out = t->kind == DT_OP_CONV2D ? (size_t)c->c_in : 1;
+        *input = (size_t)c->n * c->c_in * c->h * c->w;
+        *weight = (size_t)c->c_out * per_out * c->kh * c->kw;
+        *output = (size_t)c->n * c->c_out * c->oh * c->ow;
+    } else {
+        *input = (size_t)m->b * m->m * m->k;
+        *weight = (size_t)m->b * m->n * m->k;
+        *output = (size_t)m->b * m->m * m->n;
+    }
+}
+
+static void reference_conv(const dt_task *t, const float *x, const float *w, float *y)
+{
+    const dt_conv_shape *c = &t->conv;
+    bool depthwise = t->kind == DT_OP_DEPTHWISE_CONV2D;
+    int mult = depthwise ? c->c_out / c->c_in : 1;
+    for (int n = 0; n < c->n; n++)
+    for (int co = 0; co < c->c_out; co++)
+    for (int oh = 0; oh < c->oh; oh++)
+    for (int ow = 0; ow < c->ow; ow++) {
+        double acc = 0;
+        int ci_lo = depthwise ? co / mult : 0, ci_hi = depthwise ? ci_lo + 1 : c->c_in;
+        for (int ci = ci_lo; ci < ci_hi; ci++)
+        for (int r = 0; r < c->kh; r++)
+        for (int s = 0; s < c->kw; s++) {
+            int ih = oh * c->sh + r * c->dh - c->ph, iw = ow * c->sw + s * c->dw - c->pw;
+            if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w)
+                continue;
+            size_t xi = (((size_t)n * c->c_in + ci) * c->h + ih) * c->w + iw;
+            size_t wi = depthwise ? ((size_t)co * c->kh + r) * c->kw + s
+                                  : (((size_t)co * c->c_in + ci) * c->kh + r) * c->kw + s;
+            acc += (double)x[xi] * w[wi];
+        }
+        y[(((size_t)n * c->c_out + co) * c->oh + oh) * c->ow + ow] = (float)acc;
+    }
+}
+
+void dt_task_reference(const dt_task *t, const float *input, const float *weight, float *output)
+{
+    if (t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D) {
+        reference_conv(t, input, weight, output);
+        return;
+    }
+    const dt_mm_shape *m = &t->mm;
+    for (int b = 0; b < m->b; b++)
+    for (int i = 0; i < m->m; i++)
+    for (int j = 0; j < m->n; j++) {
+        const float *a = input + ((size_t)b * m->m + i) * m->k;
+        const float *w = weight + ((size_t)b * m->n + j) * m->k;
+        double acc = 0;
+        for (int k = 0; k < m->k; k++)
+            acc += (double)a[k] * w[k];
+        output[((size_t)b * m->m + i) * m->n + j] = (float)acc;
+    }
+}
+
+/* ---- YAML reading ---------------------------------------------------------- */
+
+typedef struct reader {
+    const char *path;
+    yaml_document_t *doc;
+    dt_error *err;
+} reader;
+
+static int fail_at(reader *rd, const yaml_node_t *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail_at(reader *rd, const yaml_node_t *node, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return dt_error_set(rd->err, DT_EINVAL, "%s:%zu:%zu: %s", rd->path,
+                        node ? node->start_mark.line + 1 : 1,
+                        node ? node->start_mark.column + 1 : 1, msg);
+}
+
+static const char *scalar(const yaml_node_t *node)
+{
+    return node && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value : NULL;
+}
+
+static int read_int(reader *rd, const yaml_node_t *node, const char *key, int *out)
+{
+    const char *s = scalar(node);
+    char *end;
+    if (!s)
+        return fail_at(rd, node, "%s: expected an integer", key);
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 1000000000)
+        return fail_at(rd, node, "%s: expected a non-negative integer, got '%s'", key, s);
+    *out = (int)v;
+    return 0;
+}
+
+/* A list of exactly `want` integers, or (when scalar_ok) one integer used for all. */
+static int read_ints(reader *rd, const yaml_node_t *node, const char *key, int want,
+                     bool scalar_ok, int *out)
+{
+    if (scalar_ok && node->type == YAML_SCALAR_NODE) {
+        int v;
+        int rc = read_int(rd, node, key, &v);
+        for (int i = 0; rc == 0 && i < want; i++)
+            out[i] = v;
+        return rc;
+    }
+    if (node->type != YAML_SEQUENCE_NODE)
+        return fail_at(rd, node, "%s: expected a list of %d integers", key, want);
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    int n = (int)(node->data.sequence.items.top - it);
+    if (n != want)
+        return fail_at(rd, node, "%s: expected %d integers, got %d", key, want, n);
+    for (int i = 0; i < n; i++) {
+        int rc = read_int(rd, yaml_document_get_node(rd->doc, it[i]), key, &out[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+typedef struct op_fields {
+    const yaml_node_t *name, *kind, *count, *input, *out_channels, *kernel, *stride,
+        *padding, *dilation, *groups, *multiplier, *weight, *a, *b;
+} op_fields;
+
+static const char *const op_keys[] = {
+    "name", "kind", "count", "input", "out_channels", "kernel", "stride", "padding",
+    "dilation", "groups", "multiplier", "weight", "a", "b",
+};
+
+static int collect_fields(reader *rd, const yaml_node_t *op, op_fields *f)
+{
+    const yaml_node_t **slots = (const yaml_node_t **)f;
+    memset(f, 0, sizeof *f);
+    if (op->type != YAML_MAPPING_NODE)
+        return fail_at(rd, op, "an op must be a mapping with kind, shapes and count");
+    for (yaml_node_pair_t *p = op->data.mapping.pairs.start; p < op->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(rd->doc, p->key);
+        const char *key = scalar(k);
+        size_t i = 0, nkeys = sizeof op_keys / sizeof op_keys[0];
+        while (key && i < nkeys && strcmp(key, op_keys[i]) != 0)
+            i++;
+        if (!key || i == nkeys)
+            return fail_at(rd, k, "unknown op key '%s' (known: name, kind, count, input, "
+                           "out_channels, kernel, stride, padding, dilation, groups, "
+                           "multiplier, weight, a, b)", key ? key : "?");
+        slots[i] = yaml_document_get_node(rd->doc, p->value);
+    }
+    return 0;
+}
+
+static int need(reader *rd, const yaml_node_t *op, const yaml_node_t *field, const char *key,
+                const char *kind)
+{
+    if (!field)
+        return fail_at(rd, op, "%s op needs '%s'", kind, key);
+    return 0;
+}
+
+static int parse_conv(reader *rd, const yaml_node_t *op, const op_fields *f, dt_task *t,
+                      int batch)
+{
+    dt_conv_shape *c = &t->conv;
+    const char *kind = dt_op_kind_name(t->kind);
+    int in[4], k[2], s[2] = {1, 1}, p[2] = {0, 0}, d[2] = {1, 1}, rc;
+    bool dw = t->kind == DT_OP_DEPTHWISE_CONV2D;
+    if ((rc = need(rd, op, f->input, "input", kind)) || (rc = need(rd, op, f->kernel, "kernel", kind)) ||
+        (!dw && (rc = need(rd, op, f->out_channels, "out_channels", kind))))
+        return rc;
+    if ((rc = read_ints(rd, f->input, "input", 4, false, in)) ||
+        (rc = read_ints(rd, f->kernel, "kernel", 2, true, k)) ||
+        (f->stride && (rc = read_ints(rd, f->stride, "stride", 2, true, s))) ||
+        (f->padding && (rc = read_ints(rd, f->padding, "padding", 2, true, p))) ||
+        (f->dilation && (rc = read_ints(rd, f->dilation, "dilation", 2, true, d))))
+        return rc;
+    if (in[0] != batch)
+        return fail_at(rd, f->input, "input batch %d differs from the model's batch %d", in[0], batch);
+    *c = (dt_conv_shape){ .n = in[0], .c_in = in[1], .h = in[2], .w = in[3], .kh = k[0],
+                          .kw = k[1], .sh = s[0], .sw = s[1], .ph = p[0], .pw = p[1],
+                          .dh = d[0], .dw = d[1] };
+    if (dw) {
+        int mult = 1;
+        if (f->out_channels)
+            return fail_at(rd, f->out_channels, "depthwise_conv2d takes 'multiplier', not 'out_channels'");
+        if (f->multiplier && (rc = read_int(rd, f->multiplier, "multiplier", &mult)))
+            return rc;
+        c->c_out = c->c_in * mult;
+    } else {
+        int groups = 1;
+        if (f->multiplier)
+            return fail_at(rd, f->multiplier, "'multiplier' is only for depthwise_conv2d");
+        if (f->groups && (rc = read_int(rd, f->groups, "groups", &groups)))
+            return rc;
+        if (groups != 1)
+            return fail_at(rd, f->groups, "conv2d supports groups = 1 only (use depthwise_conv2d)");
+        if ((rc = read_int(rd, f->out_channels, "out_channels", &c->c_out)))
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_mm(reader *rd, const yaml_node_t *op, const op_fields *f, dt_task *t, int batch)
+{
+    int rc;
+    const char *kind = dt_op_kind_name(t->kind);
+    if (t->kind == DT_OP_DENSE) {
+        int x[2], w[2];
+        if ((rc = need(rd, op, f->input, "input", kind)) || (rc = need(rd, op, f->weight, "weight", kind)) ||
+            (rc = read_ints(rd, f->input, "input", 2, false, x)) ||
+            (rc = read_ints(rd, f->weight, "weight", 2, false, w)))
+            return rc;
+        if (x[1] != w[1])
+            return fail_at(rd, f->weight, "weight [N, K] has K = %d but input [M, K] has K = %d", w[1], x[1]);
+        t->mm = (dt_mm_shape){ .b = 1, .m = x[0], .n = w[0], .k = x[1] };
+        (void)batch;
+        return 0;
+    }
+    int a[3], b[3];
+    if ((rc = need(rd, op, f->a, "a", kind)) || (rc = need(rd, op, f->b, "b", kind)) ||
+        (rc = read_ints(rd, f->a, "a", 3, false, a)) || (rc = read_ints(rd, f->b, "b", 3, false, b)))
+        return rc;
+    if (a[0] != b[0] || a[2] != b[2])
+        return fail_at(rd, f->b, "b [B, N, K] = [%d, %d, %d] does not match a [B, M, K] = [%d, %d, %d]",
+                       b[0], b[1], b[2], a[0], a[1], a[2]);
+    t->mm = (dt_mm_shape){ .b = a[0], .m = a[1], .n = b[1], .k = a[2] };
+    return 0;
+}
+
+static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_task *t)
+{
+    op_fields f;
+    int rc = collect_fields(rd, op, &f);
+    if (rc)
+        return rc;
+    memset(t, 0, sizeof *t);
+    t->count = 1;
+    if (!f.kind)
+        return fail_at(rd, op, "op needs 'kind' (conv2d, depthwise_conv2d, dense, batch_matmul)");
+    if (!scalar(f.kind) || dt_op_kind_parse(scalar(f.kind), &t->kind) != 0)
+        return fail_at(rd, f.kind, "kind '%s' is not one of conv2d, depthwise_conv2d, dense, batch_matmul",
+                       scalar(f.kind) ? scalar(f.kind) : "?");
+    if (f.name && !scalar(f.name))
+        return fail_at(rd, f.name, "name must be a string");
+    snprintf(t->name, sizeof t->name, "%s", f.name ? scalar(f.name) : "");
+    if (!t->name[0])
+        snprintf(t->name, sizeof t->name, "%s_%d", dt_op_kind_name(t->kind), index);
+    if (f.count && (rc = read_int(rd, f.count, "count", &t->count)))
+        return rc;
+    if (t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D)
+        rc = parse_conv(rd, op, &f, t, batch);
+    else
+        rc = parse_mm(rd, op, &f, t, batch);
+    if (rc)
+        return rc;
+    dt_error sub;
+    if (dt_task_finish(t, &sub) != 0)
+        return fail_at(rd, op, "%s: %s", t->name, sub.msg);
+    return 0;
+}
+
+static bool same_shape(const dt_task *a, const dt_task *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == DT_OP_CONV2D || a->kind == DT_OP_DEPTHWISE_CONV2D)
+        return memcmp(&a->conv, &b->conv, sizeof a->conv) == 0;
+    return memcmp(&a->mm, &b->mm, sizeof a->mm) == 0;
+}
+
+static int add_task(dt_model *m, const dt_task *t)
+{
+    for (int i = 0; i < m->ntasks; i++) {
+        if (same_shape(&m->tasks[i], t)) {
+            m->tasks[i].count += t->count;
+            return 0;
+        }
+    }
+    dt_task *grown = realloc(m->tasks, (size_t)(m->ntasks + 1) * sizeof *grown);
+    if (!grown)
+        return DT_ENOMEM;
+    m->tasks = grown;
+    m->tasks[m->ntasks++] = *t;
+    return 0;
+}
+
+static const yaml_node_t *map_get(reader *rd, const yaml_node_t *map, const char *key)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const char *k = scalar(yaml_document_get_node(rd->doc, p->key));
+        if (k && strcmp(k, key) == 0)
+            return yaml_document_get_node(rd->doc, p->value);
+    }
+    return NULL;
+}
+
+static int check_top_keys(reader *rd, const yaml_node_t *root)
+{
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = yaml_document_get_node(rd->doc, p->key);
+        const char *key = scalar(k);
+        if (!key || (strcmp(key, "name") && strcmp(key, "batch") && strcmp(key, "ops")))
+            return fail_at(rd, k, "unknown key '%s' (known: name, batch, ops)", key ? key : "?");
+    }
+    return 0;
+}
+
+static int parse_model(reader *rd, dt_model *m)
+{
+    const yaml_node_t *root = yaml_document_get_root_node(rd->doc);
+    if (!root || root->type != YAML_MAPPING_NODE)
+        return fail_at(rd, root, "a model file is a mapping with name, batch and ops");
+    int rc = check_top_keys(rd, root);
+    if (rc)
+        return rc;
+    const yaml_node_t *name = map_get(rd, root, "name"), *batch = map_get(rd, root, "batch");
+    const yaml_node_t *ops = map_get(rd, root, "ops");
+    if (!name || !scalar(name))
+        return fail_at(rd, name ? name : root, "model needs a 'name' string");
+    snprintf(m->name, sizeof m->name, "%s", scalar(name));
+    m->batch = 1;
+    if (batch && (rc = read_int(rd, batch, "batch", &m->batch)))
+        return rc;
+    if (!ops || ops->type != YAML_SEQUENCE_NODE || ops->data.sequence.items.top == ops->data.sequence.items.start)
+        return fail_at(rd, ops ? ops : root, "model needs a non-empty 'ops' list");
+    int index = 0;
+    for (yaml_node_item_t *it = ops->data.sequence.items.start; it < ops->data.sequence.items.top; it++) {
+        dt_task t;
+        if ((rc = parse_op(rd, yaml_document_get_node(rd->doc, *it), index++, m->batch, &t)))
+            return rc;
+        if ((rc = add_task(m, &t)))
+            return dt_error_set(rd->err, rc, "%s: out of memory", rd->path);
+    }
+    return 0;
+}
+
+static int load_document(const char *path, FILE *f, yaml_document_t *doc, dt_error *err)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return dt_error_set(err, DT_ENOMEM, "%s: cannot initialise the YAML parser", path);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, doc)) {
+        rc = dt_error_set(err, DT_EPARSE, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
+                          parser.problem_mark.column + 1,
+                          parser.problem ? parser.problem : "YAML syntax error");
+    } else if (!yaml_document_get_root_node(doc)) {
+        yaml_document_delete(doc);
+        rc = dt_error_set(err, DT_EINVAL, "%s:1:1: the file is empty", path);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int dt_model_load(const char *path, dt_model **out, dt_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dt_error_set(err, DT_ENOTFOUND, "%s: cannot open model file: %s", path, strerror(errno));
+    yaml_document_t doc;
+    int rc = load_document(path, f, &doc, err);
+    fclose(f);
+    if (rc)
+        return rc;
+    dt_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        yaml_document_delete(&doc);
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    snprintf(m->path, sizeof m->path, "%s", path);
+    reader rd = { path, &doc, err };
+    rc = parse_model(&rd, m);
+    yaml_document_delete(&doc);
+    if (rc) {
+        dt_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void dt_model_free(dt_model *model)
+{
+    if (!model)
+        return;
+    free(model->tasks);
+    free(model);
+}
+
+int dt_model_find_task(const dt_model *model, const char *name)
+{
+    for (int i = 0; i < model->ntasks; i++)
+        if (strcmp(model->tasks[i].name, name) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,314 @@
+/* space.c — knob spaces: factorisation enumeration, mixed-radix indexing,
+ * features, neighbours and random valid points.
+ *
+ * The knobs of each (op kind, target) come from the template tables in
+ * space_cpu.c and space_cuda.c; this file is target-independent.
+ */
+#include "dtune/space.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/space_table.h"
+
+static const char *const target_names[DT_TARGET_COUNT] = { "cpu", "cuda" };
+
+const char *dt_target_name(dt_target target)
+{
+    if ((int)target < 0 || target >= DT_TARGET_COUNT)
+        return "?";
+    return target_names[target];
+}
+
+int dt_target_parse(const char *name, dt_target *target)
+{
+    for (int i = 0; i < DT_TARGET_COUNT; i++) {
+        if (strcmp(name, target_names[i]) == 0) {
+            *target = (dt_target)i;
+            return 0;
+        }
+    }
+    return DT_EINVAL;
+}
+
+/* ---- factorisations ------------------------------------------------------- */
+
+typedef struct factor_list {
+    int parts, n, cap;
+    int *rows;
+    int current[DT_MAX_PARTS];
+} factor_list;
+
+static int factor_push(factor_list *fl)
+{
+    if (fl->n == fl->cap) {
+        int cap = fl->cap ? fl->cap * 2 : 16;
+        int *grown = realloc(fl->rows, (size_t)cap * fl->parts * sizeof *grown);
+        if (!grown)
+            return DT_ENOMEM;
+        fl->rows = grown;
+        fl->cap = cap;
+    }
+    memcpy(fl->rows + (size_t)fl->n * fl->parts, fl->current, (size_t)fl->parts * sizeof(int));
+    fl->n++;
+    return 0;
+}
+
+/* Fills parts 1..parts-1 (inner factors) in lexicographic order; part 0 takes
+ * what is left, so the innermost factor varies fastest between rows. */
+static int factor_fill(factor_list *fl, int part, int remaining)
+{
+    if (part == fl->parts) {
+        fl->current[0] = remaining;
+        return factor_push(fl);
+    }
+    for (int d = 1; d <= remaining; d++) {
+        if (remaining % d)
+            continue;
+        fl->current[part] = d;
+        int rc = factor_fill(fl, part + 1, remaining / d);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int dt_count_factorisations(int n, int parts)
+{
+    if (parts <= 1)
+        return n >= 1 ? 1 : 0;
+    int total = 0;
+    for (int d = 1; d <= n; d++)
+        if (n % d == 0)
+            total += dt_count_factorisations(n / d, parts - 1);
+    return total;
+}
+
+int dt_space_add_split(dt_space *space, const char *name, int axis_len, int parts)
+{
+    if (space->nknobs == DT_MAX_KNOBS || parts < 1 || parts > DT_MAX_PARTS || axis_len < 1)
+        return DT_EINVAL;
+    factor_list fl = { .parts = parts };
+    /* The recursion sets parts 1..; part 0 is filled last from the remainder. */
+    int rc = parts == 1 ? (fl.current[0] = axis_len, factor_push(&fl)) : factor_fill(&fl, 1, axis_len);
+    if (rc) {
+        free(fl.rows);
+        return rc;
+    }
+    dt_knob *k = &space->knobs[space->nknobs++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->type = DT_KNOB_SPLIT;
+    k->parts = parts;
+    k->axis_len = axis_len;
+    k->noptions = fl.n;
+    k->options = fl.rows;
+    return 0;
+}
+
+int dt_space_add_choice(dt_space *space, const char *name, const int *values, int nvalues)
+{
+    if (space->nknobs == DT_MAX_KNOBS || nvalues < 1)
+        return DT_EINVAL;
+    int *copy = malloc((size_t)nvalues * sizeof *copy);
+    if (!copy)
+        return DT_ENOMEM;
+    memcpy(copy, values, (size_t)nvalues * sizeof *copy);
+    dt_knob *k = &space->knobs[space->nknobs++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->type = DT_KNOB_CHOICE;
+    k->parts = 1;
+    k->noptions = nvalues;
+    k->options = copy;
+    return 0;
+}
+
+/* ---- construction ---------------------------------------------------------- */
+
+static const dt_space_template *template_of(dt_target target, dt_op_kind kind)
+{
+    if ((int)kind < 0 || kind >= DT_OP_KIND_COUNT)
+        return NULL;
+    if (target == DT_TARGET_CPU)
+        return &dt_space_cpu_templates[kind];
+    if (target == DT_TARGET_CUDA)
+        return &dt_space_cuda_templates[kind];
+    return NULL;
+}
+
+int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err)
+{
+    memset(space, 0, sizeof *space);
+    space->target = target;
+    space->task = *task;
+    const dt_space_template *tpl = template_of(target, task->kind);
+    if (!tpl || !tpl->build)
+        return dt_error_set(err, DT_ENOTSUP, "no %s template for %s", dt_target_name(target),
+                            dt_op_kind_name(task->kind) ? dt_op_kind_name(task->kind) : "?");
+    int rc = tpl->build(space);
+    if (rc) {
+        dt_space_free(space);
+        return dt_error_set(err, rc, "cannot build the %s space of %s", dt_target_name(target),
+                            task->name);
+    }
+    space->size = 1;
+    for (int i = 0; i < space->nknobs; i++) {
+        const dt_knob *k = &space->knobs[i];
+        space->size *= (uint64_t)k->noptions;
+        space->nfeatures += k->type == DT_KNOB_SPLIT ? k->parts : 1;
+    }
+    return 0;
+}
+
+void dt_space_free(dt_space *space)
+{
+    if (!space)
+        return;
+    for (int i = 0; i < space->nknobs; i++) {
+        free(space->knobs[i].options);
+        space->knobs[i].options = NULL;
+    }
+    space->nknobs = 0;
+}
+
+/* ---- points ----------------------------------------------------------------- */
+
+void dt_space_point(const dt_space *space, uint64_t index, dt_point *point)
+{
+    memset(point, 0, sizeof *point);
+    for (int i = 0; i < space->nknobs; i++) {
+        uint64_t n = (uint64_t)space->knobs[i].noptions;
+        point->opt[i] = (int16_t)(index % n);
+        index /= n;
+    }
+}
+
+uint64_t dt_space_index(const dt_space *space, const dt_point *point)
+{
+    uint64_t index = 0;
+    for (int i = space->nknobs - 1; i >= 0; i--)
+        index = index * (uint64_t)space->knobs[i].noptions + (uint64_t)point->opt[i];
+    return index;
+}
+
+bool dt_space_valid(const dt_space *space, const dt_point *point)
+{
+    for (int i = 0; i < space->nknobs; i++)
+        if (point->opt[i] < 0 || point->opt[i] >= space->knobs[i].noptions)
+            return false;
+    const dt_space_template *tpl = template_of(space->target, space->task.kind);
+    return !tpl || !tpl->valid || tpl->valid(space, point);
+}
+
+int64_t dt_space_count_valid(const dt_space *space, uint64_t limit)
+{
+    if (space->size > limit)
+        return -1;
+    int64_t valid = 0;
+    dt_point p;
+    for (uint64_t i = 0; i < space->size; i++) {
+        dt_space_point(space, i, &p);
+        valid += dt_space_valid(space, &p);
+    }
+    return valid;
+}
+
+void dt_space_features(const dt_space *space, const dt_point *point, float *features)
+{
+    int f = 0;
+    for (int i = 0; i < space->nknobs; i++) {
+        const dt_knob *k = &space->knobs[i];
+        if (k->type == DT_KNOB_SPLIT) {
+            const int *row = k->options + (size_t)point->opt[i] * k->parts;
+            for (int p = 0; p < k->parts; p++)
+                features[f++] = (float)log2((double)row[p]);
+        } else {
+            features[f++] = (float)point->opt[i];
+        }
+    }
+}
+
+void dt_space_normalised(const dt_space *space, const dt_point *point, double *coords)
+{
+    for (int i = 0; i < space->nknobs; i++) {
+        int n = space->knobs[i].noptions;
+        coords[i] = n > 1 ? (double)point->opt[i] / (n - 1) : 0.0;
+    }
+}
+
+int dt_space_neighbours(const dt_space *space, const dt_point *point, dt_point *out)
+{
+    int count = 0;
+    for (int i = 0; i < space->nknobs; i++) {
+        for (int step = -1; step <= 1; step += 2) {
+            int v = point->opt[i] + step;
+            if (v < 0 || v >= space->knobs[i].noptions)
+                continue;
+            out[count] = *point;
+            out[count].opt[i] = (int16_t)v;
+            if (dt_space_valid(space, &out[count]))
+                count++;
+        }
+    }
+    return count;
+}
+
+static void random_point(const dt_space *space, gsl_rng *rng, dt_point *point)
+{
+    memset(point, 0, sizeof *point);
+    for (int i = 0; i < space->nknobs; i++)
+        point->opt[i] = (int16_t)gsl_rng_uniform_int(rng, (unsigned long)space->knobs[i].noptions);
+}
+
+void dt_space_random(const dt_space *space, gsl_rng *rng, dt_point *point)
+{
+    for (int tries = 0; tries < 10000; tries++) {
+        random_point(space, rng, point);
+        if (dt_space_valid(space, point))
+            return;
+    }
+    random_point(space, rng, point);
+}
+
+int dt_space_knob(const dt_space *space, const char *name)
+{
+    for (int i = 0; i < space->nknobs; i++)
+        if (strcmp(space->knobs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int dt_space_get(const dt_space *space, const dt_point *point, const char *name, int part,
+                 int fallback)
+{
+    int i = dt_space_knob(space, name);
+    if (i < 0)
+        return fallback;
+    const dt_knob *k = &space->knobs[i];
+    if (k->type == DT_KNOB_CHOICE)
+        return k->options[point->opt[i]];
+    if (part < 0 || part >= k->parts)
+        return fallback;
+    return k->options[(size_t)point->opt[i] * k->parts + part];
+}
+
+void dt_space_point_str(const dt_space *space, const dt_point *point, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < space->nknobs && used < len; i++) {
+        const dt_knob *k = &space->knobs[i];
+        int w = snprintf(buf + used, len - used, "%s%s=", i ? " " : "", k->name);
+        used += w > 0 ? (size_t)w : 0;
+        for (int p = 0; p < k->parts && used < len; p++) {
+            int v = dt_space_get(space, point, k->name, p, 0);
+            w = k->type == DT_KNOB_SPLIT
+                    ? snprintf(buf + used, len - used, "%s%d%s", p ? "," : "[", v, p + 1 == k->parts ? "]" : "")
+                    : snprintf(buf + used, len - used, "%d", v);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+}

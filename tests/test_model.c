@@ -1,0 +1,214 @@
+/* test_model.c — model files: the shipped models, task merging, FLOPs and
+ * bytes, bad input with file:line:column, and the reference implementation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtune/model.h"
+
+static dt_model *load_ok(const char *path)
+{
+    dt_model *m = NULL;
+    dt_error err;
+    int rc = dt_model_load(path, &m, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    return m;
+}
+
+static int count_kind(const dt_model *m, dt_op_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < m->ntasks; i++)
+        n += m->tasks[i].kind == kind;
+    return n;
+}
+
+static void test_resnet18_tasks(void **state)
+{
+    (void)state;
+    dt_model *m = load_ok("models/resnet18.yaml");
+    assert_int_equal(m->ntasks, 13);
+    assert_int_equal(count_kind(m, DT_OP_CONV2D), 12);
+    assert_int_equal(count_kind(m, DT_OP_DENSE), 1);
+    int i = dt_model_find_task(m, "layer1_3x3");
+    assert_true(i >= 0);
+    const dt_task *t = &m->tasks[i];
+    assert_int_equal(t->count, 4);
+    assert_int_equal(t->conv.oh, 56);
+    assert_true(fabs(t->flops - 2.0 * 64 * 56 * 56 * 64 * 9) < 1.0);
+    assert_true(fabs(t->bytes - 4.0 * (64 * 56 * 56 * 2 + 64 * 64 * 9)) < 1.0);
+    const dt_task *c1 = &m->tasks[dt_model_find_task(m, "conv1")];
+    assert_int_equal(c1->conv.oh, 112);
+    assert_int_equal(c1->conv.ow, 112);
+    int sum = 0;
+    for (int k = 0; k < m->ntasks; k++)
+        sum += m->tasks[k].count;
+    assert_int_equal(sum, 22);
+    dt_model_free(m);
+}
+
+static void test_other_models(void **state)
+{
+    (void)state;
+    dt_model *m = load_ok("models/vgg16.yaml");
+    assert_int_equal(count_kind(m, DT_OP_CONV2D), 9);
+    assert_int_equal(count_kind(m, DT_OP_DENSE), 3);
+    dt_model_free(m);
+    m = load_ok("models/squeezenet1_1.yaml");
+    assert_int_equal(m->ntasks, 18);
+    assert_int_equal(m->tasks[0].conv.oh, 111);
+    dt_model_free(m);
+    m = load_ok("models/bert_base.yaml");
+    assert_int_equal(count_kind(m, DT_OP_DENSE), 5);
+    assert_int_equal(count_kind(m, DT_OP_BATCH_MATMUL), 2);
+    const dt_task *bmm = &m->tasks[dt_model_find_task(m, "attn_value")];
+    assert_int_equal(bmm->mm.b, 12);
+    assert_int_equal(bmm->mm.m, 128);
+    assert_int_equal(bmm->mm.n, 64);
+    assert_int_equal(bmm->mm.k, 128);
+    assert_true(fabs(bmm->flops - 2.0 * 12 * 128 * 64 * 128) < 1.0);
+    dt_model_free(m);
+    m = load_ok("models/tiny.yaml");
+    assert_true(m->ntasks >= 2 && m->ntasks <= 3);
+    dt_model_free(m);
+}
+
+static char *write_temp(const char *text)
+{
+    static const char tmpl[] = "/tmp/dtune_model_XXXXXX";
+    char *path = malloc(sizeof tmpl);
+    memcpy(path, tmpl, sizeof tmpl);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_identical_ops_merge(void **state)
+{
+    (void)state;
+    char *path = write_temp(
+        "name: m\nbatch: 1\nops:\n"
+        "  - {name: a, kind: dense, input: [3, 40], weight: [24, 40], count: 2}\n"
+        "  - {name: b, kind: dense, input: [3, 40], weight: [24, 40], count: 5}\n"
+        "  - {name: c, kind: dense, input: [3, 40], weight: [25, 40]}\n");
+    dt_model *m = load_ok(path);
+    assert_int_equal(m->ntasks, 2);
+    assert_string_equal(m->tasks[0].name, "a");
+    assert_int_equal(m->tasks[0].count, 7);
+    assert_int_equal(m->tasks[1].count, 1);
+    dt_model_free(m);
+    unlink(path);
+    free(path);
+}
+
+/* Loads text, expects failure with code and a message holding want. */
+static void expect_error(const char *text, int code, const char *want)
+{
+    char *path = write_temp(text);
+    dt_model *m = NULL;
+    dt_error err;
+    int rc = dt_model_load(path, &m, &err);
+    assert_int_equal(rc, code);
+    assert_null(m);
+    if (!strstr(err.msg, want))
+        fail_msg("message '%s' lacks '%s'", err.msg, want);
+    assert_non_null(strstr(err.msg, path));
+    unlink(path);
+    free(path);
+}
+
+static void test_bad_models(void **state)
+{
+    (void)state;
+    expect_error("name: m\nops:\n  - {kind: conv3d, input: [1, 3, 8, 8]}\n", DT_EINVAL,
+                 ":3:12: kind 'conv3d' is not one of");
+    expect_error("name: m\nops:\n  - kind: dense\n    input: [4, 8]\n    weight: [5, 9]\n",
+                 DT_EINVAL, ":5:13: weight [N, K] has K = 9");
+    expect_error("name: m\nops:\n  - {kind: conv2d, input: [1, 3, 8, 8], kernel: 3}\n",
+                 DT_EINVAL, "needs 'out_channels'");
+    expect_error("name: m\nops:\n  - {kind: dense, input: [4, x8], weight: [5, 8]}\n",
+                 DT_EINVAL, ":3:30: input: expected a non-negative integer, got 'x8'");
+    expect_error("name: m\nops: [\n", DT_EPARSE, ":3:1: did not find expected node content");
+    expect_error("name: m\nopz: []\n", DT_EINVAL, ":2:1: unknown key 'opz'");
+    expect_error("name: m\nops:\n  - {kind: conv2d, input: [1, 3, 4, 4], out_channels: 2, kernel: 7}\n",
+                 DT_EINVAL, "does not fit");
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    dt_model *m = NULL;
+    dt_error err;
+    assert_int_equal(dt_model_load("/nonexistent/dir/x.yaml", &m, &err), DT_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "/nonexistent/dir/x.yaml"));
+    assert_int_equal(dt_error_exit_status(DT_ENOTFOUND), 2);
+}
+
+/* A 1x1x3x4 input, 2 output channels, 2x2 kernel, padding 1, stride 2, by hand. */
+static void test_reference_conv_by_hand(void **state)
+{
+    (void)state;
+    dt_task t = { .kind = DT_OP_CONV2D, .count = 1,
+                  .conv = { .n = 1, .c_in = 1, .h = 3, .w = 4, .c_out = 2, .kh = 2, .kw = 2,
+                            .sh = 2, .sw = 2, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    assert_int_equal(t.conv.oh, 2);
+    assert_int_equal(t.conv.ow, 3);
+    const float x[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+    const float w[8] = { 1, 2, 3, 4, -1, 0.5f, 0, 2 };
+    float y[12];
+    dt_task_reference(&t, x, w, y);
+    /* channel 0, (0,0): only x[0][0] under w[1][1] = 4 -> 4 */
+    assert_float_equal(y[0], 4.0f, 1e-6);
+    /* channel 0, (1,1): rows 1..2, cols 1..2: 6*1 + 7*2 + 10*3 + 11*4 = 94 */
+    assert_float_equal(y[4], 94.0f, 1e-6);
+    /* channel 1, (0,2): row 0 cols 3..4: x=4 under w[1][0]=0, pad -> 0; row -1 pad -> 0 */
+    assert_float_equal(y[6 + 2], 0.0f, 1e-6);
+    /* channel 1, (1,0): rows 1..2, cols -1..0: 5*0.5 + 9*2 = 20.5 */
+    assert_float_equal(y[6 + 3], 20.5f, 1e-6);
+}
+
+static void test_reference_matmul_by_hand(void **state)
+{
+    (void)state;
+    dt_task t = { .kind = DT_OP_BATCH_MATMUL, .count = 1, .mm = { .b = 2, .m = 1, .n = 2, .k = 3 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    const float a[6] = { 1, 2, 3, -1, 0.5f, 2 };
+    const float b[12] = { 1, 1, 1, 0, 1, 0, 2, 0, 1, 1, 2, 3 };
+    float y[4];
+    dt_task_reference(&t, a, b, y);
+    assert_float_equal(y[0], 6.0f, 1e-6);
+    assert_float_equal(y[1], 2.0f, 1e-6);
+    assert_float_equal(y[2], 0.0f, 1e-6);
+    assert_float_equal(y[3], 6.0f, 1e-6);
+    size_t in, wt, out;
+    dt_task_tensor_sizes(&t, &in, &wt, &out);
+    assert_int_equal(in, 6);
+    assert_int_equal(wt, 12);
+    assert_int_equal(out, 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resnet18_tasks),
+        cmocka_unit_test(test_other_models),
+        cmocka_unit_test(test_identical_ops_merge),
+        cmocka_unit_test(test_bad_models),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_reference_conv_by_hand),
+        cmocka_unit_test(test_reference_matmul_by_hand),
+    };
+    return cmocka_run_group_tests_name("model", tests, NULL, NULL);
+}
