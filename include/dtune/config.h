@@ -20,6 +20,7 @@ typedef struct dt_budget_config {
     double total_seconds;      /* whole run; default 600 */
     double slot_seconds;       /* one slot; default 10 (used when slot_trials == 0) */
     int slot_trials;           /* one slot in measured trials; default 0 = use seconds */
+    int max_slots;             /* stop after this many slots; default 0 = no limit */
     double target_latency_ms;  /* stop when model latency <= this; 0 = none */
 } dt_budget_config;
 
@@ -100,8 +101,8 @@ typedef struct dt_config {
     dt_scheduler_config scheduler;
     dt_tuner_config tuner;
     dt_measure_config measure;
-    char output_dir[DT_PATH_MAX];  /* runs/latest */
-    char warm_start[DT_PATH_MAX];  /* another run's tuning.jsonl; "" = none */
+    char output_dir[DT_PATH_MAX];  /* runs/latest; resolved like model */
+    char warm_start[DT_PATH_MAX];  /* another run's tuning.jsonl; "" = none; resolved like model */
     char server_listen[64];        /* 127.0.0.1:8080; "" or "off" = no server */
     uint64_t seed;                 /* 1 */
 } dt_config;
@@ -114,6 +115,18 @@ void dt_config_defaults(dt_config *cfg);
  * err->msg (truncated with "..." if they do not fit). When check_model is
  * true, also loads the model file and reports its problems. */
 int dt_config_load(const char *path, dt_config *cfg, bool check_model, dt_error *err);
+
+/* dt_config_load that also writes every message, untruncated, one per line,
+ * to messages (when non-NULL) as it is found; `dtune check` prints with it. */
+int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FILE *messages,
+                          dt_error *err);
+
+/* Sets one key by its dotted path ("measure.cv_threshold", "target") from the
+ * text a user would write in config.yaml, with the same type and range checks
+ * as the loader; for command-line overrides. A relative path value is taken
+ * as given (relative to the working directory). Returns 0 or DT_EINVAL (cfg
+ * unchanged) or DT_ENOTFOUND (a named file is missing; cfg unchanged). */
+int dt_config_set(dt_config *cfg, const char *key, const char *value, dt_error *err);
 
 /* Range and consistency checks of a filled config (also after command-line
  * overrides). */

@@ -1,0 +1,970 @@
+/* config.c — config.yaml → struct dt_config, through one table of keys.
+ *
+ * Every key is one row of `keys`: its dotted path ("measure.cv_threshold"),
+ * type, place in dt_config, range, default (written as a user would write it
+ * in the file) and help. Defaults are set by parsing each row's default text
+ * with the code that parses the file, so the one table drives the loader,
+ * dt_config_defaults, dt_config_set, the checks of dt_config_validate and
+ * dt_config_print_keys. What each type means (parse, check, noun for
+ * messages) is a second, small table.
+ *
+ * The file is read with libyaml's document loader, so every node keeps its
+ * position. The walk goes through nested mappings: a key whose full path is a
+ * row is a value, one that some row's path extends is a section, anything
+ * else is unknown. Problems are collected, not stopped at: each is one line
+ * "FILE:LINE:COL: message" (libyaml counts from 0, messages from 1). Rules
+ * that tie keys together run after the walk and point at the key most likely
+ * to be wrong. Relative paths in the file are taken relative to its folder.
+ */
+#include "dtune/config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+/* ---- the key table --------------------------------------------------------- */
+
+typedef enum key_type {
+    KT_DOUBLE, KT_INT, KT_UINT64, KT_BOOL, KT_STRING, KT_CHOICE, KT_TARGET, KT_PATH, KT_LISTEN,
+    KT_COUNT
+} key_type;
+
+enum {
+    F_REQUIRED = 1,   /* must be in the file and not empty */
+    F_NONEMPTY = 2,   /* may be left out, never empty */
+    F_EXISTS = 4      /* a file that must exist when set */
+};
+
+typedef struct key_def {
+    const char *path;              /* dotted: "scheduler.belief.walkers" */
+    key_type type;
+    size_t offset, size;           /* the field in dt_config */
+    double min, max;               /* KT_DOUBLE, KT_INT */
+    const char *def;               /* default, as written in config.yaml */
+    const char *const *choices;    /* KT_CHOICE: NULL-terminated */
+    unsigned flags;
+    const char *help;
+} key_def;
+
+static const char *const policies[] = {
+    "dynatune", "sequential", "round_robin", "random", "linear", "da_random",
+    "da_round_robin", "eps_greedy", "softmax", "gradient", NULL,
+};
+static const char *const strategies[] = { "chameleon", "autotvm", "random", NULL };
+static const char *const curves[] = { "log_power", "pow4", "log_linear", NULL };
+static const char *const objectives[] = { "rank:pairwise", "reg:squarederror", NULL };
+static const char *const backends[] = { "", "cpu", "cuda", "replay", NULL };
+
+#define FIELD(m) offsetof(dt_config, m), sizeof(((dt_config *)0)->m)
+#define K_DBL(p, m, lo, hi, d, h) { p, KT_DOUBLE, FIELD(m), lo, hi, d, NULL, 0, h }
+#define K_INT(p, m, lo, hi, d, h) { p, KT_INT, FIELD(m), lo, hi, d, NULL, 0, h }
+#define K_BOOL(p, m, d, h) { p, KT_BOOL, FIELD(m), 0, 1, d, NULL, 0, h }
+#define K_CHOICE(p, m, list, d, h) { p, KT_CHOICE, FIELD(m), 0, 0, d, list, 0, h }
+#define K_TYPED(p, t, m, d, fl, h) { p, t, FIELD(m), 0, 0, d, NULL, fl, h }
+
+static const key_def keys[] = {
+    K_TYPED("model", KT_PATH, model, "", F_REQUIRED | F_EXISTS,
+            "model file (models/NAME.yaml), relative to this file's folder"),
+    K_TYPED("target", KT_TARGET, target, "cpu", 0, "where the kernels run"),
+    K_CHOICE("backend", backend, backends, "",
+             "measurer; \"\" = the target's own, replay = synthetic (tests, benches)"),
+    K_TYPED("seed", KT_UINT64, seed, "1", 0, "seed of every random choice of the run"),
+    K_DBL("budget.total_seconds", budget.total_seconds, 1, 1e9, "600", "tuning time of the whole run"),
+    K_DBL("budget.slot_seconds", budget.slot_seconds, 0, 1e9, "10",
+          "one scheduler slot, when slot_trials is 0"),
+    K_INT("budget.slot_trials", budget.slot_trials, 0, 1e8, "0",
+          "one slot in measured configs; 0 = use slot_seconds"),
+    K_INT("budget.max_slots", budget.max_slots, 0, 1e9, "0",
+          "stop after this many slots; 0 = no limit"),
+    K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9, "0",
+          "stop once model latency <= this; 0 = never"),
+    K_CHOICE("scheduler.policy", scheduler.policy, policies, "dynatune", "how the next task is picked"),
+    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "2", "exploration weight C of the UCB score"),
+    K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "1e9", "score of a task with no slot yet"),
+    K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9, "200",
+          "a task is done after this many trials without improvement"),
+    K_DBL("scheduler.epsilon", scheduler.epsilon, 0, 1, "0.05", "eps_greedy: chance of a random task"),
+    K_DBL("scheduler.softmax_temperature", scheduler.softmax_temperature, 1e-6, 1e6, "1",
+          "softmax: temperature over task scores"),
+    K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, curves, "log_power",
+             "learning-curve family"),
+    K_INT("scheduler.belief.walkers", scheduler.belief.walkers, 2, 10000, "10", "MCMC walkers"),
+    K_INT("scheduler.belief.steps", scheduler.belief.steps, 1, 1e7, "500", "MCMC steps per walker"),
+    K_INT("scheduler.belief.burn_in", scheduler.belief.burn_in, 0, 1e7, "250",
+          "MCMC steps discarded first (< steps)"),
+    K_DBL("scheduler.belief.jump_threshold", scheduler.belief.jump_threshold, 0.001, 100, "0.20",
+          "relative jump of best-so-far that starts a new segment"),
+    K_INT("scheduler.belief.min_segment_points", scheduler.belief.min_segment_points, 3, 1e6, "10",
+          "points the modelled segment keeps at least"),
+    K_INT("scheduler.belief.threads", scheduler.belief.threads, 1, 1024, "2", "curve fits in parallel"),
+    K_CHOICE("tuner.strategy", tuner.strategy, strategies, "chameleon", "per-task search"),
+    K_INT("tuner.batch_size", tuner.batch_size, 1, 65536, "64", "configs measured per round"),
+    K_DBL("tuner.random_fraction", tuner.random_fraction, 0, 1, "0.05",
+          "autotvm: share of random configs in a batch"),
+    K_DBL("tuner.ppo.learning_rate", tuner.ppo.learning_rate, 1e-9, 1, "1e-3", "Adam step size"),
+    K_DBL("tuner.ppo.gamma", tuner.ppo.gamma, 0, 1, "0.9", "reward discount"),
+    K_DBL("tuner.ppo.gae_lambda", tuner.ppo.gae_lambda, 0, 1, "0.99", "GAE lambda"),
+    K_INT("tuner.ppo.epochs", tuner.ppo.epochs, 1, 1000, "3", "PPO epochs per update"),
+    K_DBL("tuner.ppo.clip", tuner.ppo.clip, 0.001, 10, "0.3", "PPO clip range"),
+    K_DBL("tuner.ppo.value_coef", tuner.ppo.value_coef, 0, 1000, "1.0", "weight of the critic loss"),
+    K_DBL("tuner.ppo.entropy_coef", tuner.ppo.entropy_coef, 0, 1000, "0.1",
+          "weight of the entropy bonus"),
+    K_INT("tuner.ppo.episodes", tuner.ppo.episodes, 1, 1e7, "128", "episodes per round"),
+    K_INT("tuner.ppo.max_steps", tuner.ppo.max_steps, 1, 1e7, "500", "steps per episode at most"),
+    K_INT("tuner.ppo.hidden", tuner.ppo.hidden, 1, 65536, "64", "hidden units of the actor-critic"),
+    K_DBL("tuner.sampling.knee_threshold", tuner.sampling.knee_threshold, 1, 1000, "2.5",
+          "k-means knee: stop when threshold x loss >= previous loss"),
+    K_INT("tuner.sampling.k_min", tuner.sampling.k_min, 1, 65536, "8",
+          "smallest k of k-means (<= batch_size)"),
+    K_CHOICE("tuner.cost_model.objective", tuner.cost_model.objective, objectives, "rank:pairwise",
+             "XGBoost objective"),
+    K_INT("tuner.cost_model.threads", tuner.cost_model.threads, 1, 1024, "1", "XGBoost threads"),
+    K_INT("tuner.cost_model.max_depth", tuner.cost_model.max_depth, 1, 64, "3", "tree depth"),
+    K_DBL("tuner.cost_model.eta", tuner.cost_model.eta, 1e-6, 1, "0.3", "XGBoost learning rate"),
+    K_INT("tuner.cost_model.rounds", tuner.cost_model.rounds, 1, 1e6, "100", "boosting rounds per fit"),
+    K_DBL("measure.cv_threshold", measure.cv_threshold, 0.001, 1, "0.10",
+          "stop timing when std/mean of the estimates is below this"),
+    K_INT("measure.min_batches", measure.min_batches, 2, 1e6, "3",
+          "micro-batches before the CV test (<= max_repeats)"),
+    K_INT("measure.micro_batch", measure.micro_batch, 0, 1e9, "0",
+          "kernel calls per micro-batch; 0 = auto"),
+    K_INT("measure.max_repeats", measure.max_repeats, 1, 1e6, "20", "micro-batches at most"),
+    K_DBL("measure.timeout_seconds", measure.timeout_seconds, 0.01, 1e6, "10",
+          "build + run limit of one candidate"),
+    K_INT("measure.builders", measure.builders, 1, 1024, "2", "compile threads"),
+    K_INT("measure.threads", measure.threads, 1, 1024, "1", "threads of a CPU kernel"),
+    K_BOOL("measure.check_output", measure.check_output, "true",
+           "check each candidate's output against the reference"),
+    K_DBL("measure.tolerance", measure.tolerance, 0, 1, "1e-3", "relative error the check allows"),
+    K_BOOL("measure.flush_l2", measure.flush_l2, "false", "cuda: flush L2 between micro-batches"),
+    K_TYPED("output.dir", KT_PATH, output_dir, "runs/latest", F_NONEMPTY,
+            "run folder, relative to this file's folder"),
+    K_TYPED("output.warm_start", KT_PATH, warm_start, "", F_EXISTS,
+            "another run's tuning.jsonl to start from; \"\" = none"),
+    K_TYPED("server.listen", KT_LISTEN, server_listen, "127.0.0.1:8080", 0,
+            "status server HOST:PORT; off = none"),
+};
+
+enum { NKEYS = sizeof keys / sizeof keys[0] };
+
+static int find_key(const char *path)
+{
+    for (int i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].path, path) == 0)
+            return i;
+    return -1;
+}
+
+static void *slot_of(const key_def *k, dt_config *cfg)
+{
+    return (char *)cfg + k->offset;
+}
+
+static const void *cslot_of(const key_def *k, const dt_config *cfg)
+{
+    return (const char *)cfg + k->offset;
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+/* Writes "KEY: message" into why; returns DT_EINVAL. */
+static int say(char *why, size_t len, const key_def *k, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int say(char *why, size_t len, const key_def *k, const char *fmt, ...)
+{
+    int n = snprintf(why, len, "%s: ", k->path);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < len)
+        vsnprintf(why + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    return DT_EINVAL;
+}
+
+static void choice_list(const key_def *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; used < len; i++) {
+        const char *name = k->type == KT_TARGET ? (i < DT_TARGET_COUNT ? dt_target_name(i) : NULL)
+                                                : k->choices[i];
+        if (!name)
+            break;
+        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name[0] ? name : "\"\"");
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* ---- types: parse text into a field, check a stored field ------------------- */
+
+typedef struct type_ops {
+    const char *noun;    /* for "expected NOUN, got ..."; NULL = one of the choices */
+    bool plain_only;     /* a quoted scalar is a string, not this type */
+    bool stringy;        /* an empty value (`key:`) means "" */
+    int (*parse)(const key_def *k, const char *text, const char *dir, void *slot, char *why,
+                 size_t len);
+    int (*check)(const key_def *k, const void *slot, char *why, size_t len);
+} type_ops;
+
+static int parse_double(const key_def *k, const char *text, const char *dir, void *slot,
+                        char *why, size_t len)
+{
+    char *end;
+    assert(k->size == sizeof(double));
+    double v = strtod(text, &end);
+    if (end == text || *end || !strchr("+-.0123456789", text[0]) || strpbrk(text, "xX") ||
+        !isfinite(v))
+        return say(why, len, k, "expected a number, got '%s'", text);
+    *(double *)slot = v;
+    return 0;
+}
+
+static int parse_int(const key_def *k, const char *text, const char *dir, void *slot, char *why,
+                     size_t len)
+{
+    char *end;
+    assert(k->size == sizeof(int));
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || !strchr("+-0123456789", text[0]))
+        return say(why, len, k, "expected an integer, got '%s'", text);
+    if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return say(why, len, k, "%s is out of range [%.0f, %.0f]", text, k->min, k->max);
+    *(int *)slot = (int)v;
+    return 0;
+}
+
+static int parse_uint64(const key_def *k, const char *text, const char *dir, void *slot,
+                        char *why, size_t len)
+{
+    char *end;
+    assert(k->size == sizeof(uint64_t));
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || !strchr("0123456789", text[0]))
+        return say(why, len, k, "expected a non-negative integer, got '%s'", text);
+    if (errno == ERANGE)
+        return say(why, len, k, "%s is out of range [0, %llu]", text, (unsigned long long)UINT64_MAX);
+    *(uint64_t *)slot = (uint64_t)v;
+    return 0;
+}
+
+static int parse_bool(const key_def *k, const char *text, const char *dir, void *slot, char *why,
+                      size_t len)
+{
+    static const char *const truths[] = { "true", "yes", "on" };
+    static const char *const lies[] = { "false", "no", "off" };
+    assert(k->size == sizeof(bool));
+    for (int i = 0; i < 3; i++) {
+        if (strcasecmp(text, truths[i]) == 0 || strcasecmp(text, lies[i]) == 0) {
+            *(bool *)slot = strcasecmp(text, truths[i]) == 0;
+            return 0;
+        }
+    }
+    return say(why, len, k, "expected true or false, got '%s'", text);
+}
+
+static int parse_target(const key_def *k, const char *text, const char *dir, void *slot,
+                        char *why, size_t len)
+{
+    char names[64];
+    assert(k->size == sizeof(dt_target));
+    if (dt_target_parse(text, (dt_target *)slot) == 0)
+        return 0;
+    choice_list(k, names, sizeof names);
+    return say(why, len, k, "'%s' is not one of %s", text, names);
+}
+
+static int store_text(const key_def *k, const char *prefix, const char *text, void *slot,
+                      char *why, size_t len)
+{
+    int n = snprintf(slot, k->size, "%s%s", prefix, text);
+    if (n < 0 || (size_t)n >= k->size)
+        return say(why, len, k, "'%.40s...' is longer than %zu characters", text, k->size - 1);
+    return 0;
+}
+
+static int parse_string(const key_def *k, const char *text, const char *dir, void *slot,
+                        char *why, size_t len)
+{
+    return store_text(k, "", text, slot, why, len);
+}
+
+static int check_one_of(const key_def *k, const char *text, char *why, size_t len)
+{
+    char names[256];
+    for (int i = 0; k->choices[i]; i++)
+        if (strcmp(text, k->choices[i]) == 0)
+            return 0;
+    choice_list(k, names, sizeof names);
+    return say(why, len, k, "'%s' is not one of %s", text, names);
+}
+
+static int parse_choice(const key_def *k, const char *text, const char *dir, void *slot,
+                        char *why, size_t len)
+{
+    int rc = check_one_of(k, text, why, len);
+    return rc ? rc : store_text(k, "", text, slot, why, len);
+}
+
+/* A relative path is taken relative to dir (the config file's folder; "" = as given). */
+static int parse_path(const key_def *k, const char *text, const char *dir, void *slot, char *why,
+                      size_t len)
+{
+    char prefix[DT_PATH_MAX];
+    prefix[0] = '\0';
+    if (text[0] && text[0] != '/' && dir[0])
+        snprintf(prefix, sizeof prefix, "%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+    return store_text(k, prefix, text, slot, why, len);
+}
+
+/* Digits that print a bound in full when it is a whole number (1000000, not 1e+06). */
+static int precise(double bound)
+{
+    return bound == floor(bound) && fabs(bound) < 1e15 ? 15 : 6;
+}
+
+static int check_range(const key_def *k, double v, char *why, size_t len)
+{
+    if (v >= k->min && v <= k->max)
+        return 0;
+    return say(why, len, k, "%.*g is out of range [%.*g, %.*g]", precise(v), v, precise(k->min),
+               k->min, precise(k->max), k->max);
+}
+
+static int check_double(const key_def *k, const void *slot, char *why, size_t len)
+{
+    return check_range(k, *(const double *)slot, why, len);
+}
+
+static int check_int(const key_def *k, const void *slot, char *why, size_t len)
+{
+    return check_range(k, *(const int *)slot, why, len);
+}
+
+static int check_nothing(const key_def *k, const void *slot, char *why, size_t len)
+{
+    return 0;
+}
+
+static int check_target(const key_def *k, const void *slot, char *why, size_t len)
+{
+    int v = (int)*(const dt_target *)slot;
+    if (v >= 0 && v < DT_TARGET_COUNT)
+        return 0;
+    return say(why, len, k, "target %d is not a target", v);
+}
+
+static int check_choice(const key_def *k, const void *slot, char *why, size_t len)
+{
+    return check_one_of(k, slot, why, len);
+}
+
+static int check_path(const key_def *k, const void *slot, char *why, size_t len)
+{
+    const char *path = slot;
+    struct stat st;
+    if (!path[0])
+        return k->flags & (F_REQUIRED | F_NONEMPTY) ? say(why, len, k, "must not be empty") : 0;
+    if (!(k->flags & F_EXISTS))
+        return 0;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            snprintf(why, len, "%s file '%s' not found", k->path, path);
+        else
+            snprintf(why, len, "%s file '%s': %s", k->path, path, strerror(errno));
+        return DT_ENOTFOUND;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s file '%s' is a folder", k->path, path);
+        return DT_EINVAL;
+    }
+    return 0;
+}
+
+static bool is_port(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+    return n >= 1 && n <= 5 && !s[n] && atol(s) <= 65535;
+}
+
+static int check_listen(const key_def *k, const void *slot, char *why, size_t len)
+{
+    const char *addr = slot;
+    const char *colon = strrchr(addr, ':');
+    if (!addr[0] || strcmp(addr, "off") == 0 || (colon && colon > addr && is_port(colon + 1)))
+        return 0;
+    return say(why, len, k, "'%s' is not HOST:PORT or off", addr);
+}
+
+static const type_ops types[KT_COUNT] = {
+    [KT_DOUBLE] = { "a number", true, false, parse_double, check_double },
+    [KT_INT] = { "an integer", true, false, parse_int, check_int },
+    [KT_UINT64] = { "a non-negative integer", true, false, parse_uint64, check_nothing },
+    [KT_BOOL] = { "true or false", true, false, parse_bool, check_nothing },
+    [KT_STRING] = { "a string", false, true, parse_string, check_nothing },
+    [KT_CHOICE] = { NULL, false, true, parse_choice, check_choice },
+    [KT_TARGET] = { NULL, false, false, parse_target, check_target },
+    [KT_PATH] = { "a path", false, true, parse_path, check_path },
+    [KT_LISTEN] = { "HOST:PORT or off", false, true, parse_string, check_listen },
+};
+
+static void expected_noun(const key_def *k, char *buf, size_t len)
+{
+    char names[256];
+    if (types[k->type].noun) {
+        snprintf(buf, len, "%s", types[k->type].noun);
+        return;
+    }
+    choice_list(k, names, sizeof names);
+    snprintf(buf, len, "one of %s", names);
+}
+
+/* Parses text into k's field and checks it; the field is unchanged on failure. */
+static int set_checked(const key_def *k, const char *text, const char *dir, dt_config *cfg,
+                       char *why, size_t len)
+{
+    char saved[DT_PATH_MAX];
+    void *slot = slot_of(k, cfg);
+    assert(k->size <= sizeof saved);
+    memcpy(saved, slot, k->size);
+    int rc = types[k->type].parse(k, text, dir, slot, why, len);
+    if (rc == 0)
+        rc = types[k->type].check(k, slot, why, len);
+    if (rc)
+        memcpy(slot, saved, k->size);
+    return rc;
+}
+
+/* ---- rules between keys -------------------------------------------------------- */
+
+typedef struct rule {
+    const char *blame[2];  /* keys whose position the message takes, first found wins */
+    int (*broken)(const dt_config *cfg, char *why, size_t len);  /* nonzero with a message */
+} rule;
+
+static int burn_in_below_steps(const dt_config *cfg, char *why, size_t len)
+{
+    const dt_belief_config *b = &cfg->scheduler.belief;
+    return b->burn_in >= b->steps &&
+           snprintf(why, len, "scheduler.belief.burn_in (%d) must be below scheduler.belief.steps (%d)",
+                    b->burn_in, b->steps) > 0;
+}
+
+static int min_batches_within_repeats(const dt_config *cfg, char *why, size_t len)
+{
+    const dt_measure_config *m = &cfg->measure;
+    return m->min_batches > m->max_repeats &&
+           snprintf(why, len, "measure.min_batches (%d) must not exceed measure.max_repeats (%d)",
+                    m->min_batches, m->max_repeats) > 0;
+}
+
+static int slot_size_set(const dt_config *cfg, char *why, size_t len)
+{
+    return cfg->budget.slot_seconds <= 0 && cfg->budget.slot_trials <= 0 &&
+           snprintf(why, len, "budget: slot_seconds or slot_trials must be above 0") > 0;
+}
+
+static int slot_within_total(const dt_config *cfg, char *why, size_t len)
+{
+    const dt_budget_config *b = &cfg->budget;
+    return b->slot_trials == 0 && b->slot_seconds > b->total_seconds &&
+           snprintf(why, len, "budget.slot_seconds (%g) exceeds budget.total_seconds (%g)",
+                    b->slot_seconds, b->total_seconds) > 0;
+}
+
+static int k_min_within_batch(const dt_config *cfg, char *why, size_t len)
+{
+    const dt_tuner_config *t = &cfg->tuner;
+    return t->sampling.k_min > t->batch_size &&
+           snprintf(why, len, "tuner.sampling.k_min (%d) exceeds tuner.batch_size (%d)",
+                    t->sampling.k_min, t->batch_size) > 0;
+}
+
+static int backend_fits_target(const dt_config *cfg, char *why, size_t len)
+{
+    const char *b = cfg->backend, *target = dt_target_name(cfg->target);
+    return b[0] && strcmp(b, "replay") != 0 && strcmp(b, target) != 0 &&
+           snprintf(why, len, "backend '%s' cannot measure target '%s' (use \"\", %s or replay)",
+                    b, target, target) > 0;
+}
+
+static const rule rules[] = {
+    { { "scheduler.belief.burn_in", "scheduler.belief.steps" }, burn_in_below_steps },
+    { { "measure.min_batches", "measure.max_repeats" }, min_batches_within_repeats },
+    { { "budget.slot_trials", "budget.slot_seconds" }, slot_size_set },
+    { { "budget.slot_seconds", "budget.total_seconds" }, slot_within_total },
+    { { "tuner.sampling.k_min", "tuner.batch_size" }, k_min_within_batch },
+    { { "backend", "target" }, backend_fits_target },
+};
+
+/* ---- collecting messages ------------------------------------------------------ */
+
+typedef struct collector {
+    const char *path;   /* the file positions refer to */
+    dt_error *err;      /* may be NULL */
+    FILE *sink;         /* may be NULL */
+    int code;           /* the first problem's */
+    bool full;          /* err->msg ran out of room */
+} collector;
+
+static void append_line(collector *c, const char *line)
+{
+    dt_error *err = c->err;
+    if (!err || c->full)
+        return;
+    size_t used = strlen(err->msg), room = sizeof err->msg - used;
+    int n = snprintf(err->msg + used, room, "%s%s", used ? "\n" : "", line);
+    if (n >= 0 && (size_t)n < room)
+        return;
+    memcpy(err->msg + sizeof err->msg - 4, "...", 4);
+    c->full = true;
+}
+
+/* Adds one problem; at (may be NULL) is the node or mark it is about. */
+static void add(collector *c, int code, const yaml_mark_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void add(collector *c, int code, const yaml_mark_t *at, const char *fmt, ...)
+{
+    char line[DT_ERROR_MSG_MAX + 256];
+    int n = 0;
+    if (at)
+        n = snprintf(line, sizeof line, "%s:%zu:%zu: ", c->path, at->line + 1, at->column + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (c->code == 0)
+        c->code = code;
+    if (c->err)
+        c->err->code = c->code;
+    append_line(c, line);
+    if (c->sink)
+        fprintf(c->sink, "%s\n", line);
+}
+
+/* Where a broken rule is reported: its first key written in the file, else
+ * fallback (NULL where there is no file). */
+static const yaml_mark_t *blame_mark(const rule *r, const yaml_node_t *const *where,
+                                     const yaml_mark_t *fallback)
+{
+    for (int b = 0; b < 2 && where; b++) {
+        int i = find_key(r->blame[b]);
+        assert(i >= 0 && "a rule blames a key that is not in the table");
+        if (where[i])
+            return &where[i]->start_mark;
+    }
+    return fallback;
+}
+
+/* Whether a key of the rule was written with a value already reported as
+ * wrong; the rule then only repeats that problem. */
+static bool blames_rejected(const rule *r, const yaml_node_t *const *where, const bool *present)
+{
+    for (int b = 0; b < 2 && where; b++) {
+        int i = find_key(r->blame[b]);
+        if (present[i] && !where[i])
+            return true;
+    }
+    return false;
+}
+
+/* Runs every rule; where and present (NULL without a file) say which keys
+ * the file wrote and accepted. */
+static void check_rules(collector *c, const dt_config *cfg, const yaml_node_t *const *where,
+                        const bool *present, const yaml_mark_t *fallback)
+{
+    char why[512];
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        if (blames_rejected(&rules[i], where, present) || !rules[i].broken(cfg, why, sizeof why))
+            continue;
+        add(c, DT_EINVAL, blame_mark(&rules[i], where, fallback), "%s", why);
+    }
+}
+
+/* ---- walking the document ------------------------------------------------------ */
+
+typedef struct loader {
+    collector out;
+    yaml_document_t doc;
+    dt_config *cfg;
+    char dir[DT_PATH_MAX];                /* the config file's folder; "" = current */
+    const yaml_node_t *where[NKEYS];      /* value node of each key that was accepted */
+    bool present[NKEYS];                  /* key written in the file, good or bad */
+} loader;
+
+static const yaml_node_t *node_at(loader *ld, int id)
+{
+    return yaml_document_get_node(&ld->doc, id);
+}
+
+static const char *scalar_of(const yaml_node_t *node)
+{
+    return node && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value : NULL;
+}
+
+static bool is_null(const yaml_node_t *node)
+{
+    const char *s = scalar_of(node);
+    return s && node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+           (!s[0] || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
+            strcmp(s, "NULL") == 0);
+}
+
+static const char *shape_of(const yaml_node_t *node)
+{
+    return node->type == YAML_MAPPING_NODE ? "a mapping" : "a list";
+}
+
+/* The text a value node gives key k, or NULL with a message in why. */
+static const char *value_text(const key_def *k, const yaml_node_t *node, char *why, size_t len)
+{
+    char noun[300];
+    const type_ops *t = &types[k->type];
+    const char *s = scalar_of(node);
+    if (s && is_null(node) && t->stringy)
+        return "";
+    if (s && !is_null(node) && (!t->plain_only || node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE))
+        return s;
+    expected_noun(k, noun, sizeof noun);
+    if (!s)
+        say(why, len, k, "expected %s, got %s", noun, shape_of(node));
+    else if (is_null(node))
+        say(why, len, k, "expected %s, got nothing", noun);
+    else
+        say(why, len, k, "expected %s, got the quoted string '%s'", noun, s);
+    return NULL;
+}
+
+static void read_value(loader *ld, int i, const yaml_node_t *node)
+{
+    char why[DT_ERROR_MSG_MAX];
+    const key_def *k = &keys[i];
+    const char *text = value_text(k, node, why, sizeof why);
+    int rc = text ? set_checked(k, text, ld->dir, ld->cfg, why, sizeof why) : DT_EINVAL;
+    ld->present[i] = true;
+    if (rc)
+        add(&ld->out, rc, &node->start_mark, "%s", why);
+    else
+        ld->where[i] = node;
+}
+
+/* Path of key inside section ("" = top level) into buf; false if it cannot be a key. */
+static bool join_path(const char *section, const char *key, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s%s", section, section[0] ? "." : "", key);
+    return n > 0 && (size_t)n < len && key[0] && !strchr(key, '.');
+}
+
+/* The part of path right below section ("budget" in "budget.slot_seconds" for
+ * section ""), its length in *n; NULL if path is not inside section. */
+static const char *child_name(const char *path, const char *section, size_t *n)
+{
+    size_t slen = strlen(section);
+    if (slen && (strncmp(path, section, slen) != 0 || path[slen] != '.'))
+        return NULL;
+    const char *rest = slen ? path + slen + 1 : path;
+    *n = strcspn(rest, ".");
+    return rest;
+}
+
+static bool is_section(const char *path)
+{
+    size_t n;
+    for (int i = 0; i < NKEYS; i++)
+        if (child_name(keys[i].path, path, &n))
+            return true;
+    return false;
+}
+
+/* "a, b, c": the names right below section, each once, in table order. */
+static void known_names(const char *section, char *buf, size_t len)
+{
+    size_t used = 0, n, m;
+    buf[0] = '\0';
+    for (int i = 0; i < NKEYS && used < len; i++) {
+        const char *name = child_name(keys[i].path, section, &n), *seen = NULL;
+        for (int j = 0; name && j < i && !seen; j++) {
+            const char *other = child_name(keys[j].path, section, &m);
+            seen = other && m == n && strncmp(other, name, n) == 0 ? other : NULL;
+        }
+        if (!name || seen)
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "", (int)n, name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static void unknown_key(loader *ld, const yaml_node_t *key, const char *name, const char *section)
+{
+    char known[512];
+    known_names(section, known, sizeof known);
+    add(&ld->out, DT_EINVAL, &key->start_mark, "unknown key '%s'%s%s (known: %s)", name,
+        section[0] ? " in " : "", section, known);
+}
+
+static void walk_mapping(loader *ld, const yaml_node_t *map, const char *section);
+
+static void read_section(loader *ld, const char *path, const yaml_node_t *node)
+{
+    char known[512];
+    if (node->type == YAML_MAPPING_NODE) {
+        walk_mapping(ld, node, path);
+    } else if (!is_null(node)) {
+        known_names(path, known, sizeof known);
+        add(&ld->out, DT_EINVAL, &node->start_mark, "%s: expected a mapping of %s, got %s%s%s",
+            path, known, scalar_of(node) ? "'" : "", scalar_of(node) ? scalar_of(node) : shape_of(node),
+            scalar_of(node) ? "'" : "");
+    }
+}
+
+/* The key node of an earlier pair of map with the same name as pair p, or NULL. */
+static const yaml_node_t *earlier_twin(loader *ld, const yaml_node_t *map, const yaml_node_pair_t *p)
+{
+    const char *name = scalar_of(node_at(ld, p->key));
+    for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; name && q < p; q++) {
+        const char *other = scalar_of(node_at(ld, q->key));
+        if (other && strcmp(other, name) == 0)
+            return node_at(ld, q->key);
+    }
+    return NULL;
+}
+
+static void visit_pair(loader *ld, const yaml_node_t *map, const yaml_node_pair_t *p,
+                       const char *section)
+{
+    char path[128];
+    const yaml_node_t *key = node_at(ld, p->key), *value = node_at(ld, p->value);
+    const yaml_node_t *twin = earlier_twin(ld, map, p);
+    const char *name = scalar_of(key);
+    if (!name) {
+        add(&ld->out, DT_EINVAL, &key->start_mark, "a key must be a name, not %s", shape_of(key));
+    } else if (twin) {
+        add(&ld->out, DT_EINVAL, &key->start_mark, "duplicate key '%s'%s%s (first at %zu:%zu)",
+            name, section[0] ? " in " : "", section, twin->start_mark.line + 1,
+            twin->start_mark.column + 1);
+    } else if (!join_path(section, name, path, sizeof path)) {
+        unknown_key(ld, key, name, section);
+    } else if (find_key(path) >= 0) {
+        read_value(ld, find_key(path), value);
+    } else if (is_section(path)) {
+        read_section(ld, path, value);
+    } else {
+        unknown_key(ld, key, name, section);
+    }
+}
+
+static void walk_mapping(loader *ld, const yaml_node_t *map, const char *section)
+{
+    for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++)
+        visit_pair(ld, map, p, section);
+}
+
+/* Walks the root; false when there is nothing to check further. */
+static bool read_root(loader *ld)
+{
+    const yaml_node_t *root = yaml_document_get_root_node(&ld->doc);
+    yaml_mark_t start = { 0, 0, 0 };
+    if (!root) {
+        add(&ld->out, DT_EINVAL, &start, "the file is empty; it needs at least 'model: FILE'");
+        return false;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        add(&ld->out, DT_EINVAL, &root->start_mark,
+            "a config is a mapping of keys (model, target, budget, ...), not %s",
+            scalar_of(root) ? "a single value" : shape_of(root));
+        return false;
+    }
+    walk_mapping(ld, root, "");
+    return true;
+}
+
+static void check_required(loader *ld)
+{
+    yaml_mark_t start = { 0, 0, 0 };
+    for (int i = 0; i < NKEYS; i++)
+        if ((keys[i].flags & F_REQUIRED) && !ld->present[i])
+            add(&ld->out, DT_EINVAL, &start, "missing required key '%s': %s", keys[i].path,
+                keys[i].help);
+}
+
+static void syntax_error(loader *ld, const yaml_parser_t *parser)
+{
+    const char *problem = parser->problem ? parser->problem : "cannot be read";
+    if (parser->error == YAML_READER_ERROR) {
+        yaml_mark_t start = { 0, 0, 0 };
+        add(&ld->out, DT_EPARSE, &start, "not YAML text: %s at byte %zu", problem,
+            parser->problem_offset);
+    } else if (parser->context) {
+        add(&ld->out, DT_EPARSE, &parser->problem_mark, "YAML syntax error: %s (%s at %zu:%zu)",
+            problem, parser->context, parser->context_mark.line + 1,
+            parser->context_mark.column + 1);
+    } else {
+        add(&ld->out, DT_EPARSE, &parser->problem_mark, "YAML syntax error: %s", problem);
+    }
+}
+
+/* Loads the first document into ld->doc and makes sure no second one follows.
+ * Returns 0 with ld->doc to be deleted by the caller, or an error (nothing to delete). */
+static int load_document(loader *ld, FILE *f)
+{
+    yaml_parser_t parser;
+    yaml_document_t extra;
+    if (!yaml_parser_initialize(&parser)) {
+        add(&ld->out, DT_ENOMEM, NULL, "%s: cannot initialise the YAML parser", ld->out.path);
+        return DT_ENOMEM;
+    }
+    yaml_parser_set_input_file(&parser, f);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, &ld->doc)) {
+        syntax_error(ld, &parser);
+        rc = DT_EPARSE;
+    } else if (!yaml_parser_load(&parser, &extra)) {
+        syntax_error(ld, &parser);
+        yaml_document_delete(&ld->doc);
+        rc = DT_EPARSE;
+    } else {
+        const yaml_node_t *root = yaml_document_get_root_node(&extra);
+        if (root)
+            add(&ld->out, DT_EINVAL, &root->start_mark,
+                "a second YAML document; a config is one document (remove the '---')");
+        yaml_document_delete(&extra);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+static void folder_of(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) + (slash == path) : 0;
+    snprintf(dir, len, "%.*s", (int)n, path);
+}
+
+static void check_model_file(loader *ld)
+{
+    dt_model *model = NULL;
+    dt_error sub;
+    int rc = dt_model_load(ld->cfg->model, &model, &sub);
+    if (rc)
+        add(&ld->out, rc, NULL, "%s", sub.msg);
+    dt_model_free(model);
+}
+
+/* ---- public ------------------------------------------------------------------ */
+
+void dt_config_defaults(dt_config *cfg)
+{
+    char why[256];
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < NKEYS; i++) {
+        int rc = types[keys[i].type].parse(&keys[i], keys[i].def, "", slot_of(&keys[i], cfg), why,
+                                           sizeof why);
+        assert(rc == 0 && "a default in the key table does not parse");
+        (void)rc;
+    }
+}
+
+int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FILE *messages,
+                          dt_error *err)
+{
+    loader ld = { .out = { .path = path, .err = err, .sink = messages }, .cfg = cfg };
+    yaml_mark_t start = { 0, 0, 0 };
+    dt_config_defaults(cfg);
+    dt_error_clear(err);
+    snprintf(cfg->path, sizeof cfg->path, "%s", path);
+    folder_of(path, ld.dir, sizeof ld.dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        add(&ld.out, DT_ENOTFOUND, NULL, "%s: cannot open config file: %s", path, strerror(errno));
+        return ld.out.code;
+    }
+    int rc = load_document(&ld, f);
+    fclose(f);
+    if (rc)
+        return ld.out.code;
+    bool walked = read_root(&ld);
+    if (walked) {
+        check_required(&ld);
+        check_rules(&ld.out, cfg, ld.where, ld.present, &start);
+    }
+    bool model_accepted = walked && ld.where[find_key("model")];
+    yaml_document_delete(&ld.doc);
+    if (check_model && model_accepted)
+        check_model_file(&ld);
+    return ld.out.code;
+}
+
+int dt_config_load(const char *path, dt_config *cfg, bool check_model, dt_error *err)
+{
+    return dt_config_load_report(path, cfg, check_model, NULL, err);
+}
+
+int dt_config_set(dt_config *cfg, const char *key, const char *value, dt_error *err)
+{
+    char why[DT_ERROR_MSG_MAX];
+    int i = find_key(key);
+    if (i < 0) {
+        known_names("", why, sizeof why);
+        return dt_error_set(err, DT_EINVAL, "unknown config key '%s' (sections and keys: %s; "
+                            "dtune check --help lists all)", key, why);
+    }
+    int rc = set_checked(&keys[i], value, "", cfg, why, sizeof why);
+    return rc ? dt_error_set(err, rc, "%s", why) : 0;
+}
+
+int dt_config_validate(const dt_config *cfg, dt_error *err)
+{
+    char why[DT_ERROR_MSG_MAX];
+    collector c = { .path = cfg->path, .err = err };
+    dt_error_clear(err);
+    for (int i = 0; i < NKEYS; i++) {
+        int rc = types[keys[i].type].check(&keys[i], cslot_of(&keys[i], cfg), why, sizeof why);
+        if (rc)
+            add(&c, rc, NULL, "%s", why);
+    }
+    check_rules(&c, cfg, NULL, NULL, NULL);
+    return c.code;
+}
+
+static void describe_default(const key_def *k, char *buf, size_t len)
+{
+    if (k->flags & F_REQUIRED)
+        snprintf(buf, len, "(required)");
+    else
+        snprintf(buf, len, "%s", k->def[0] ? k->def : "\"\"");
+}
+
+static void describe_values(const key_def *k, char *buf, size_t len)
+{
+    char names[256];
+    buf[0] = '\0';
+    if (k->type == KT_DOUBLE || k->type == KT_INT) {
+        snprintf(buf, len, " [%.*g, %.*g]", precise(k->min), k->min, precise(k->max), k->max);
+    } else if (k->type == KT_CHOICE || k->type == KT_TARGET) {
+        choice_list(k, names, sizeof names);
+        snprintf(buf, len, " (%s)", names);
+    }
+}
+
+void dt_config_print_keys(FILE *f)
+{
+    char def[64], values[300];
+    fprintf(f, "%-36s %-15s %s\n", "KEY", "DEFAULT", "MEANING");
+    for (int i = 0; i < NKEYS; i++) {
+        describe_default(&keys[i], def, sizeof def);
+        describe_values(&keys[i], values, sizeof values);
+        fprintf(f, "%-36s %-15s %s%s\n", keys[i].path, def, keys[i].help, values);
+    }
+}
