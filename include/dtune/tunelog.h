@@ -59,9 +59,24 @@ typedef struct dt_run_record {
 
 typedef struct dt_tunelog dt_tunelog;
 
-/* Opens path for appending (creates it, mode 0644). */
+/* Opens path for appending (creates it, mode 0644) and fsyncs its directory.
+ * If the file's last line is unfinished or not JSON (a crash mid-write), that
+ * line, the one replay reports as the dropped tail, is cut off so the next
+ * record starts a clean line. Holds an exclusive flock until close: a second
+ * open of the same file, by any process, fails with DT_EIO. DT_ENOTFOUND when
+ * the directory does not exist. */
 int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
-/* Each append: one line, write + fflush + fsync before returning. */
+/* Each append: one line, written by one write() loop on an O_APPEND fd and
+ * fsync'd before returning, so a record whose append returned 0 survives a
+ * crash. Appends from several threads are serialised. DT_EINVAL for a record
+ * that cannot be logged (result class or nscores out of range), DT_EIO when
+ * the write or fsync fails: a half-written line is cut back off, and after a
+ * failed fsync the log refuses further appends. Doubles round-trip exactly
+ * (NaN and infinities as "nan", "inf", "-inf"); latency is logged in ms, so
+ * latency_s comes back within one rounding. uint64 values above INT64_MAX are
+ * logged as decimal strings. Empty knobs and m.detail are left out of the
+ * line; m.detail is logged as "detail". Strings that are not UTF-8 are logged
+ * with their non-ASCII bytes replaced by '?'. */
 int dt_tunelog_append_run(dt_tunelog *log, const dt_run_record *r, dt_error *err);
 int dt_tunelog_append_measure(dt_tunelog *log, const dt_measure_record *r, dt_error *err);
 int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *err);
@@ -83,7 +98,13 @@ typedef struct dt_tunelog_stats {
 } dt_tunelog_stats;
 
 /* Reads every record in order. DT_ENOTFOUND if the file does not exist,
- * DT_EPARSE (with path:line) for a bad line before the last. */
+ * DT_EPARSE (with path:line) for a bad line before the last. A last line that
+ * is not a JSON object, or lacks its newline (never acknowledged by an
+ * append), is skipped and reported in stats. A record with a missing field,
+ * a field of the wrong type, or an unknown "type" is DT_EINVAL naming
+ * path:line and the field; unknown keys are ignored. stats may be NULL. A
+ * visitor that fails may fill err (through its ctx) itself; otherwise replay
+ * writes a message naming the line. */
 int dt_tunelog_replay(const char *path, const dt_tunelog_visitor *visitor,
                       dt_tunelog_stats *stats, dt_error *err);
 
@@ -99,12 +120,22 @@ typedef struct dt_history {
 /* Rebuilds one history per task of model (array of model->ntasks, owned by
  * the caller; free with dt_histories_free). Records naming a task not in the
  * model are an error (DT_EINVAL) naming the line. Also returns the last slot
- * number and elapsed time seen (-1 / 0 when none). */
+ * number and elapsed time seen (-1 / 0 when none): the largest slot and time of
+ * any record. Records are matched to tasks by name (task_index is rewritten to
+ * the model's index). Errors as dt_tunelog_replay (DT_ENOTFOUND: no log yet);
+ * on error *out is NULL. last_slot, elapsed and stats may be NULL. */
 int dt_tunelog_load_histories(const char *path, const dt_model *model,
                               dt_history **out, int *last_slot, double *elapsed,
                               dt_tunelog_stats *stats, dt_error *err);
 
-/* Appends a record to a history, updating best. Returns 0 or DT_ENOMEM. */
+/* An empty history: no records, best = -1. (A zeroed history is also accepted
+ * by dt_history_push.) */
+void dt_history_init(dt_history *h);
+
+/* Appends a copy of r to h, updating best. best is the highest gflops among
+ * DT_RESULT_OK records (the first ok record sets it; a tie does not move it);
+ * last_improvement is the trial of the record that last raised it. Returns 0
+ * or DT_ENOMEM. */
 int dt_history_push(dt_history *h, const dt_measure_record *r);
 void dt_histories_free(dt_history *h, int n);
 

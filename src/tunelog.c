@@ -1,0 +1,953 @@
+/* tunelog.c — the durable tuning log: JSON lines appended with fsync, replayed on resume.
+ *
+ * Writing. Each record becomes one compact JSON object (jansson) and a '\n',
+ * written to an O_APPEND descriptor by one write() loop and fsync'd before the
+ * append returns; a mutex serialises appends from several threads and an
+ * exclusive flock keeps a second process from appending to the same file. A
+ * write that fails half-way is cut back off the file, so the next record still
+ * starts a clean line. Opening a log whose last line is unfinished or not JSON
+ * (a crash mid-write) cuts that line off: it is the line replay reports as the
+ * dropped tail, and leaving it would put garbage in the middle of the file.
+ *
+ * Reading. Lines come from getline. A line that is not a JSON object, or that
+ * lacks its '\n' (the writer sends the '\n' in the same write, so such a line
+ * was never acknowledged), is the dropped tail when nothing follows it and
+ * DT_EPARSE naming path:line otherwise. Fields are decoded strictly through
+ * the same tables that encode them: a missing field or a wrong type is
+ * DT_EINVAL naming path:line and the field; unknown keys are ignored so that
+ * later versions may add fields.
+ *
+ * Numbers. Doubles are written with 17 significant digits, which reads back
+ * bit for bit; NaN and infinities, which JSON lacks, as the strings "nan",
+ * "inf" and "-inf". A uint64 up to INT64_MAX is a JSON integer, a larger one
+ * a decimal string. latency is logged in milliseconds, so latency_s comes
+ * back within one rounding of the value written.
+ */
+#include "dtune/tunelog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
+#define TAIL_CHUNK 4096
+#define MAX_LINE_BYTES (1 << 20)   /* a real record is a few KiB */
+
+struct dt_tunelog {
+    int fd;
+    bool broken;                   /* a failed fsync or cut-back: refuse appends */
+    pthread_mutex_t lock;
+    char path[DT_PATH_MAX];
+};
+
+/* ---- field tables: one description drives both encoding and decoding ---- */
+
+typedef enum field_kind {
+    F_STR,      /* char array of `size` bytes */
+    F_INT,      /* int */
+    F_U64,      /* uint64_t */
+    F_DBL,      /* double */
+    F_MS,       /* double seconds in the struct, milliseconds in the log */
+    F_RESULT    /* dt_result_class, by name */
+} field_kind;
+
+typedef struct field {
+    const char *name;
+    field_kind kind;
+    size_t offset;
+    size_t size;                   /* F_STR: capacity including the NUL */
+    bool optional;                 /* F_STR: omitted when empty, "" when absent */
+} field;
+
+#define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
+#define FIELD(type, key, kind, member) \
+    { key, kind, offsetof(type, member), MEMBER_SIZE(type, member), false }
+#define OPTIONAL(type, key, member) \
+    { key, F_STR, offsetof(type, member), MEMBER_SIZE(type, member), true }
+
+static const field run_fields[] = {
+    FIELD(dt_run_record, "model", F_STR, model),
+    FIELD(dt_run_record, "target", F_STR, target),
+    FIELD(dt_run_record, "seed", F_U64, seed),
+    FIELD(dt_run_record, "started", F_STR, started),
+};
+
+static const field measure_fields[] = {
+    FIELD(dt_measure_record, "task", F_STR, task),
+    FIELD(dt_measure_record, "task_index", F_INT, task_index),
+    FIELD(dt_measure_record, "config", F_U64, config),
+    OPTIONAL(dt_measure_record, "knobs", knobs),
+    FIELD(dt_measure_record, "result", F_RESULT, m.result),
+    FIELD(dt_measure_record, "gflops", F_DBL, m.gflops),
+    FIELD(dt_measure_record, "latency_ms", F_MS, m.latency_s),
+    FIELD(dt_measure_record, "repeats", F_INT, m.repeats),
+    FIELD(dt_measure_record, "cv", F_DBL, m.cv),
+    FIELD(dt_measure_record, "compile_ms", F_DBL, m.compile_ms),
+    FIELD(dt_measure_record, "run_ms", F_DBL, m.run_ms),
+    OPTIONAL(dt_measure_record, "detail", m.detail),
+    FIELD(dt_measure_record, "slot", F_INT, slot),
+    FIELD(dt_measure_record, "trial", F_INT, trial),
+    FIELD(dt_measure_record, "time", F_DBL, time),
+};
+
+/* "scores" is an array and is handled by encode_slot / decode_slot. */
+static const field slot_fields[] = {
+    FIELD(dt_slot_record, "slot", F_INT, slot),
+    FIELD(dt_slot_record, "task", F_STR, task),
+    FIELD(dt_slot_record, "task_index", F_INT, task_index),
+    FIELD(dt_slot_record, "time", F_DBL, time),
+    FIELD(dt_slot_record, "model_latency_ms", F_DBL, model_latency_ms),
+    FIELD(dt_slot_record, "decision_ms", F_DBL, decision_ms),
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Where a record came from, for messages. */
+typedef struct line_ref {
+    const char *path;
+    long line;
+} line_ref;
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static json_t *encode_double(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static json_t *encode_u64(uint64_t v)
+{
+    char digits[24];
+    if (v <= (uint64_t)LLONG_MAX)
+        return json_integer((json_int_t)v);
+    snprintf(digits, sizeof digits, "%" PRIu64, v);
+    return json_string(digits);
+}
+
+/* JSON strings must be UTF-8; compiler messages need not be. Bytes of an
+ * invalid string that are not ASCII become '?'. */
+static json_t *encode_string(const char *s, size_t cap)
+{
+    size_t len = strnlen(s, cap - 1);   /* an unterminated array loses its last byte */
+    json_t *str = json_stringn(s, len);
+    char ascii[DT_PATH_MAX];
+    if (str || len >= sizeof ascii)
+        return str;
+    for (size_t i = 0; i < len; i++)
+        ascii[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+    return json_stringn(ascii, len);
+}
+
+static json_t *encode_field(const field *f, const void *rec)
+{
+    const char *p = (const char *)rec + f->offset;
+    switch (f->kind) {
+    case F_STR:
+        return encode_string(p, f->size);
+    case F_INT:
+        return json_integer(*(const int *)p);
+    case F_U64:
+        return encode_u64(*(const uint64_t *)p);
+    case F_DBL:
+        return encode_double(*(const double *)p);
+    case F_MS:
+        return encode_double(*(const double *)p * 1000.0);
+    case F_RESULT:
+        return json_string(dt_result_name(*(const dt_result_class *)p));
+    }
+    return NULL;
+}
+
+static int check_result_field(const field *f, const void *rec, dt_error *err)
+{
+    int r = *(const int *)((const char *)rec + f->offset);
+    if (r < 0 || r >= DT_RESULT_COUNT)
+        return dt_error_set(err, DT_EINVAL, "field '%s': %d is not a result class",
+                            f->name, r);
+    return 0;
+}
+
+/* Adds every field of rec to obj. */
+static int encode_fields(json_t *obj, const field *fields, size_t n, const void *rec,
+                         dt_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const field *f = &fields[i];
+        int rc = f->kind == F_RESULT ? check_result_field(f, rec, err) : 0;
+        if (rc != 0)
+            return rc;
+        if (f->optional && *((const char *)rec + f->offset) == '\0')
+            continue;
+        if (json_object_set_new(obj, f->name, encode_field(f, rec)) != 0)
+            return dt_error_set(err, DT_ENOMEM, "field '%s': out of memory", f->name);
+    }
+    return 0;
+}
+
+/* *out = a new object {"type": type, fields...}. */
+static int encode_record(const char *type, const field *fields, size_t n, const void *rec,
+                         json_t **out, dt_error *err)
+{
+    json_t *obj = json_object();
+    int rc;
+    *out = NULL;
+    if (!obj || json_object_set_new(obj, "type", json_string(type)) != 0) {
+        json_decref(obj);
+        return dt_error_set(err, DT_ENOMEM, "out of memory encoding a %s record", type);
+    }
+    rc = encode_fields(obj, fields, n, rec, err);
+    if (rc != 0) {
+        json_decref(obj);
+        return rc;
+    }
+    *out = obj;
+    return 0;
+}
+
+static json_t *encode_scores(const double *scores, int n)
+{
+    json_t *array = json_array();
+    for (int i = 0; array && i < n; i++) {
+        if (json_array_append_new(array, encode_double(scores[i])) != 0) {
+            json_decref(array);
+            array = NULL;
+        }
+    }
+    return array;
+}
+
+static int encode_slot(const dt_slot_record *r, json_t **out, dt_error *err)
+{
+    int rc;
+    *out = NULL;
+    if (r->nscores < 0 || r->nscores > DT_MAX_SCORES)
+        return dt_error_set(err, DT_EINVAL, "slot record: nscores %d is not in 0..%d",
+                            r->nscores, DT_MAX_SCORES);
+    rc = encode_record("slot", slot_fields, COUNT(slot_fields), r, out, err);
+    if (rc != 0)
+        return rc;
+    if (json_object_set_new(*out, "scores", encode_scores(r->scores, r->nscores)) != 0) {
+        json_decref(*out);
+        *out = NULL;
+        return dt_error_set(err, DT_ENOMEM, "out of memory encoding a slot record");
+    }
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* Returns 0 or an errno value. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            return EIO;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int fsync_fd(int fd)
+{
+    while (fsync(fd) != 0) {
+        if (errno != EINTR)
+            return errno;
+    }
+    return 0;
+}
+
+/* obj as one line ending in '\n', malloc'd. */
+static int render_line(const json_t *obj, char **line, size_t *len, dt_error *err)
+{
+    size_t size = json_dumpb(obj, NULL, 0, DUMP_FLAGS);
+    char *buf = size > 0 ? malloc(size + 1) : NULL;
+    if (!buf)
+        return dt_error_set(err, DT_ENOMEM, "out of memory rendering a log record");
+    if (json_dumpb(obj, buf, size, DUMP_FLAGS) != size) {
+        free(buf);
+        return dt_error_set(err, DT_ELIB, "jansson could not render a log record");
+    }
+    buf[size] = '\n';
+    *line = buf;
+    *len = size + 1;
+    return 0;
+}
+
+/* Removes a partly written record, so the file again ends on a whole line. */
+static void cut_back(dt_tunelog *log, off_t start)
+{
+    int rc;
+    do {
+        rc = ftruncate(log->fd, start);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0 || fsync_fd(log->fd) != 0)
+        log->broken = true;
+}
+
+/* Writes and fsyncs one line; the caller holds log->lock. */
+static int write_line_locked(dt_tunelog *log, const char *line, size_t len, dt_error *err)
+{
+    off_t start;
+    int e;
+    if (log->broken)
+        return dt_error_set(err, DT_EIO, "%s: an earlier write or fsync failed; "
+                            "the log accepts no more records", log->path);
+    start = lseek(log->fd, 0, SEEK_END);
+    if (start < 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
+    e = write_all(log->fd, line, len);
+    if (e != 0) {
+        cut_back(log, start);
+        return dt_error_set(err, DT_EIO, "%s: write failed: %s", log->path, strerror(e));
+    }
+    e = fsync_fd(log->fd);
+    if (e != 0) {
+        /* After a failed fsync the kernel may have dropped the dirty pages;
+         * nothing later written can be trusted to follow them. */
+        log->broken = true;
+        return dt_error_set(err, DT_EIO, "%s: fsync failed: %s", log->path, strerror(e));
+    }
+    return 0;
+}
+
+/* Appends obj (consumed) as one durable line. */
+static int append_object(dt_tunelog *log, json_t *obj, dt_error *err)
+{
+    char *line = NULL;
+    size_t len = 0;
+    int rc = render_line(obj, &line, &len, err);
+    json_decref(obj);
+    if (rc != 0)
+        return rc;
+    if (pthread_mutex_lock(&log->lock) != 0) {
+        free(line);
+        return dt_error_set(err, DT_EIO, "%s: cannot lock the log", log->path);
+    }
+    rc = write_line_locked(log, line, len, err);
+    pthread_mutex_unlock(&log->lock);
+    free(line);
+    return rc;
+}
+
+int dt_tunelog_append_run(dt_tunelog *log, const dt_run_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("run", run_fields, COUNT(run_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_measure(dt_tunelog *log, const dt_measure_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("measure", measure_fields, COUNT(measure_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_slot(r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+/* ---- reading one line --------------------------------------------------- */
+
+/* Parses one line (with its '\n') as a JSON object. NULL and a reason in
+ * why when it is unfinished or not a JSON object. */
+static json_t *parse_line(const char *buf, size_t len, char *why, size_t whylen)
+{
+    json_error_t jerr;
+    json_t *obj;
+    if (len == 0 || buf[len - 1] != '\n') {
+        snprintf(why, whylen, "unfinished record (%zu bytes, no newline)", len);
+        return NULL;
+    }
+    obj = json_loadb(buf, len - 1, JSON_REJECT_DUPLICATES, &jerr);
+    if (!obj) {
+        snprintf(why, whylen, "not JSON: %s (column %d)", jerr.text, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        snprintf(why, whylen, "not a JSON object");
+        return NULL;
+    }
+    return obj;
+}
+
+/* ---- opening: cut off an unfinished last line --------------------------- */
+
+static int pread_full(int fd, char *buf, size_t len, off_t at)
+{
+    while (len > 0) {
+        ssize_t n = pread(fd, buf, len, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+        at += n;
+    }
+    return 0;
+}
+
+/* Offset just after the last '\n' before end (0 if none). */
+static int line_start(int fd, off_t end, off_t *start)
+{
+    char chunk[TAIL_CHUNK];
+    while (end > 0) {
+        off_t from = end > TAIL_CHUNK ? end - TAIL_CHUNK : 0;
+        if (pread_full(fd, chunk, (size_t)(end - from), from) != 0)
+            return -1;
+        for (off_t i = end - from; i > 0; i--) {
+            if (chunk[i - 1] == '\n') {
+                *start = from + i;
+                return 0;
+            }
+        }
+        end = from;
+    }
+    *start = 0;
+    return 0;
+}
+
+/* Whether the bytes [start, end) of fd form a whole record line. */
+static int tail_is_record(int fd, off_t start, off_t end, bool *whole)
+{
+    char why[256];
+    size_t len = (size_t)(end - start);
+    char *buf;
+    json_t *obj;
+    *whole = false;
+    if (len > MAX_LINE_BYTES)
+        return 0;
+    buf = malloc(len > 0 ? len : 1);
+    if (!buf)
+        return DT_ENOMEM;
+    if (pread_full(fd, buf, len, start) != 0) {
+        free(buf);
+        return DT_EIO;
+    }
+    obj = parse_line(buf, len, why, sizeof why);
+    *whole = obj != NULL;
+    json_decref(obj);
+    free(buf);
+    return 0;
+}
+
+static int trim_tail(dt_tunelog *log, dt_error *err)
+{
+    struct stat st;
+    off_t start;
+    bool whole = false;
+    int rc;
+    if (fstat(log->fd, &st) != 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
+    if (st.st_size == 0)
+        return 0;
+    if (line_start(log->fd, st.st_size - 1, &start) != 0)
+        return dt_error_set(err, DT_EIO, "%s: cannot read: %s", log->path, strerror(errno));
+    rc = tail_is_record(log->fd, start, st.st_size, &whole);
+    if (rc != 0)
+        return dt_error_set(err, rc, "%s: cannot read its last line", log->path);
+    if (whole)
+        return 0;
+    if (ftruncate(log->fd, start) != 0 || fsync_fd(log->fd) != 0)
+        return dt_error_set(err, DT_EIO, "%s: cannot cut off the unfinished last line: %s",
+                            log->path, strerror(errno));
+    return 0;
+}
+
+/* Makes the file's directory entry durable (the log may be new). */
+static int sync_parent_dir(const char *path, dt_error *err)
+{
+    char dir[DT_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int fd, e;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", dir, strerror(errno));
+    e = fsync_fd(fd);
+    close(fd);
+    if (e != 0 && e != EINVAL)   /* EINVAL: the file system cannot sync directories */
+        return dt_error_set(err, DT_EIO, "%s: fsync failed: %s", dir, strerror(e));
+    return 0;
+}
+
+static int open_locked_fd(const char *path, int *fd, dt_error *err)
+{
+    *fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return dt_error_set(err, errno == ENOENT ? DT_ENOTFOUND : DT_EIO,
+                            "%s: cannot open for appending: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        if (e == EWOULDBLOCK)
+            return dt_error_set(err, DT_EIO, "%s: another process is appending to this log",
+                                path);
+        return dt_error_set(err, DT_EIO, "%s: cannot lock: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err)
+{
+    dt_tunelog *log;
+    int rc;
+    *out = NULL;
+    if (strlen(path) >= DT_PATH_MAX)
+        return dt_error_set(err, DT_EINVAL, "log path is longer than %d bytes", DT_PATH_MAX - 1);
+    log = calloc(1, sizeof *log);
+    if (!log)
+        return dt_error_set(err, DT_ENOMEM, "out of memory opening %s", path);
+    snprintf(log->path, sizeof log->path, "%s", path);
+    rc = open_locked_fd(path, &log->fd, err);
+    if (rc != 0)
+        goto fail;
+    rc = trim_tail(log, err);
+    if (rc == 0)
+        rc = sync_parent_dir(path, err);
+    if (rc == 0 && pthread_mutex_init(&log->lock, NULL) != 0)
+        rc = dt_error_set(err, DT_ENOMEM, "cannot create the log's mutex");
+    if (rc != 0) {
+        close(log->fd);
+        goto fail;
+    }
+    *out = log;
+    return 0;
+fail:
+    free(log);
+    return rc;
+}
+
+void dt_tunelog_close(dt_tunelog *log)
+{
+    if (!log)
+        return;
+    close(log->fd);   /* every record is already fsync'd; close has nothing to lose */
+    pthread_mutex_destroy(&log->lock);
+    free(log);
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+static int field_error(const line_ref *at, const char *name, const char *what, dt_error *err)
+{
+    return dt_error_set(err, DT_EINVAL, "%s:%ld: field '%s' %s", at->path, at->line, name, what);
+}
+
+static int decode_u64(const json_t *v, uint64_t *out)
+{
+    const char *s;
+    char *end;
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0)
+            return -1;
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    s = json_string_value(v);
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+static int decode_double(const json_t *v, double *out)
+{
+    const char *s = json_string_value(v);
+    if (json_is_number(v))
+        *out = json_number_value(v);
+    else if (s && strcmp(s, "nan") == 0)
+        *out = NAN;
+    else if (s && strcmp(s, "inf") == 0)
+        *out = INFINITY;
+    else if (s && strcmp(s, "-inf") == 0)
+        *out = -INFINITY;
+    else
+        return -1;
+    return 0;
+}
+
+static int decode_string(const json_t *v, char *out, size_t cap, const field *f,
+                         const line_ref *at, dt_error *err)
+{
+    size_t len;
+    if (!json_is_string(v))
+        return field_error(at, f->name, "must be a string", err);
+    len = json_string_length(v);
+    if (len >= cap || strlen(json_string_value(v)) != len) {
+        char what[64];
+        snprintf(what, sizeof what, "must be a string of at most %zu bytes", cap - 1);
+        return field_error(at, f->name, what, err);
+    }
+    memcpy(out, json_string_value(v), len + 1);
+    return 0;
+}
+
+static int decode_int(const json_t *v, int *out)
+{
+    json_int_t i;
+    if (!json_is_integer(v))
+        return -1;
+    i = json_integer_value(v);
+    if (i < INT_MIN || i > INT_MAX)
+        return -1;
+    *out = (int)i;
+    return 0;
+}
+
+static int decode_field(const field *f, const json_t *obj, void *rec, const line_ref *at,
+                        dt_error *err)
+{
+    char *p = (char *)rec + f->offset;
+    const json_t *v = json_object_get(obj, f->name);
+    if (!v && f->optional)
+        return 0;   /* rec is zeroed */
+    if (!v)
+        return field_error(at, f->name, "is missing", err);
+    switch (f->kind) {
+    case F_STR:
+        return decode_string(v, p, f->size, f, at, err);
+    case F_INT:
+        return decode_int(v, (int *)p) == 0 ? 0
+               : field_error(at, f->name, "must be an integer that fits an int", err);
+    case F_U64:
+        return decode_u64(v, (uint64_t *)p) == 0 ? 0
+               : field_error(at, f->name, "must be a non-negative integer", err);
+    case F_DBL:
+    case F_MS:
+        if (decode_double(v, (double *)p) != 0)
+            return field_error(at, f->name, "must be a number", err);
+        if (f->kind == F_MS)
+            *(double *)p /= 1000.0;
+        return 0;
+    case F_RESULT: {
+        const char *name = json_string_value(v);
+        if (!name || dt_result_parse(name, (dt_result_class *)p) != 0)
+            return field_error(at, f->name, "must name a result class (ok, crash, ...)", err);
+        return 0;
+    }
+    }
+    return field_error(at, f->name, "has no decoder", err);
+}
+
+static int decode_fields(const field *fields, size_t n, const json_t *obj, void *rec,
+                         const line_ref *at, dt_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = decode_field(&fields[i], obj, rec, at, err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int decode_scores(const json_t *obj, dt_slot_record *r, const line_ref *at,
+                         dt_error *err)
+{
+    const json_t *scores = json_object_get(obj, "scores");
+    if (!scores)
+        return field_error(at, "scores", "is missing", err);
+    if (!json_is_array(scores) || json_array_size(scores) > DT_MAX_SCORES)
+        return field_error(at, "scores", "must be an array of at most 256 numbers", err);
+    r->nscores = (int)json_array_size(scores);
+    for (int i = 0; i < r->nscores; i++) {
+        if (decode_double(json_array_get(scores, (size_t)i), &r->scores[i]) != 0)
+            return field_error(at, "scores", "must hold only numbers", err);
+    }
+    return 0;
+}
+
+/* Calls the visitor; when it fails without filling err, names the line. */
+static int visit(int rc, const line_ref *at, dt_error *err)
+{
+    if (rc != 0 && (!err || err->code != rc))
+        dt_error_set(err, rc, "%s:%ld: replay stopped by the caller (%s)",
+                     at->path, at->line, dt_error_name(rc));
+    return rc;
+}
+
+static int decode_measure(const json_t *obj, const dt_tunelog_visitor *v,
+                          const line_ref *at, dt_error *err)
+{
+    dt_measure_record r;
+    int rc;
+    memset(&r, 0, sizeof r);
+    rc = decode_fields(measure_fields, COUNT(measure_fields), obj, &r, at, err);
+    if (rc != 0 || !v || !v->measure)
+        return rc;
+    return visit(v->measure(v->ctx, &r), at, err);
+}
+
+static int decode_slot(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                       dt_error *err)
+{
+    dt_slot_record r;
+    int rc;
+    memset(&r, 0, sizeof r);
+    rc = decode_fields(slot_fields, COUNT(slot_fields), obj, &r, at, err);
+    if (rc == 0)
+        rc = decode_scores(obj, &r, at, err);
+    if (rc != 0 || !v || !v->slot)
+        return rc;
+    return visit(v->slot(v->ctx, &r), at, err);
+}
+
+static int decode_run(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                      dt_error *err)
+{
+    dt_run_record r;
+    int rc;
+    memset(&r, 0, sizeof r);
+    rc = decode_fields(run_fields, COUNT(run_fields), obj, &r, at, err);
+    if (rc != 0 || !v || !v->run)
+        return rc;
+    return visit(v->run(v->ctx, &r), at, err);
+}
+
+static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                    dt_error *err)
+{
+    const json_t *type = json_object_get(obj, "type");
+    const char *name = json_string_value(type);
+    if (!type)
+        return field_error(at, "type", "is missing", err);
+    if (!name)
+        return field_error(at, "type", "must be a string", err);
+    if (strcmp(name, "measure") == 0)
+        return decode_measure(obj, v, at, err);
+    if (strcmp(name, "slot") == 0)
+        return decode_slot(obj, v, at, err);
+    if (strcmp(name, "run") == 0)
+        return decode_run(obj, v, at, err);
+    return dt_error_set(err, DT_EINVAL, "%s:%ld: unknown record type '%s' "
+                        "(expected run, measure or slot)", at->path, at->line, name);
+}
+
+/* ---- replay ------------------------------------------------------------- */
+
+/* The reading loop. at->line is kept current so that visitors (load_histories)
+ * can name the line; a bad line is held until we know whether one follows. */
+static int replay_stream(FILE *f, const dt_tunelog_visitor *v, dt_tunelog_stats *st,
+                         line_ref *at, dt_error *err)
+{
+    char *buf = NULL, why[200] = "";
+    size_t cap = 0;
+    ssize_t len;
+    long bad_line = 0;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&buf, &cap, f)) >= 0) {
+        json_t *obj;
+        at->line++;
+        if (bad_line != 0) {
+            at->line = bad_line;
+            rc = dt_error_set(err, DT_EPARSE, "%s:%ld: %s", at->path, bad_line, why);
+            break;
+        }
+        obj = parse_line(buf, (size_t)len, why, sizeof why);
+        if (!obj) {
+            bad_line = at->line;
+            continue;
+        }
+        rc = dispatch(obj, v, at, err);
+        json_decref(obj);
+        if (rc == 0)
+            st->lines++;
+    }
+    free(buf);
+    if (rc == 0 && ferror(f))
+        rc = dt_error_set(err, DT_EIO, "%s: read failed: %s", at->path, strerror(errno));
+    if (rc == 0 && bad_line != 0) {
+        st->dropped_tail = true;
+        snprintf(st->tail_message, sizeof st->tail_message, "line %ld: %s", bad_line, why);
+    }
+    return rc;
+}
+
+static int replay_at(const char *path, const dt_tunelog_visitor *v, dt_tunelog_stats *stats,
+                     line_ref *at, dt_error *err)
+{
+    dt_tunelog_stats local;
+    FILE *f;
+    int rc;
+    dt_error_clear(err);
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    f = fopen(path, "re");
+    if (!f)
+        return dt_error_set(err, errno == ENOENT ? DT_ENOTFOUND : DT_EIO,
+                            "%s: cannot read the tuning log: %s", path, strerror(errno));
+    at->path = path;
+    at->line = 0;
+    rc = replay_stream(f, v, stats, at, err);
+    fclose(f);
+    return rc;
+}
+
+int dt_tunelog_replay(const char *path, const dt_tunelog_visitor *visitor,
+                      dt_tunelog_stats *stats, dt_error *err)
+{
+    line_ref at;
+    return replay_at(path, visitor, stats, &at, err);
+}
+
+/* ---- histories ---------------------------------------------------------- */
+
+void dt_history_init(dt_history *h)
+{
+    memset(h, 0, sizeof *h);
+    h->best = -1;
+}
+
+int dt_history_push(dt_history *h, const dt_measure_record *r)
+{
+    bool has_best = h->best >= 0 && h->best < h->n
+                    && h->records[h->best].m.result == DT_RESULT_OK;
+    if (!has_best)
+        h->best = -1;   /* also makes a calloc'd history valid */
+    if (h->n == h->cap) {
+        int cap = h->cap > 0 ? h->cap * 2 : 16;
+        dt_measure_record *grown;
+        if (h->cap > INT_MAX / 2)
+            return DT_ENOMEM;
+        grown = realloc(h->records, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return DT_ENOMEM;
+        h->records = grown;
+        h->cap = cap;
+    }
+    h->records[h->n] = *r;
+    if (r->m.result == DT_RESULT_OK && (!has_best || r->m.gflops > h->best_gflops)) {
+        h->best = h->n;
+        h->best_gflops = r->m.gflops;
+        h->last_improvement = r->trial;
+    }
+    h->n++;
+    return 0;
+}
+
+void dt_histories_free(dt_history *h, int n)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < n; i++)
+        free(h[i].records);
+    free(h);
+}
+
+typedef struct loader {
+    const dt_model *model;
+    dt_history *histories;
+    int last_slot;
+    double elapsed;
+    const line_ref *at;
+    dt_error *err;
+} loader;
+
+/* The model's task named name; index is tried first, as it usually matches. */
+static int find_task(const dt_model *model, const char *name, int index)
+{
+    if (index >= 0 && index < model->ntasks && strcmp(model->tasks[index].name, name) == 0)
+        return index;
+    for (int k = 0; k < model->ntasks; k++) {
+        if (strcmp(model->tasks[k].name, name) == 0)
+            return k;
+    }
+    return -1;
+}
+
+static int unknown_task(const loader *ld, const char *name)
+{
+    return dt_error_set(ld->err, DT_EINVAL, "%s:%ld: task '%s' is not in model '%s'",
+                        ld->at->path, ld->at->line, name, ld->model->name);
+}
+
+static void note_progress(loader *ld, int slot, double time)
+{
+    if (slot > ld->last_slot)
+        ld->last_slot = slot;
+    if (time > ld->elapsed)
+        ld->elapsed = time;
+}
+
+static int load_measure(void *ctx, const dt_measure_record *r)
+{
+    loader *ld = ctx;
+    dt_measure_record rec = *r;
+    int k = find_task(ld->model, r->task, r->task_index);
+    if (k < 0)
+        return unknown_task(ld, r->task);
+    rec.task_index = k;
+    if (dt_history_push(&ld->histories[k], &rec) != 0)
+        return dt_error_set(ld->err, DT_ENOMEM, "%s:%ld: out of memory", ld->at->path,
+                            ld->at->line);
+    note_progress(ld, r->slot, r->time);
+    return 0;
+}
+
+static int load_slot(void *ctx, const dt_slot_record *r)
+{
+    loader *ld = ctx;
+    if (find_task(ld->model, r->task, r->task_index) < 0)
+        return unknown_task(ld, r->task);
+    note_progress(ld, r->slot, r->time);
+    return 0;
+}
+
+int dt_tunelog_load_histories(const char *path, const dt_model *model,
+                              dt_history **out, int *last_slot, double *elapsed,
+                              dt_tunelog_stats *stats, dt_error *err)
+{
+    line_ref at = { path, 0 };
+    loader ld = { model, NULL, -1, 0.0, &at, err };
+    dt_tunelog_visitor visitor = { NULL, load_measure, load_slot, &ld };
+    int rc;
+    *out = NULL;
+    ld.histories = calloc(model->ntasks > 0 ? (size_t)model->ntasks : 1, sizeof *ld.histories);
+    if (!ld.histories)
+        return dt_error_set(err, DT_ENOMEM, "out of memory loading %s", path);
+    for (int k = 0; k < model->ntasks; k++)
+        dt_history_init(&ld.histories[k]);
+    rc = replay_at(path, &visitor, stats, &at, err);
+    if (rc != 0) {
+        dt_histories_free(ld.histories, model->ntasks);
+        return rc;
+    }
+    *out = ld.histories;
+    if (last_slot)
+        *last_slot = ld.last_slot;
+    if (elapsed)
+        *elapsed = ld.elapsed;
+    return 0;
+}
