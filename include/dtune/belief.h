@@ -1,0 +1,148 @@
+/* belief.h — DynaTune's Bayesian belief model of one task's tuning curve:
+ * where will its best-so-far performance be at the end of the next slot?
+ *
+ * Input: the task's history, x = trial index (1..n), y = best-so-far GFLOPS
+ * ÷ the target's peak GFLOPS (0..1), and a horizon (the trial count at the
+ * end of the next slot). Steps:
+ *   1. segment: a jump is a point whose y exceeds the previous one by more
+ *      than jump_threshold (relative); the modelled segment starts at the
+ *      latest jump that leaves at least min_segment_points points (itself
+ *      included), else at the first point; x is re-indexed from 1 inside it;
+ *   2. least squares: the curve family fitted to the segment (curve.h);
+ *   3. posterior: θ = (curve parameters, σ) with a Gaussian likelihood of
+ *      noise σ, a uniform prior on the curve's box and on σ ∈ (0, 1], and
+ *      zero prior where the curve is not increasing or where its value at
+ *      the horizon is below the best observed; sampled by the stretch-move
+ *      ensemble (mcmc.h) from a tight Gaussian ball around the least-squares
+ *      fit (lifted into the prior's support when it falls below the best);
+ *   4. prediction: mean and standard deviation of f(horizon | θ) over the
+ *      post-burn-in samples, and the expected improvement over the best
+ *      observed, EI = (μ − y*) Φ(Z) + σ φ(Z), Z = (μ − y*)/σ (AdaTune eq. 1).
+ *
+ * A dt_belief is one thread's workspace: the fitter, the sampler and the
+ * segment buffers, allocated once and grown only when a longer history
+ * arrives. dt_belief_pool runs many tasks on several pthreads, one
+ * workspace per thread; each task's sampler is seeded from params.seed and
+ * the task's `stream`, so results do not depend on the thread count.
+ */
+#ifndef DTUNE_BELIEF_H
+#define DTUNE_BELIEF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtune/curve.h"
+#include "dtune/error.h"
+
+typedef struct dt_belief_params {
+    dt_curve_family family;   /* DT_CURVE_LOG_POWER */
+    int walkers;              /* 10 */
+    int steps;                /* 500 */
+    int burn_in;              /* 250: steps dropped before the prediction */
+    double jump_threshold;    /* 0.2: a jump is y_i > (1 + 0.2) y_{i−1} */
+    int min_segment_points;   /* 10 */
+    int min_points;           /* 5: fewer modelled points → ok = false; raised
+                                 to the family's parameters + 2 when below */
+    double level_max;         /* 1.0: the curve's level may not pass
+                                 max(level_max, 1.5 × best observed) */
+    double ball_scale;        /* 1e-4: walker starts spread by N(0, s_i²) with
+                                 s_i = ball_scale |θ_i| + 1e-8 (hi_i − lo_i) */
+    uint64_t seed;            /* 1 */
+} dt_belief_params;
+
+dt_belief_params dt_belief_default_params(void);
+
+typedef struct dt_belief_prediction {
+    bool ok;                  /* false: see reason; then mean = best_observed,
+                                 std = 0, expected_improvement = 0 */
+    char reason[160];         /* empty when ok */
+    double mean;              /* posterior mean of f(horizon), normalised */
+    double std;               /* its posterior standard deviation */
+    double expected_improvement; /* over best_observed, normalised */
+    double best_observed;     /* max y of the history */
+    double horizon;           /* as given, in history trials */
+    int segment_start;        /* 0-based index of the segment's first point */
+    int segment_points;
+    int samples;              /* posterior samples behind mean and std */
+    double noise;             /* posterior mean of σ */
+    double acceptance;        /* mean acceptance fraction of the walkers */
+    double theta_ls[DT_CURVE_MAX_PARAMS]; /* least-squares fit, segment x */
+} dt_belief_prediction;
+
+/* One task's history, borrowed. x may be NULL for x = 1..n; otherwise
+ * strictly increasing and ≥ 1. horizon ≥ the last x. */
+typedef struct dt_belief_history {
+    const double *x;
+    const double *y;
+    int n;
+    double horizon;
+    uint64_t stream;          /* mixed into params.seed: pass the task's index */
+} dt_belief_history;
+
+typedef struct dt_belief dt_belief;
+
+/* One workspace. 0, DT_EINVAL (bad params, message says which), DT_ENOMEM. */
+int dt_belief_new(const dt_belief_params *params, dt_belief **out, dt_error *err);
+
+/* Accepts NULL. */
+void dt_belief_free(dt_belief *belief);
+
+/* Predicts one task into *out. Returns 0 whenever a prediction was made or
+ * refused for a reason of the data (too few points, no positive value, a
+ * failed fit, no start inside the prior): out->ok says which. Returns
+ * DT_EINVAL for malformed input (NULL, NaN, x not increasing, horizon before
+ * the last trial) and DT_ENOMEM; out->ok is false then too. */
+int dt_belief_predict(dt_belief *belief, const dt_belief_history *history,
+                      dt_belief_prediction *out, dt_error *err);
+
+/* The last successful prediction's posterior at another trial index x (in
+ * history trials, ≥ the segment's first trial): mean and standard deviation
+ * of f(x | θ) over the same samples. DT_EINVAL when there is no posterior. */
+int dt_belief_posterior_at(const dt_belief *belief, double x, double *mean,
+                           double *std, dt_error *err);
+
+/* The last successful prediction's sampler set-up, so another sampler can
+ * run the same model (bench/belief_bench.c against emcee): the walkers'
+ * centre and spread (curve parameters then σ, p + 1 values each) and the
+ * curve parameters' prior box (p values each). DT_EINVAL when there is no
+ * posterior. */
+int dt_belief_sampler_setup(const dt_belief *belief, double *centre, double *scale,
+                            double *lo, double *hi, dt_error *err);
+
+/* Log posterior (up to a constant) of θ = (curve parameters, σ) for the
+ * segment and horizon of the last dt_belief_predict call that got as far as
+ * the fit; −INFINITY outside the prior. For tests and diagnostics. */
+double dt_belief_log_prob(const dt_belief *belief, const double *theta);
+
+/* Start of the segment that would be modelled (0-based), per the rule above. */
+int dt_belief_segment_start(const double *y, int n, double jump_threshold,
+                            int min_segment_points);
+
+/* best-so-far of gflops[0..n) divided by peak_gflops, into y; a failed
+ * trial counts as 0 GFLOPS. DT_EINVAL unless peak_gflops > 0. */
+int dt_belief_normalize(const double *gflops, int n, double peak_gflops, double *y,
+                        dt_error *err);
+
+/* AdaTune eq. 1: EI of a prediction N(mean, std²) over best. */
+double dt_belief_expected_improvement(double mean, double std, double best);
+
+/* --- many tasks on several threads --------------------------------------------- */
+
+typedef struct dt_belief_pool dt_belief_pool;
+
+/* `threads` workspaces (≥ 1). 0, DT_EINVAL, DT_ENOMEM. */
+int dt_belief_pool_new(const dt_belief_params *params, int threads,
+                       dt_belief_pool **out, dt_error *err);
+
+/* Accepts NULL. */
+void dt_belief_pool_free(dt_belief_pool *pool);
+
+/* Predicts tasks[0..n_tasks) into out[0..n_tasks) on up to the pool's
+ * thread count of pthreads (the caller's thread is one of them); worker
+ * threads block all signals. A task whose input is malformed gets ok = false
+ * with the message as its reason; the call itself returns 0, or DT_EINVAL
+ * for NULL arguments. */
+int dt_belief_pool_predict(dt_belief_pool *pool, const dt_belief_history *tasks,
+                           int n_tasks, dt_belief_prediction *out, dt_error *err);
+
+#endif

@@ -1,0 +1,110 @@
+/* mcmc.h — Goodman & Weare's affine-invariant ensemble sampler (stretch move)
+ * and the integrated autocorrelation time of its chains.
+ *
+ * The ensemble of W walkers is split in two halves each step (a fresh random
+ * split, as emcee does by default); every walker X_j of one half proposes
+ *   Y = X_k + z (X_j − X_k),  X_k drawn from the other half,
+ *   z = ((a − 1) u + 1)² / a,  u ~ U(0, 1)   (density g(z) ∝ 1/√z on [1/a, a]),
+ * and accepts with probability min(1, z^(ndim − 1) p(Y) / p(X_j)). The first
+ * half moves against the second, then the second against the updated first.
+ *
+ * A sampler owns one gsl_rng and every buffer it needs (positions, chain,
+ * log probabilities, acceptance counts, autocorrelation scratch), all
+ * allocated by dt_mcmc_new; a step allocates nothing. One sampler per
+ * thread.
+ */
+#ifndef DTUNE_MCMC_H
+#define DTUNE_MCMC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtune/error.h"
+
+/* Log of the (unnormalised) target density at theta[0..ndim-1]; −INFINITY
+ * outside its support. NaN is treated as −INFINITY. Must not keep theta. */
+typedef double (*dt_mcmc_log_prob_fn)(const double *theta, void *ctx);
+
+typedef struct dt_mcmc_params {
+    int walkers;          /* ≥ 4 and ≥ 2 ndim (32) */
+    int ndim;             /* parameters per walker, ≥ 1 (1) */
+    int max_steps;        /* chain capacity in steps (2000) */
+    double stretch;       /* a of the stretch move, > 1 (2) */
+    bool randomize_split; /* draw a new red/blue split each step (true) */
+    int max_start_draws;  /* ball draws per walker before giving up (1000) */
+    uint64_t seed;        /* seeds the sampler's gsl_rng (1) */
+} dt_mcmc_params;
+
+dt_mcmc_params dt_mcmc_default_params(void);
+
+typedef struct dt_mcmc dt_mcmc;
+
+/* Allocates a sampler and all its buffers; calls gsl_set_error_handler_off().
+ * 0, DT_EINVAL (bad params, message says which) or DT_ENOMEM. */
+int dt_mcmc_new(const dt_mcmc_params *params, dt_mcmc **out, dt_error *err);
+
+/* Accepts NULL. */
+void dt_mcmc_free(dt_mcmc *sampler);
+
+/* Reseeds the sampler's generator; the next start then replays exactly. */
+void dt_mcmc_seed(dt_mcmc *sampler, uint64_t seed);
+
+/* Starts (or restarts) the ensemble in a Gaussian ball: walker k gets
+ * center[i] + scale[i] N(0, 1) in each coordinate i; a draw with −∞ log
+ * probability is redrawn, up to max_start_draws times. Clears the chain and
+ * the acceptance counts. 0, DT_EINVAL, or DT_EFAIL when some walker found no
+ * finite log probability. */
+int dt_mcmc_start_ball(dt_mcmc *sampler, const double *center, const double *scale,
+                       dt_mcmc_log_prob_fn log_prob, void *ctx, dt_error *err);
+
+/* Starts from explicit positions (walkers × ndim, row per walker). Clears
+ * the chain. 0, or DT_EINVAL when some position has −∞ log probability. */
+int dt_mcmc_start(dt_mcmc *sampler, const double *positions,
+                  dt_mcmc_log_prob_fn log_prob, void *ctx, dt_error *err);
+
+/* Advances the ensemble `steps` steps and appends them to the chain.
+ * 0, or DT_EINVAL when not started or the chain would pass max_steps. */
+int dt_mcmc_run(dt_mcmc *sampler, int steps, dt_mcmc_log_prob_fn log_prob,
+                void *ctx, dt_error *err);
+
+/* Steps recorded since the last start. */
+int dt_mcmc_steps(const dt_mcmc *sampler);
+int dt_mcmc_walkers(const dt_mcmc *sampler);
+int dt_mcmc_ndim(const dt_mcmc *sampler);
+
+/* The chain, borrowed until the next start: element (step t, walker k,
+ * coordinate i) at [(t * walkers + k) * ndim + i]. */
+const double *dt_mcmc_chain(const dt_mcmc *sampler);
+
+/* Log probabilities of the chain: (t, k) at [t * walkers + k]. */
+const double *dt_mcmc_chain_log_prob(const dt_mcmc *sampler);
+
+/* Accepted proposals of walker k divided by the steps run (0 before any). */
+double dt_mcmc_acceptance_fraction(const dt_mcmc *sampler, int walker);
+
+/* --- Integrated autocorrelation time ------------------------------------------
+ *
+ * τ = 1 + 2 Σ_{t=1}^{M} ρ(t), with ρ the normalised autocorrelation function
+ * (by FFT) and the window M chosen automatically as the smallest M with
+ * M ≥ c τ(M) (Sokal; emcee uses c = 5). */
+
+/* Doubles of scratch dt_mcmc_integrated_time needs for a series of n. */
+size_t dt_mcmc_integrated_time_work(int n);
+
+/* τ of series[0], series[stride], ..., series[(n − 1) stride] into *tau.
+ * work holds dt_mcmc_integrated_time_work(n) doubles. Returns 0; DT_EINVAL
+ * for n < 2 or a constant series; DT_EFAIL, with *tau still set, when
+ * n < tol τ, i.e. the chain is too short for the estimate to be trusted
+ * (tol 50 is emcee's; tol 0 skips the check). */
+int dt_mcmc_integrated_time(const double *series, int n, int stride, double c,
+                            double tol, double *work, double *tau, dt_error *err);
+
+/* τ of coordinate `dim` of the sampler's chain after discarding the first
+ * `discard` steps: the autocorrelation functions of the walkers are averaged
+ * before the window search (emcee's estimator). Uses the sampler's scratch.
+ * Return codes as dt_mcmc_integrated_time. */
+int dt_mcmc_chain_integrated_time(dt_mcmc *sampler, int dim, int discard, double c,
+                                  double tol, double *tau, dt_error *err);
+
+#endif
