@@ -1,0 +1,420 @@
+/* tuner_bench.c — chameleon vs autotvm vs random on ResNet-18 conv2d tasks.
+ *
+ * For each task and seed, each strategy tunes the task from scratch for the
+ * same trial budget through the real measurer (dt_measurer over the backend
+ * named by --backend). Every measured trial's best-so-far GFLOPS and the wall
+ * clock at the end of its batch are traced, so one run gives:
+ *
+ *   A*            autotvm's final best measured GFLOPS
+ *   reach         the first trial (and wall second) at which a strategy's best
+ *                 measured GFLOPS is >= A*; for autotvm, when it first got there
+ *   trial ratio   autotvm's reach / chameleon's reach   (goal >= 4.45)
+ *   wall ratio    the same in wall seconds              (goal > 1)
+ *   overhead      the tuner's non-measurement seconds / wall seconds (goal <= 10 %)
+ *
+ * A run that never reaches A* counts as reaching it one trial after the
+ * budget (a bound in the tuner's favour is never used). Ratios are summarised
+ * by their geometric mean over tasks and seeds.
+ *
+ * A* is a maximum of noisy measurements: a strategy that measures many
+ * near-optimal configs collects more lucky draws. On the replay backend the
+ * truth is known, so a second table repeats the comparison on the noise-free
+ * GFLOPS of each strategy's incumbent (its best-measured config).
+ *
+ * On the replay backend measurements cost nothing, so wall ratios would only
+ * compare overheads; --sim-measure-seconds S charges S seconds of virtual
+ * measurement per trial to every wall clock (and to the overhead's
+ * denominator) to model a real target. It is 0 unless given, and the table
+ * says when it was used.
+ *
+ *   bin/tuner_bench [--backend replay|cpu] [--model models/resnet18.yaml]
+ *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--batch N]
+ *                   [--strategies chameleon,autotvm,random]
+ *                   [--sim-measure-seconds S] [--work-dir DIR]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dtune/backend.h"
+#include "dtune/config.h"
+#include "dtune/measure.h"
+#include "dtune/model.h"
+#include "dtune/space.h"
+#include "dtune/tuner.h"
+
+#define MAX_TASKS 8
+#define MAX_SEEDS 16
+#define NSTRAT 3
+#define REPLAY_SEED 1          /* the measurer's seed: fixes the replay surface */
+
+typedef struct options {
+    char backend[16];
+    char model[DT_PATH_MAX];
+    char tasks[512];
+    char strategies[128];
+    char work_dir[DT_PATH_MAX];
+    int trials, seeds, batch;
+    double sim_seconds;
+} options;
+
+/* The trace of one tuning run: best-so-far and wall clock after each trial. */
+typedef struct trace {
+    dt_measurer *measurer;
+    bool replay;               /* the surface's noise-free truth is known */
+    double started, sim_seconds, best, best_true;
+    int n, cap;
+    double *best_at, *wall_at;
+    double *true_at;           /* replay: noise-free GFLOPS of the incumbent */
+} trace;
+
+typedef struct outcome {
+    bool ran;
+    double final_best;
+    int reach_trials;          /* trials to reach A* (budget + 1 if never) */
+    double reach_wall;
+    double final_true;         /* replay: the incumbent's noise-free GFLOPS */
+    int reach_true;            /* replay: trials until the incumbent's truth >= autotvm's final */
+    double wall, overhead;     /* whole run, with simulated measurement */
+    int trials;
+} outcome;
+
+static const char *const strategy_names[NSTRAT] = { "chameleon", "autotvm", "random" };
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
+               "                   [--trials N] [--seeds N] [--batch N] [--strategies LIST]\n"
+               "                   [--sim-measure-seconds S] [--work-dir DIR]\n");
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->backend, sizeof o->backend, "replay");
+    snprintf(o->model, sizeof o->model, "models/resnet18.yaml");
+    snprintf(o->tasks, sizeof o->tasks, "layer1_3x3,layer2_3x3,layer3_3x3,layer4_3x3");
+    snprintf(o->strategies, sizeof o->strategies, "chameleon,autotvm,random");
+    snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune-tuner-bench");
+    o->trials = -1;
+    o->seeds = 3;
+    o->batch = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (strcmp(a, "--backend") == 0) snprintf(o->backend, sizeof o->backend, "%s", v);
+        else if (strcmp(a, "--model") == 0) snprintf(o->model, sizeof o->model, "%s", v);
+        else if (strcmp(a, "--tasks") == 0) snprintf(o->tasks, sizeof o->tasks, "%s", v);
+        else if (strcmp(a, "--strategies") == 0) snprintf(o->strategies, sizeof o->strategies, "%s", v);
+        else if (strcmp(a, "--work-dir") == 0) snprintf(o->work_dir, sizeof o->work_dir, "%s", v);
+        else if (strcmp(a, "--trials") == 0) o->trials = atoi(v);
+        else if (strcmp(a, "--seeds") == 0) o->seeds = atoi(v);
+        else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
+        else if (strcmp(a, "--sim-measure-seconds") == 0) o->sim_seconds = atof(v);
+        else return -1;
+    }
+    if (o->trials < 0)
+        o->trials = strcmp(o->backend, "replay") == 0 ? 1000 : 256;
+    if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->batch < 1 || o->sim_seconds < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- one tuning run ---------------------------------------------------------------- */
+
+static int traced_measure(void *ctx, const dt_space *space, const dt_point *points, int n,
+                          dt_measure_result *results, dt_error *err)
+{
+    trace *tr = ctx;
+    int rc = dt_measurer_run(tr->measurer, space, points, n, results, err);
+    if (rc)
+        return rc;
+    double wall = now_seconds() - tr->started;
+    for (int i = 0; i < n && tr->n < tr->cap; i++) {
+        if (results[i].result == DT_RESULT_OK && results[i].gflops > tr->best) {
+            tr->best = results[i].gflops;
+            if (tr->replay)
+                tr->best_true = dt_replay_true_gflops(space, &points[i], REPLAY_SEED);
+        }
+        tr->best_at[tr->n] = tr->best;
+        tr->true_at[tr->n] = tr->best_true;
+        tr->wall_at[tr->n] = wall + tr->sim_seconds * (tr->n + 1);
+        tr->n++;
+    }
+    return 0;
+}
+
+/* First trial (1-based) whose curve value reaches target, or cap + 1. */
+static int reach(const trace *tr, const double *curve, double target, double *wall)
+{
+    for (int i = 0; i < tr->n; i++)
+        if (curve[i] >= target && target > 0) {
+            if (wall)
+                *wall = tr->wall_at[i];
+            return i + 1;
+        }
+    if (wall)
+        *wall = tr->n ? tr->wall_at[tr->n - 1] : 0;
+    return tr->cap + 1;
+}
+
+static int tune_once(const options *o, const dt_config *cfg, const dt_space *space, int strategy,
+                     uint64_t seed, trace *tr, outcome *out, dt_error *err)
+{
+    dt_tuner_config tc = cfg->tuner;
+    snprintf(tc.strategy, sizeof tc.strategy, "%s", strategy_names[strategy]);
+    tc.batch_size = o->batch;
+    if (tc.sampling.k_min > tc.batch_size)
+        tc.sampling.k_min = tc.batch_size;
+    dt_tuner *t = NULL;
+    int rc = dt_tuner_new(space, &tc, seed, &t, err);
+    if (rc)
+        return rc;
+    tr->n = 0;
+    tr->best = tr->best_true = 0;
+    tr->sim_seconds = o->sim_seconds;
+    tr->started = now_seconds();
+    dt_tuner_budget b = { .trials = o->trials };
+    dt_tuner_stats st;
+    rc = dt_tuner_run(t, &b, traced_measure, tr, &st, err);
+    dt_tuner_free(t);
+    if (rc)
+        return rc;
+    out->ran = true;
+    out->final_best = tr->best;
+    out->final_true = tr->best_true;
+    out->trials = st.trials;
+    out->wall = st.wall_seconds + o->sim_seconds * st.trials;
+    out->overhead = out->wall > 0 ? st.overhead_seconds / out->wall : 0;
+    return 0;
+}
+
+/* ---- reporting ------------------------------------------------------------------------ */
+
+typedef struct summary {
+    double log_trial_ratio, log_wall_ratio;
+    int pairs, reached;
+    char truth[8192];          /* replay: the noise-free table, printed last */
+    size_t truth_len;
+    double log_true_ratio;
+    int true_pairs, true_reached;
+    double overhead_sum[NSTRAT];
+    int overhead_n[NSTRAT];
+} summary;
+
+static void report_seed(const char *task, uint64_t seed, outcome res[NSTRAT], summary *s)
+{
+    printf("| %-12s | %2llu |", task, (unsigned long long)seed);
+    for (int k = 0; k < NSTRAT; k++)
+        if (res[k].ran)
+            printf(" %8.2f |", res[k].final_best);
+        else
+            printf(" %8s |", "-");
+    const outcome *c = &res[0], *a = &res[1];
+    if (c->ran && a->ran) {
+        double tr = (double)a->reach_trials / c->reach_trials;
+        double wr = c->reach_wall > 0 ? a->reach_wall / c->reach_wall : 0;
+        printf(" %5d / %-5d | %7.1f / %-7.1f | %6.2fx | %6.2fx |", c->reach_trials, a->reach_trials,
+               c->reach_wall, a->reach_wall, tr, wr);
+        s->log_trial_ratio += log(tr);
+        s->log_wall_ratio += wr > 0 ? log(wr) : 0;
+        s->pairs++;
+        s->reached += c->reach_trials <= c->trials;
+    } else {
+        printf(" %13s | %17s | %7s | %7s |", "-", "-", "-", "-");
+    }
+    for (int k = 0; k < NSTRAT; k++) {
+        if (res[k].ran) {
+            printf(" %5.1f%% |", 100 * res[k].overhead);
+            s->overhead_sum[k] += res[k].overhead;
+            s->overhead_n[k]++;
+        } else {
+            printf(" %6s |", "-");
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Replay only: the same comparison on the incumbents' noise-free GFLOPS, which
+ * measurement noise cannot flatter (A* above is a maximum of noisy values). */
+static void append_truth(const char *task, uint64_t seed, const outcome res[NSTRAT], summary *s)
+{
+    const outcome *c = &res[0], *a = &res[1], *r = &res[2];
+    if (!c->ran || !a->ran || s->truth_len >= sizeof s->truth)
+        return;
+    double ratio = (double)a->reach_true / c->reach_true;
+    s->truth_len += (size_t)snprintf(s->truth + s->truth_len, sizeof s->truth - s->truth_len,
+                                     "| %-12s | %2llu | %8.2f | %8.2f | %8.2f | %5d / %-5d | %6.2fx |\n",
+                                     task, (unsigned long long)seed, c->final_true, a->final_true,
+                                     r->ran ? r->final_true : 0.0, c->reach_true, a->reach_true, ratio);
+    s->log_true_ratio += log(ratio);
+    s->true_pairs++;
+    s->true_reached += c->reach_true <= c->trials;
+}
+
+static void print_header(const options *o)
+{
+    printf("tuner_bench: backend %s, %d trials per run, batch %d, %d seed(s)\n", o->backend,
+           o->trials, o->batch, o->seeds);
+    if (o->sim_seconds > 0)
+        printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
+    printf("\n| task         | seed | cham best | atvm best | rand best | trials to A* cham/atvm "
+           "| wall s to A* cham/atvm | trial ratio | wall ratio | ovh cham | ovh atvm | ovh rand |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+static void print_truth(const summary *s)
+{
+    if (s->true_pairs == 0)
+        return;
+    printf("\nnoise-free (replay): true GFLOPS of each strategy's best-measured config, and trials\n"
+           "until chameleon's / autotvm's incumbent is truly as fast as autotvm's final one\n\n"
+           "| task         | seed | cham true | atvm true | rand true | trials cham/atvm | ratio |\n"
+           "|---|---|---|---|---|---|---|\n%s", s->truth);
+    printf("\nnoise-free: chameleon matched autotvm's final config in %d of %d runs; "
+           "trial ratio (geomean) %.2fx\n", s->true_reached, s->true_pairs,
+           exp(s->log_true_ratio / s->true_pairs));
+}
+
+static void print_summary(const summary *s)
+{
+    print_truth(s);
+    if (s->pairs == 0)
+        return;
+    double tr = exp(s->log_trial_ratio / s->pairs), wr = exp(s->log_wall_ratio / s->pairs);
+    printf("\nchameleon reached autotvm's final best in %d of %d runs\n", s->reached, s->pairs);
+    printf("trial ratio (geomean): %.2fx  goal >= 4.45x: %s\n", tr, tr >= 4.45 ? "met" : "NOT met");
+    printf("wall ratio  (geomean): %.2fx  goal > 1x: %s\n", wr, wr > 1 ? "met" : "NOT met");
+    for (int k = 0; k < NSTRAT; k++)
+        if (s->overhead_n[k])
+            printf("overhead %-9s (mean): %.2f%%%s\n", strategy_names[k],
+                   100 * s->overhead_sum[k] / s->overhead_n[k],
+                   k == 0 ? (s->overhead_sum[k] / s->overhead_n[k] <= 0.10 ? "  goal <= 10%: met"
+                                                                           : "  goal <= 10%: NOT met")
+                          : "");
+}
+
+/* ---- driver ------------------------------------------------------------------------------ */
+
+static bool strategy_wanted(const options *o, int k)
+{
+    char list[160];
+    snprintf(list, sizeof list, ",%s,", o->strategies);
+    char needle[40];
+    snprintf(needle, sizeof needle, ",%s,", strategy_names[k]);
+    return strstr(list, needle) != NULL;
+}
+
+/* Each strategy traces into its own buffers, so A* can be looked up afterwards. */
+static int bench_task(const options *o, const dt_config *cfg, const dt_task *task,
+                      trace traces[NSTRAT], summary *s, dt_error *err)
+{
+    dt_space space;
+    int rc = dt_space_init(&space, task, DT_TARGET_CPU, err);
+    if (rc)
+        return rc;
+    for (int seed = 1; !rc && seed <= o->seeds; seed++) {
+        outcome res[NSTRAT];
+        memset(res, 0, sizeof res);
+        for (int k = 0; !rc && k < NSTRAT; k++)
+            if (strategy_wanted(o, k))
+                rc = tune_once(o, cfg, &space, k, (uint64_t)seed, &traces[k], &res[k], err);
+        if (rc)
+            break;
+        double target = res[1].ran ? res[1].final_best : 0;   /* A*: autotvm's final best */
+        double target_true = res[1].ran ? res[1].final_true : 0;
+        for (int k = 0; k < NSTRAT; k++)
+            if (res[k].ran) {
+                res[k].reach_trials = reach(&traces[k], traces[k].best_at, target, &res[k].reach_wall);
+                res[k].reach_true = reach(&traces[k], traces[k].true_at, target_true, NULL);
+            }
+        report_seed(task->name, (uint64_t)seed, res, s);
+        if (traces[0].replay)
+            append_truth(task->name, (uint64_t)seed, res, s);
+    }
+    dt_space_free(&space);
+    return rc;
+}
+
+static int run_bench(const options *o, dt_error *err)
+{
+    const dt_backend_i *backend = dt_backend_find(o->backend);
+    if (!backend)
+        return dt_error_set(err, DT_ENOTFOUND, "backend '%s' is not one of %s", o->backend,
+                            dt_backend_names());
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    dt_model *model = NULL;
+    int rc = dt_model_load(o->model, &model, err);
+    if (rc)
+        return rc;
+    dt_measurer *m = NULL;
+    rc = dt_measurer_new(backend, &cfg.measure, o->work_dir, REPLAY_SEED, &m, err);
+    trace traces[NSTRAT];
+    memset(traces, 0, sizeof traces);
+    for (int k = 0; k < NSTRAT; k++) {
+        traces[k] = (trace){ .measurer = m, .cap = o->trials, .replay = backend == &dt_backend_replay };
+        traces[k].best_at = calloc((size_t)o->trials, sizeof *traces[k].best_at);
+        traces[k].wall_at = calloc((size_t)o->trials, sizeof *traces[k].wall_at);
+        traces[k].true_at = calloc((size_t)o->trials, sizeof *traces[k].true_at);
+        if (!rc && (!traces[k].best_at || !traces[k].wall_at || !traces[k].true_at))
+            rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    summary s;
+    memset(&s, 0, sizeof s);
+    if (!rc)
+        print_header(o);
+    char list[512];
+    snprintf(list, sizeof list, "%s", o->tasks);
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); !rc && name;
+         name = strtok_r(NULL, ",", &save)) {
+        int k = dt_model_find_task(model, name);
+        if (k < 0)
+            rc = dt_error_set(err, DT_ENOTFOUND, "%s has no task '%s'", o->model, name);
+        else
+            rc = bench_task(o, &cfg, &model->tasks[k], traces, &s, err);
+    }
+    if (!rc)
+        print_summary(&s);
+    for (int k = 0; k < NSTRAT; k++) {
+        free(traces[k].best_at);
+        free(traces[k].wall_at);
+        free(traces[k].true_at);
+    }
+    dt_measurer_free(m);
+    dt_model_free(model);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_options(argc, argv, &o)) {
+        usage(stderr);
+        return 2;
+    }
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = run_bench(&o, &err);
+    if (rc) {
+        fprintf(stderr, "tuner_bench: %s\n", err.msg);
+        return dt_error_exit_status(rc);
+    }
+    return 0;
+}

@@ -1,0 +1,70 @@
+/* costmodel.h — the boosted-tree cost model of one task (XGBoost C API).
+ *
+ * The model learns GFLOPS normalised by the task's best measured GFLOPS from
+ * the feature vectors of dt_space_features, with AutoTVM's parameters
+ * (max_depth 3, eta 0.3, gamma 1e-4, min_child_weight 1, lambda 1) and the
+ * objective rank:pairwise (every row in one query group) or reg:squarederror.
+ * Invalid and failed measurements are rows with label 0. Each fit trains a
+ * fresh booster on every row given (the tuner refits after each measured
+ * batch); each prediction builds a fresh DMatrix and copies the scores out of
+ * XGBoost's buffer, so no XGBoost memory outlives a call.
+ *
+ * Scores are only comparable within one fit: under rank:pairwise they are
+ * margins whose scale is arbitrary; under reg:squarederror they approximate
+ * GFLOPS ÷ best GFLOPS.
+ *
+ * Every XGBoost return code is checked; a failure is DT_ELIB with
+ * XGBGetLastError's text in the dt_error.
+ */
+#ifndef DTUNE_COSTMODEL_H
+#define DTUNE_COSTMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtune/config.h"
+#include "dtune/error.h"
+#include "dtune/space.h"
+
+typedef struct dt_costmodel dt_costmodel;
+
+/* Defaults of dt_cost_model_config (rank:pairwise, 1 thread, depth 3, eta 0.3,
+ * 100 rounds), for callers without a dt_config. */
+void dt_costmodel_default_config(dt_cost_model_config *cfg);
+
+/* A model for rows of nfeatures floats. cfg is copied; its objective must be
+ * "rank:pairwise" or "reg:squarederror" (else DT_EINVAL); threads, max_depth,
+ * rounds >= 1, eta > 0. seed makes XGBoost's own randomness repeatable.
+ * Returns 0, DT_EINVAL or DT_ENOMEM. Free with dt_costmodel_free. */
+int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,
+                     dt_costmodel **out, dt_error *err);
+
+/* Accepts NULL. */
+void dt_costmodel_free(dt_costmodel *cm);
+
+/* Trains a fresh booster on n rows: features is n * nfeatures floats,
+ * row-major; gflops[i] is row i's measured GFLOPS (<= 0, NaN or inf for an
+ * invalid or failed measurement: label 0). Labels are gflops / max gflops.
+ * When no row has positive GFLOPS there is nothing to learn: the previous
+ * booster (if any) is kept and 0 is returned. Returns 0, DT_EINVAL (n < 1),
+ * DT_ENOMEM or DT_ELIB; on failure the previous booster is kept, except
+ * when only freeing it failed (DT_ELIB, the new booster is in place). */
+int dt_costmodel_fit(dt_costmodel *cm, const float *features, const double *gflops,
+                     int n, dt_error *err);
+
+/* Whether a booster has been trained (predictions mean something). */
+bool dt_costmodel_trained(const dt_costmodel *cm);
+
+/* Scores of n rows (n * nfeatures floats) into scores[0..n). Higher is
+ * faster. DT_EINVAL when untrained or n < 0; DT_ELIB on an XGBoost error. */
+int dt_costmodel_predict(dt_costmodel *cm, const float *features, int n,
+                         double *scores, dt_error *err);
+
+/* The same for n points of space (space->nfeatures must equal the model's
+ * nfeatures); features go through a buffer the model owns and grows only when
+ * a larger n arrives. */
+int dt_costmodel_predict_points(dt_costmodel *cm, const dt_space *space,
+                                const dt_point *points, int n, double *scores,
+                                dt_error *err);
+
+#endif

@@ -1,0 +1,108 @@
+/* tuner.h — the per-task tuner: a search strategy over one task's space, a
+ * cost model, and the task's measured history, kept between calls.
+ *
+ * One dt_tuner belongs to one task. dt_tuner_run proposes batches, has the
+ * caller's measure function time them, feeds the results back, and returns
+ * when the budget (trials, seconds or the stop flag) is spent; everything it
+ * learnt (cost model data, the PPO agent, annealing chains, the measured set,
+ * the best config) stays in the tuner, so a scheduler can come back to the
+ * task later and continue. dt_tuner_add_record feeds logged measurements in
+ * on resume.
+ *
+ * Strategies (chosen by cfg->strategy, a table of function pointers):
+ *   chameleon  PPO explorer on the cost model + adaptive sampling (Chameleon)
+ *   autotvm    parallel simulated annealing on the same cost model, top batch
+ *              by score with AutoTVM's 5 % random tail (AutoTVM's defaults)
+ *   random     uniformly random unmeasured valid configs
+ * Model-based strategies pick randomly until a first batch (batch_size
+ * records, one of them valid) has been measured, as AutoTVM does; from then
+ * on the cost model is refit after every measured batch.
+ *
+ * A batch never exceeds the remaining trial budget, never holds a config
+ * twice and never holds a measured or invalid config. Not thread-safe: one
+ * thread drives a tuner at a time (different tuners are independent).
+ */
+#ifndef DTUNE_TUNER_H
+#define DTUNE_TUNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtune/config.h"
+#include "dtune/error.h"
+#include "dtune/result.h"
+#include "dtune/space.h"
+
+/* Measures a batch: results[i] belongs to points[i]. Returns 0, or a negative
+ * DT_E* code (with err filled) when measuring itself failed; a candidate's own
+ * failure is a result class, not an error. The daemon's version also logs
+ * each record durably before returning. */
+typedef int (*dt_measure_fn)(void *ctx, const dt_space *space, const dt_point *points, int n,
+                             dt_measure_result *results, dt_error *err);
+
+typedef struct dt_tuner dt_tuner;
+
+/* Fills cfg with the documented defaults: strategy chameleon, batch 64,
+ * random fraction 0.05, and the ppo, sampling and cost-model defaults. */
+void dt_tuner_default_config(dt_tuner_config *cfg);
+
+/* A tuner for space (borrowed: it must outlive the tuner) with the strategy
+ * named by cfg->strategy (copied). seed fixes every random choice. Returns 0,
+ * DT_ENOTFOUND (unknown strategy; the message lists the known ones),
+ * DT_EINVAL (bad settings) or DT_ENOMEM. Free with dt_tuner_free. */
+int dt_tuner_new(const dt_space *space, const dt_tuner_config *cfg, uint64_t seed,
+                 dt_tuner **out, dt_error *err);
+
+/* Accepts NULL. */
+void dt_tuner_free(dt_tuner *t);
+
+/* Feeds one measurement (e.g. replayed from the tuning log): marks p visited,
+ * updates the best, adds a cost-model row (label 0 unless r->result is ok);
+ * the model is refit lazily, before the next proposal. A point already
+ * recorded is ignored. Returns 0, DT_EINVAL (p outside the space) or
+ * DT_ENOMEM. */
+int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r);
+
+/* 0 = unlimited for trials and seconds; *stop (may be NULL) is checked
+ * between batches and ends the call when non-zero. The seconds limit is also
+ * checked between batches, so a call can overrun it by one batch. */
+typedef struct dt_tuner_budget {
+    int trials;
+    double seconds;
+    const volatile int *stop;
+} dt_tuner_budget;
+
+typedef struct dt_tuner_stats {
+    int trials;                /* measured in this call */
+    double wall_seconds;       /* the whole call */
+    double overhead_seconds;   /* everything but the measure callback */
+    double measure_seconds;    /* inside the measure callback */
+    int improved;              /* new bests found in this call (0 = none) */
+} dt_tuner_stats;
+
+/* Runs the task until the budget is spent or every valid point is measured.
+ * stats (may be NULL) is filled even on failure. Returns 0, the measure
+ * function's error, DT_ELIB (cost model) or DT_ENOMEM; the records of a
+ * batch whose measurement failed are not kept. */
+int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, void *ctx,
+                 dt_tuner_stats *stats, dt_error *err);
+
+/* Best valid measurement so far into p and gflops (either may be NULL);
+ * returns 0, or -1 when there is no valid measurement. */
+int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops);
+
+/* Measurements recorded (run and add_record together). */
+int dt_tuner_trials(const dt_tuner *t);
+
+/* Every valid point has been measured (known by enumeration for spaces of up
+ * to 2^20 points; for larger ones, when a search for an unmeasured valid
+ * point comes back empty). */
+bool dt_tuner_exhausted(const dt_tuner *t);
+
+/* The strategy's name ("chameleon", ...). */
+const char *dt_tuner_strategy(const dt_tuner *t);
+
+/* Comma-separated names of the strategy table, for messages and --help. */
+const char *dt_tuner_strategy_names(void);
+
+#endif

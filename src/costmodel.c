@@ -1,0 +1,279 @@
+/* costmodel.c — XGBoost boosted trees as the per-task cost model.
+ *
+ * A fit builds one DMatrix of every measured row (labels normalised by the
+ * best GFLOPS; for rank:pairwise one "group" holding all rows), creates a
+ * booster, sets AutoTVM's parameters plus validate_parameters=1 so a
+ * misspelt key is reported, and runs `rounds` boosting iterations. The new
+ * booster replaces the old only when every step succeeded. Predictions use a
+ * fresh DMatrix per call and copy XGBoost's float buffer into the caller's
+ * doubles before the DMatrix is freed.
+ */
+#include "dtune/costmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xgboost/c_api.h>
+
+/* AutoTVM's fixed XGBoost parameters (xgboost_cost_model.py). */
+#define DT_XGB_GAMMA "0.0001"
+#define DT_XGB_MIN_CHILD_WEIGHT "1"
+#define DT_XGB_LAMBDA "1"
+#define DT_XGB_ALPHA "0"
+#define DT_XGB_SUBSAMPLE "1"
+
+struct dt_costmodel {
+    dt_cost_model_config cfg;
+    int nfeatures;
+    uint64_t seed;
+    BoosterHandle booster;     /* NULL until the first successful fit */
+    float *labels;             /* fit workspace, grown on demand */
+    int labels_cap;
+    float *features;           /* predict_points workspace, grown on demand */
+    int features_rows;
+};
+
+/* Turns a failed XGBoost call into DT_ELIB with XGBoost's own message. */
+static int xgb_check(int rc, const char *what, dt_error *err)
+{
+    if (rc == 0)
+        return 0;
+    const char *msg = XGBGetLastError();
+    return dt_error_set(err, DT_ELIB, "xgboost: %s failed: %s", what, msg ? msg : "(no message)");
+}
+
+void dt_costmodel_default_config(dt_cost_model_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->objective, sizeof cfg->objective, "rank:pairwise");
+    cfg->threads = 1;
+    cfg->max_depth = 3;
+    cfg->eta = 0.3;
+    cfg->rounds = 100;
+}
+
+static bool objective_known(const char *objective)
+{
+    return strcmp(objective, "rank:pairwise") == 0 || strcmp(objective, "reg:squarederror") == 0;
+}
+
+int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,
+                     dt_costmodel **out, dt_error *err)
+{
+    *out = NULL;
+    if (!objective_known(cfg->objective))
+        return dt_error_set(err, DT_EINVAL,
+                            "cost model objective '%s' is not one of rank:pairwise, reg:squarederror",
+                            cfg->objective);
+    if (cfg->threads < 1 || cfg->max_depth < 1 || cfg->rounds < 1 || !(cfg->eta > 0) || nfeatures < 1)
+        return dt_error_set(err, DT_EINVAL,
+                            "cost model: threads %d, max_depth %d, rounds %d, eta %g, features %d "
+                            "must all be positive", cfg->threads, cfg->max_depth, cfg->rounds,
+                            cfg->eta, nfeatures);
+    dt_costmodel *cm = calloc(1, sizeof *cm);
+    if (!cm)
+        return dt_error_set(err, DT_ENOMEM, "cost model: out of memory");
+    cm->cfg = *cfg;
+    cm->nfeatures = nfeatures;
+    cm->seed = seed;
+    *out = cm;
+    return 0;
+}
+
+void dt_costmodel_free(dt_costmodel *cm)
+{
+    if (!cm)
+        return;
+    if (cm->booster)
+        (void)XGBoosterFree(cm->booster);  /* a destructor has no one to tell */
+    free(cm->labels);
+    free(cm->features);
+    free(cm);
+}
+
+bool dt_costmodel_trained(const dt_costmodel *cm)
+{
+    return cm->booster != NULL;
+}
+
+/* Fills cm->labels with gflops / best; returns the best (0 if none valid). */
+static double fill_labels(dt_costmodel *cm, const double *gflops, int n)
+{
+    double best = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(gflops[i]) && gflops[i] > best)
+            best = gflops[i];
+    for (int i = 0; i < n; i++) {
+        bool ok = best > 0 && isfinite(gflops[i]) && gflops[i] > 0;
+        cm->labels[i] = ok ? (float)(gflops[i] / best) : 0.0f;
+    }
+    return best;
+}
+
+static int grow_labels(dt_costmodel *cm, int n, dt_error *err)
+{
+    if (n <= cm->labels_cap)
+        return 0;
+    int cap = cm->labels_cap ? cm->labels_cap : 256;
+    while (cap < n)
+        cap *= 2;
+    float *labels = realloc(cm->labels, (size_t)cap * sizeof *labels);
+    if (!labels)
+        return dt_error_set(err, DT_ENOMEM, "cost model: out of memory for %d labels", n);
+    cm->labels = labels;
+    cm->labels_cap = cap;
+    return 0;
+}
+
+/* The training matrix: rows, labels and (for ranking) one group of all rows. */
+static int make_train_matrix(dt_costmodel *cm, const float *features, int n,
+                             DMatrixHandle *dtrain, dt_error *err)
+{
+    int rc = xgb_check(XGDMatrixCreateFromMat(features, (bst_ulong)n, (bst_ulong)cm->nfeatures,
+                                              NAN, dtrain), "XGDMatrixCreateFromMat", err);
+    if (rc)
+        return rc;
+    rc = xgb_check(XGDMatrixSetFloatInfo(*dtrain, "label", cm->labels, (bst_ulong)n),
+                   "XGDMatrixSetFloatInfo(label)", err);
+    if (!rc && strcmp(cm->cfg.objective, "rank:pairwise") == 0) {
+        unsigned group = (unsigned)n;
+        rc = xgb_check(XGDMatrixSetUIntInfo(*dtrain, "group", &group, 1),
+                       "XGDMatrixSetUIntInfo(group)", err);
+    }
+    if (rc) {
+        (void)XGDMatrixFree(*dtrain);  /* cleanup after the error already reported */
+        *dtrain = NULL;
+    }
+    return rc;
+}
+
+static int set_params(dt_costmodel *cm, BoosterHandle booster, dt_error *err)
+{
+    char depth[16], eta[32], threads[16], seed[32];
+    snprintf(depth, sizeof depth, "%d", cm->cfg.max_depth);
+    snprintf(eta, sizeof eta, "%.17g", cm->cfg.eta);
+    snprintf(threads, sizeof threads, "%d", cm->cfg.threads);
+    snprintf(seed, sizeof seed, "%u", (unsigned)(cm->seed & 0x7fffffffu));
+    const char *params[][2] = {
+        {"validate_parameters", "1"}, {"objective", cm->cfg.objective},
+        {"max_depth", depth},         {"eta", eta},
+        {"gamma", DT_XGB_GAMMA},      {"min_child_weight", DT_XGB_MIN_CHILD_WEIGHT},
+        {"lambda", DT_XGB_LAMBDA},    {"alpha", DT_XGB_ALPHA},
+        {"subsample", DT_XGB_SUBSAMPLE}, {"nthread", threads},
+        {"seed", seed},
+    };
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "XGBoosterSetParam(%s=%s)", params[i][0], params[i][1]);
+        int rc = xgb_check(XGBoosterSetParam(booster, params[i][0], params[i][1]), what, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int train_booster(dt_costmodel *cm, DMatrixHandle dtrain, BoosterHandle *out, dt_error *err)
+{
+    BoosterHandle booster = NULL;
+    int rc = xgb_check(XGBoosterCreate(&dtrain, 1, &booster), "XGBoosterCreate", err);
+    if (rc)
+        return rc;
+    rc = set_params(cm, booster, err);
+    for (int it = 0; !rc && it < cm->cfg.rounds; it++)
+        rc = xgb_check(XGBoosterUpdateOneIter(booster, it, dtrain), "XGBoosterUpdateOneIter", err);
+    if (rc) {
+        (void)XGBoosterFree(booster);  /* cleanup after the error already reported */
+        return rc;
+    }
+    *out = booster;
+    return 0;
+}
+
+int dt_costmodel_fit(dt_costmodel *cm, const float *features, const double *gflops,
+                     int n, dt_error *err)
+{
+    if (n < 1)
+        return dt_error_set(err, DT_EINVAL, "cost model: fit needs at least one row");
+    int rc = grow_labels(cm, n, err);
+    if (rc)
+        return rc;
+    if (fill_labels(cm, gflops, n) <= 0)
+        return 0;
+    DMatrixHandle dtrain = NULL;
+    rc = make_train_matrix(cm, features, n, &dtrain, err);
+    if (rc)
+        return rc;
+    BoosterHandle booster = NULL;
+    rc = train_booster(cm, dtrain, &booster, err);
+    int frc = xgb_check(XGDMatrixFree(dtrain), "XGDMatrixFree", rc ? NULL : err);
+    if (!rc && frc) {
+        (void)XGBoosterFree(booster);  /* the XGDMatrixFree error is the one reported */
+        return frc;
+    }
+    if (rc)
+        return rc;
+    if (cm->booster)
+        rc = xgb_check(XGBoosterFree(cm->booster), "XGBoosterFree", err);
+    cm->booster = booster;   /* the new booster is good even if freeing the old failed */
+    return rc;
+}
+
+int dt_costmodel_predict(dt_costmodel *cm, const float *features, int n,
+                         double *scores, dt_error *err)
+{
+    if (!cm->booster)
+        return dt_error_set(err, DT_EINVAL, "cost model: predict before the first fit");
+    if (n < 0)
+        return dt_error_set(err, DT_EINVAL, "cost model: negative row count %d", n);
+    if (n == 0)
+        return 0;
+    DMatrixHandle dmat = NULL;
+    int rc = xgb_check(XGDMatrixCreateFromMat(features, (bst_ulong)n, (bst_ulong)cm->nfeatures,
+                                              NAN, &dmat), "XGDMatrixCreateFromMat", err);
+    if (rc)
+        return rc;
+    bst_ulong len = 0;
+    const float *result = NULL;
+    rc = xgb_check(XGBoosterPredict(cm->booster, dmat, 0, 0, 0, &len, &result),
+                   "XGBoosterPredict", err);
+    if (!rc && len != (bst_ulong)n)
+        rc = dt_error_set(err, DT_ELIB, "xgboost: predicted %llu scores for %d rows",
+                          (unsigned long long)len, n);
+    if (!rc)
+        for (int i = 0; i < n; i++)
+            scores[i] = result[i];
+    int frc = xgb_check(XGDMatrixFree(dmat), "XGDMatrixFree", rc ? NULL : err);
+    return rc ? rc : frc;
+}
+
+static int grow_features(dt_costmodel *cm, int n, dt_error *err)
+{
+    if (n <= cm->features_rows)
+        return 0;
+    int rows = cm->features_rows ? cm->features_rows : 256;
+    while (rows < n)
+        rows *= 2;
+    float *f = realloc(cm->features, (size_t)rows * (size_t)cm->nfeatures * sizeof *f);
+    if (!f)
+        return dt_error_set(err, DT_ENOMEM, "cost model: out of memory for %d feature rows", n);
+    cm->features = f;
+    cm->features_rows = rows;
+    return 0;
+}
+
+int dt_costmodel_predict_points(dt_costmodel *cm, const dt_space *space,
+                                const dt_point *points, int n, double *scores,
+                                dt_error *err)
+{
+    if (space->nfeatures != cm->nfeatures)
+        return dt_error_set(err, DT_EINVAL, "cost model: space has %d features, model %d",
+                            space->nfeatures, cm->nfeatures);
+    int rc = grow_features(cm, n, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n; i++)
+        dt_space_features(space, &points[i], cm->features + (size_t)i * (size_t)cm->nfeatures);
+    return dt_costmodel_predict(cm, cm->features, n, scores, err);
+}

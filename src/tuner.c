@@ -1,0 +1,379 @@
+/* tuner.c — the per-task tuner's state, history and run loop.
+ *
+ * The tuner owns the measured history (points, feature rows, GFLOPS), the
+ * measured set, the best record, the cost model and the strategy's state.
+ * dt_tuner_run repeats: refit the cost model if records arrived since the
+ * last fit; ask the strategy for a batch (random until the model has its
+ * first batch of data); call the measure function; record the results. The
+ * time spent outside the measure function is the tuner's overhead.
+ * Strategies are found by name in one table.
+ */
+#include "tuner_impl.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dtune/ppo.h"
+
+/* Spaces up to this size are counted at creation, so exhaustion is exact. */
+#define DT_TUNER_COUNT_LIMIT (1u << 20)
+/* Random draws tried before the nearest-unmeasured search takes over. */
+#define DT_TUNER_RANDOM_TRIES 64
+#define DT_TUNER_MAX_BATCH 65536
+
+static const dt_tuner_strategy_i *const strategies[] = {
+    &dt_tuner_chameleon, &dt_tuner_autotvm, &dt_tuner_random,
+};
+#define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
+
+const char *dt_tuner_strategy_names(void)
+{
+    return "chameleon, autotvm, random";
+}
+
+static const dt_tuner_strategy_i *find_strategy(const char *name)
+{
+    for (int i = 0; i < NSTRATEGIES; i++)
+        if (strcmp(strategies[i]->name, name) == 0)
+            return strategies[i];
+    return NULL;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void dt_tuner_default_config(dt_tuner_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->strategy, sizeof cfg->strategy, "chameleon");
+    cfg->batch_size = 64;
+    cfg->random_fraction = 0.05;
+    dt_ppo_default_config(&cfg->ppo);
+    dt_sampling_default_config(&cfg->sampling);
+    dt_costmodel_default_config(&cfg->cost_model);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+static int check_config(const dt_tuner_config *cfg, dt_error *err)
+{
+    if (cfg->batch_size < 1 || cfg->batch_size > DT_TUNER_MAX_BATCH)
+        return dt_error_set(err, DT_EINVAL, "tuner: batch_size %d outside 1..%d",
+                            cfg->batch_size, DT_TUNER_MAX_BATCH);
+    if (!(cfg->random_fraction >= 0 && cfg->random_fraction <= 1))
+        return dt_error_set(err, DT_EINVAL, "tuner: random_fraction %g outside [0, 1]",
+                            cfg->random_fraction);
+    return 0;
+}
+
+static int alloc_parts(dt_tuner *t, dt_error *err)
+{
+    int rc = dt_costmodel_new(&t->cfg.cost_model, t->space->nfeatures, t->seed, &t->model, err);
+    if (rc)
+        return rc;
+    int pool = DT_TUNER_POOL_PER_BATCH * t->cfg.batch_size;
+    rc = dt_sampling_new(t->space, &t->cfg.sampling, pool, t->cfg.batch_size, t->seed + 1,
+                         &t->sampler, err);
+    if (rc)
+        return rc;
+    t->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    t->batch = calloc((size_t)t->cfg.batch_size, sizeof *t->batch);
+    t->results = calloc((size_t)t->cfg.batch_size, sizeof *t->results);
+    if (!t->rng || !t->batch || !t->results || dt_sampling_set_init(&t->measured) ||
+        dt_sampling_set_init(&t->batch_taken))
+        return dt_error_set(err, DT_ENOMEM, "tuner: out of memory");
+    gsl_rng_set(t->rng, (unsigned long)(t->seed ^ (t->seed >> 32)) + 13);
+    return 0;
+}
+
+int dt_tuner_new(const dt_space *space, const dt_tuner_config *cfg, uint64_t seed,
+                 dt_tuner **out, dt_error *err)
+{
+    *out = NULL;
+    const dt_tuner_strategy_i *strategy = find_strategy(cfg->strategy);
+    if (!strategy)
+        return dt_error_set(err, DT_ENOTFOUND, "tuner strategy '%s' is not one of %s",
+                            cfg->strategy, dt_tuner_strategy_names());
+    int rc = check_config(cfg, err);
+    if (rc)
+        return rc;
+    dt_tuner *t = calloc(1, sizeof *t);
+    if (!t)
+        return dt_error_set(err, DT_ENOMEM, "tuner: out of memory");
+    t->space = space;
+    t->cfg = *cfg;
+    t->seed = seed;
+    t->strategy = strategy;
+    t->best = -1;
+    t->valid_total = dt_space_count_valid(space, DT_TUNER_COUNT_LIMIT);
+    rc = alloc_parts(t, err);
+    if (!rc)
+        rc = strategy->create(t, &t->state, err);
+    if (rc) {
+        dt_tuner_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void dt_tuner_free(dt_tuner *t)
+{
+    if (!t)
+        return;
+    if (t->state)
+        t->strategy->destroy(t->state);
+    dt_costmodel_free(t->model);
+    dt_sampling_free(t->sampler);
+    if (t->rng)
+        gsl_rng_free(t->rng);
+    dt_sampling_set_free(&t->measured);
+    dt_sampling_set_free(&t->batch_taken);
+    free(t->points);
+    free(t->features);
+    free(t->gflops);
+    free(t->batch);
+    free(t->results);
+    free(t);
+}
+
+/* ---- history ------------------------------------------------------------------------ */
+
+static int grow_history(dt_tuner *t)
+{
+    if (t->n < t->cap)
+        return 0;
+    int cap = t->cap ? 2 * t->cap : 256;
+    size_t nf = (size_t)t->space->nfeatures;
+    dt_point *points = realloc(t->points, (size_t)cap * sizeof *points);
+    if (!points)
+        return DT_ENOMEM;
+    t->points = points;
+    float *features = realloc(t->features, (size_t)cap * nf * sizeof *features);
+    if (!features)
+        return DT_ENOMEM;
+    t->features = features;
+    double *gflops = realloc(t->gflops, (size_t)cap * sizeof *gflops);
+    if (!gflops)
+        return DT_ENOMEM;
+    t->gflops = gflops;
+    t->cap = cap;
+    return 0;
+}
+
+static bool in_space(const dt_space *space, const dt_point *p)
+{
+    for (int k = 0; k < space->nknobs; k++)
+        if (p->opt[k] < 0 || p->opt[k] >= space->knobs[k].noptions)
+            return false;
+    return true;
+}
+
+/* Records one measurement; returns 1 for a new best, 0, or a DT_E* code. */
+static int record(dt_tuner *t, const dt_point *p, const dt_measure_result *r)
+{
+    if (!in_space(t->space, p))
+        return DT_EINVAL;
+    uint64_t idx = dt_space_index(t->space, p);
+    if (dt_sampling_set_has(&t->measured, idx))
+        return 0;
+    if (grow_history(t) || dt_sampling_set_add(&t->measured, idx) < 0)
+        return DT_ENOMEM;
+    int i = t->n++;
+    t->points[i] = *p;
+    dt_space_features(t->space, p, t->features + (size_t)i * (size_t)t->space->nfeatures);
+    bool ok = r->result == DT_RESULT_OK && r->gflops > 0;
+    t->gflops[i] = ok ? r->gflops : 0.0;
+    t->valid_measured += dt_space_valid(t->space, p);
+    t->model_stale = true;
+    if (ok && r->gflops > t->best_gflops) {
+        t->best = i;
+        t->best_gflops = r->gflops;
+        return 1;
+    }
+    return 0;
+}
+
+int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r)
+{
+    int rc = record(t, p, r);
+    return rc < 0 ? rc : 0;
+}
+
+int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops)
+{
+    if (t->best < 0)
+        return -1;
+    if (p)
+        *p = t->points[t->best];
+    if (gflops)
+        *gflops = t->best_gflops;
+    return 0;
+}
+
+int dt_tuner_trials(const dt_tuner *t) { return t->n; }
+const char *dt_tuner_strategy(const dt_tuner *t) { return t->strategy->name; }
+
+bool dt_tuner_exhausted(const dt_tuner *t)
+{
+    return t->exhausted || (t->valid_total >= 0 && t->valid_measured >= t->valid_total);
+}
+
+int dt_tuner_best_records(const dt_tuner *t, int *order)
+{
+    /* insertion into a sorted prefix: n is at most a few thousand and this
+     * runs once per round */
+    int valid = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (t->gflops[i] <= 0)
+            continue;
+        int j = valid++;
+        while (j > 0 && t->gflops[order[j - 1]] < t->gflops[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int m = valid;
+    for (int i = 0; i < t->n; i++)
+        if (t->gflops[i] <= 0)
+            order[m++] = i;
+    return valid;
+}
+
+/* ---- proposing ------------------------------------------------------------------------ */
+
+static bool taken(const dt_tuner *t, const dt_point *p)
+{
+    uint64_t idx = dt_space_index(t->space, p);
+    return dt_sampling_set_has(&t->measured, idx) || dt_sampling_set_has(&t->batch_taken, idx);
+}
+
+/* One random unmeasured valid point, or false when none can be found. */
+static bool random_point(dt_tuner *t, dt_point *out)
+{
+    for (int i = 0; i < DT_TUNER_RANDOM_TRIES; i++) {
+        dt_space_random(t->space, t->rng, out);
+        if (dt_space_valid(t->space, out) && !taken(t, out))
+            return true;
+    }
+    dt_point from;
+    dt_space_random(t->space, t->rng, &from);
+    return dt_sampling_nearest_untaken(t->sampler, &from, &t->measured, &t->batch_taken, out) == 0;
+}
+
+int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
+{
+    int n = 0;
+    while (n < max) {
+        if (!random_point(t, &out[n])) {
+            t->exhausted = true;
+            break;
+        }
+        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[n])) < 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+static int refit(dt_tuner *t, dt_error *err)
+{
+    if (!t->model_stale || t->n < t->cfg.batch_size || t->best < 0)
+        return 0;
+    int rc = dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
+    if (!rc)
+        t->model_stale = false;
+    return rc;
+}
+
+/* Fills t->batch with up to max points; *n is how many. */
+static int propose_batch(dt_tuner *t, int max, int *n, dt_error *err)
+{
+    *n = 0;
+    dt_sampling_set_clear(&t->batch_taken);
+    if (t->strategy->uses_model) {
+        int rc = refit(t, err);
+        if (rc)
+            return rc;
+    }
+    if (!t->strategy->uses_model || dt_costmodel_trained(t->model)) {
+        int rc = t->strategy->propose(t->state, t, max, t->batch, n, err);
+        if (rc)
+            return rc;
+    }
+    if (*n == 0) {
+        dt_sampling_set_clear(&t->batch_taken);
+        *n = dt_tuner_random_points(t, max, t->batch);
+    }
+    return 0;
+}
+
+/* ---- the run loop ------------------------------------------------------------------------ */
+
+static bool budget_left(const dt_tuner *t, const dt_tuner_budget *b, const dt_tuner_stats *s,
+                        double started)
+{
+    if (b->stop && *b->stop)
+        return false;
+    if (b->trials > 0 && s->trials >= b->trials)
+        return false;
+    if (b->seconds > 0 && now_seconds() - started >= b->seconds)
+        return false;
+    return !dt_tuner_exhausted(t);
+}
+
+/* Records a measured batch; returns the number of new bests or DT_ENOMEM. */
+static int record_batch(dt_tuner *t, int n)
+{
+    int improved = 0;
+    for (int i = 0; i < n; i++) {
+        int rc = record(t, &t->batch[i], &t->results[i]);
+        if (rc < 0)
+            return rc;
+        improved += rc;
+    }
+    return improved;
+}
+
+int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, void *ctx,
+                 dt_tuner_stats *stats, dt_error *err)
+{
+    dt_tuner_stats local;
+    dt_tuner_stats *s = stats ? stats : &local;
+    memset(s, 0, sizeof *s);
+    double started = now_seconds();
+    int rc = 0;
+    while (!rc && budget_left(t, b, s, started)) {
+        int max = t->cfg.batch_size, n = 0;
+        if (b->trials > 0 && b->trials - s->trials < max)
+            max = b->trials - s->trials;
+        double t0 = now_seconds();
+        rc = propose_batch(t, max, &n, err);
+        double t1 = now_seconds();
+        s->overhead_seconds += t1 - t0;
+        if (rc || n == 0)
+            break;
+        memset(t->results, 0, (size_t)n * sizeof *t->results);
+        rc = measure(ctx, t->space, t->batch, n, t->results, err);
+        double t2 = now_seconds();
+        s->measure_seconds += t2 - t1;
+        if (rc)
+            break;
+        int improved = record_batch(t, n);
+        if (improved < 0)
+            rc = dt_error_set(err, improved, "tuner: out of memory recording a batch");
+        else
+            s->improved += improved, s->trials += n;
+        s->overhead_seconds += now_seconds() - t2;
+    }
+    s->wall_seconds = now_seconds() - started;
+    return rc;
+}

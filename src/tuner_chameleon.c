@@ -1,0 +1,269 @@
+/* tuner_chameleon.c — the `chameleon` strategy: Chameleon's adaptive
+ * exploration (PPO on the cost model) followed by adaptive sampling.
+ *
+ * A round (one batch): `episodes` episodes, alternately starting from one of
+ * the best measured configs and from a random valid config. Each step the
+ * agent picks decrement / stay / increment per knob; a move past a knob's
+ * first or last option leaves the knob where it is, and a move onto an
+ * invalid config is refused (the config stays). The episode ends after
+ * max_steps or when at least 75 % of the knobs did not move in a step. The
+ * reward of a step is the cost model's score of the config it reached,
+ * standardised by the scores of the measured configs (rank scores have no
+ * fixed scale); the agent is updated with PPO after every episode. Every
+ * unmeasured config visited in the round is a candidate; the best-scored
+ * DT_TUNER_POOL_PER_BATCH × batch_size of them go to adaptive sampling
+ * (k-means, knee, mode synthesis), whose configs are the batch. The agent
+ * persists across rounds and calls.
+ */
+#include "tuner_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/ppo.h"
+
+/* Episodes from measured configs start at one of the best this many. */
+#define CHAM_TOP_STARTS 16
+/* At most this many distinct visited configs are kept per round. */
+#define CHAM_POOL_MAX (1 << 20)
+
+typedef struct scored {
+    double score;
+    int index;
+} scored;
+
+typedef struct cham_state {
+    dt_ppo *agent;
+    int episodes, max_steps;
+    dt_point *traj;            /* max_steps */
+    double *traj_scores, *rewards;
+    int pool_cap, pool_n;      /* every unmeasured config visited this round */
+    dt_point *pool;
+    double *pool_score;
+    scored *ranked;
+    dt_point *cands;           /* the best-scored pool entries */
+    int cands_cap;
+    dt_sampling_set seen;
+    int records_cap;           /* per-record workspaces, grown per round */
+    int *order;
+    double *record_scores;
+    double reward_mean, reward_scale;
+} cham_state;
+
+static void cham_destroy(void *state)
+{
+    cham_state *c = state;
+    if (!c)
+        return;
+    dt_ppo_free(c->agent);
+    free(c->traj); free(c->traj_scores); free(c->rewards);
+    free(c->pool); free(c->pool_score); free(c->ranked); free(c->cands);
+    free(c->order); free(c->record_scores);
+    dt_sampling_set_free(&c->seen);
+    free(c);
+}
+
+static int cham_create(dt_tuner *t, void **state, dt_error *err)
+{
+    cham_state *c = calloc(1, sizeof *c);
+    if (!c)
+        return dt_error_set(err, DT_ENOMEM, "chameleon: out of memory");
+    *state = c;
+    int rc = dt_ppo_new(&t->cfg.ppo, t->space->nknobs, t->seed + 2, &c->agent, err);
+    if (rc)
+        return rc;
+    c->episodes = t->cfg.ppo.episodes;
+    c->max_steps = t->cfg.ppo.max_steps;
+    long long pool_cap = (long long)c->episodes * c->max_steps;
+    c->pool_cap = pool_cap < CHAM_POOL_MAX ? (int)pool_cap : CHAM_POOL_MAX;
+    c->cands_cap = DT_TUNER_POOL_PER_BATCH * t->cfg.batch_size;
+    size_t steps = (size_t)c->max_steps, pool = (size_t)c->pool_cap;
+    c->traj = calloc(steps, sizeof *c->traj);
+    c->traj_scores = calloc(steps, sizeof *c->traj_scores);
+    c->rewards = calloc(steps, sizeof *c->rewards);
+    c->pool = calloc(pool, sizeof *c->pool);
+    c->pool_score = calloc(pool, sizeof *c->pool_score);
+    c->ranked = calloc(pool, sizeof *c->ranked);
+    c->cands = calloc((size_t)c->cands_cap, sizeof *c->cands);
+    if (!c->traj || !c->traj_scores || !c->rewards || !c->pool || !c->pool_score ||
+        !c->ranked || !c->cands || dt_sampling_set_init(&c->seen))
+        return dt_error_set(err, DT_ENOMEM, "chameleon: out of memory for %d candidates",
+                            c->pool_cap);
+    return 0;
+}
+
+/* ---- per-round preparation ---------------------------------------------------------- */
+
+static int grow_records(cham_state *c, int n, dt_error *err)
+{
+    if (n <= c->records_cap)
+        return 0;
+    int cap = c->records_cap ? c->records_cap : 256;
+    while (cap < n)
+        cap *= 2;
+    int *order = realloc(c->order, (size_t)cap * sizeof *order);
+    if (order)
+        c->order = order;
+    double *scores = realloc(c->record_scores, (size_t)cap * sizeof *scores);
+    if (scores)
+        c->record_scores = scores;
+    if (!order || !scores)
+        return dt_error_set(err, DT_ENOMEM, "chameleon: out of memory for %d records", n);
+    c->records_cap = cap;
+    return 0;
+}
+
+/* Mean and standard deviation of the model's scores of the measured configs. */
+static int reward_normaliser(cham_state *c, dt_tuner *t, dt_error *err)
+{
+    int rc = dt_costmodel_predict(t->model, t->features, t->n, c->record_scores, err);
+    if (rc)
+        return rc;
+    double mean = 0, var = 0;
+    for (int i = 0; i < t->n; i++)
+        mean += c->record_scores[i] / t->n;
+    for (int i = 0; i < t->n; i++)
+        var += (c->record_scores[i] - mean) * (c->record_scores[i] - mean) / t->n;
+    c->reward_mean = mean;
+    c->reward_scale = var > 1e-24 ? 1 / sqrt(var) : 1.0;
+    return 0;
+}
+
+/* ---- one episode ---------------------------------------------------------------------- */
+
+/* Applies actions to p into q; returns whether ≥ 75 % of the knobs stayed. */
+static bool apply_actions(const dt_space *sp, const dt_point *p, const int *actions, dt_point *q)
+{
+    int still = 0;
+    *q = *p;
+    for (int k = 0; k < sp->nknobs; k++) {
+        int v = p->opt[k] + actions[k] - DT_PPO_STAY;
+        if (v < 0 || v >= sp->knobs[k].noptions || v == p->opt[k]) {
+            still++;
+            continue;
+        }
+        q->opt[k] = (int16_t)v;
+    }
+    if (!dt_space_valid(sp, q))
+        *q = *p;
+    return 4 * still >= 3 * sp->nknobs;
+}
+
+/* Walks from start; returns the number of steps and whether it terminated. */
+static int walk(cham_state *c, dt_tuner *t, const dt_point *start, bool *terminal)
+{
+    double state[DT_MAX_KNOBS];
+    int actions[DT_MAX_KNOBS];
+    dt_point p = *start;
+    *terminal = false;
+    dt_ppo_episode_begin(c->agent);
+    int steps = 0;
+    while (steps < c->max_steps && !*terminal) {
+        dt_space_normalised(t->space, &p, state);
+        dt_ppo_act(c->agent, state, actions);
+        *terminal = apply_actions(t->space, &p, actions, &c->traj[steps]);
+        p = c->traj[steps++];
+    }
+    return steps;
+}
+
+/* Adds the unmeasured configs of the trajectory to the round's pool. */
+static void collect(cham_state *c, dt_tuner *t, int steps)
+{
+    for (int s = 0; s < steps && c->pool_n < c->pool_cap; s++) {
+        uint64_t idx = dt_space_index(t->space, &c->traj[s]);
+        if (dt_sampling_set_has(&t->measured, idx) || dt_sampling_set_add(&c->seen, idx) != 1)
+            continue;
+        c->pool[c->pool_n] = c->traj[s];
+        c->pool_score[c->pool_n++] = c->traj_scores[s];
+    }
+}
+
+static int episode(cham_state *c, dt_tuner *t, const dt_point *start, dt_error *err)
+{
+    bool terminal;
+    int steps = walk(c, t, start, &terminal);
+    int rc = dt_costmodel_predict_points(t->model, t->space, c->traj, steps, c->traj_scores, err);
+    if (rc)
+        return rc;
+    for (int s = 0; s < steps; s++)
+        c->rewards[s] = (c->traj_scores[s] - c->reward_mean) * c->reward_scale;
+    double last_value = 0;
+    if (!terminal) {
+        double state[DT_MAX_KNOBS];
+        dt_space_normalised(t->space, &c->traj[steps - 1], state);
+        last_value = dt_ppo_value(c->agent, state);
+    }
+    dt_ppo_episode_end(c->agent, c->rewards, last_value, NULL);
+    collect(c, t, steps);
+    return 0;
+}
+
+/* ---- the round ------------------------------------------------------------------------- */
+
+static int by_score_desc(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return x->index - y->index;
+}
+
+/* The best-scored pool entries into c->cands; returns how many. */
+static int best_candidates(cham_state *c)
+{
+    for (int i = 0; i < c->pool_n; i++)
+        c->ranked[i] = (scored){ .score = c->pool_score[i], .index = i };
+    qsort(c->ranked, (size_t)c->pool_n, sizeof *c->ranked, by_score_desc);
+    int m = c->pool_n < c->cands_cap ? c->pool_n : c->cands_cap;
+    for (int i = 0; i < m; i++)
+        c->cands[i] = c->pool[c->ranked[i].index];
+    return m;
+}
+
+static int explore(cham_state *c, dt_tuner *t, dt_error *err)
+{
+    int valid = dt_tuner_best_records(t, c->order);
+    int top = valid < CHAM_TOP_STARTS ? valid : CHAM_TOP_STARTS;
+    c->pool_n = 0;
+    dt_sampling_set_clear(&c->seen);
+    for (int e = 0; e < c->episodes; e++) {
+        dt_point start;
+        if (e % 2 == 0 && top > 0)
+            start = t->points[c->order[(e / 2) % top]];
+        else
+            dt_space_random(t->space, t->rng, &start);
+        int rc = episode(c, t, &start, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int cham_propose(void *state, dt_tuner *t, int max, dt_point *out, int *n, dt_error *err)
+{
+    cham_state *c = state;
+    *n = 0;
+    int rc = grow_records(c, t->n, err);
+    if (!rc)
+        rc = reward_normaliser(c, t, err);
+    if (!rc)
+        rc = explore(c, t, err);
+    if (rc)
+        return rc;
+    int m = best_candidates(c);
+    rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
+    for (int i = 0; !rc && i < *n; i++)
+        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[i])) < 0)
+            rc = dt_error_set(err, DT_ENOMEM, "chameleon: out of memory");
+    return rc;
+}
+
+const dt_tuner_strategy_i dt_tuner_chameleon = {
+    .name = "chameleon",
+    .uses_model = true,
+    .create = cham_create,
+    .propose = cham_propose,
+    .destroy = cham_destroy,
+};

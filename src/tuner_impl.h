@@ -1,0 +1,70 @@
+/* tuner_impl.h — internal to the tuner: the tuner's state and the strategy
+ * interface the files tuner_chameleon.c, tuner_autotvm.c and tuner_random.c
+ * implement. Not for callers outside the tuner. */
+#ifndef DTUNE_TUNER_IMPL_H
+#define DTUNE_TUNER_IMPL_H
+
+#include <gsl/gsl_rng.h>
+
+#include "dtune/costmodel.h"
+#include "dtune/sampling.h"
+#include "dtune/tuner.h"
+
+/* A search strategy. propose writes up to max (≥ 1) distinct, valid,
+ * unmeasured points to out and their number to *n; it is called only once the
+ * cost model is trained when uses_model is true (before that the tuner picks
+ * randomly). Returning *n = 0 makes the tuner fall back to random points. */
+typedef struct dt_tuner_strategy_i {
+    const char *name;
+    bool uses_model;
+    int (*create)(dt_tuner *t, void **state, dt_error *err);
+    int (*propose)(void *state, dt_tuner *t, int max, dt_point *out, int *n, dt_error *err);
+    void (*destroy)(void *state);
+} dt_tuner_strategy_i;
+
+/* Chameleon's candidate pool (the explorer's best-scored unmeasured configs
+ * handed to adaptive sampling) holds this many configs per batch slot. */
+#define DT_TUNER_POOL_PER_BATCH 1
+
+extern const dt_tuner_strategy_i dt_tuner_chameleon;
+extern const dt_tuner_strategy_i dt_tuner_autotvm;
+extern const dt_tuner_strategy_i dt_tuner_random;
+
+struct dt_tuner {
+    const dt_space *space;
+    dt_tuner_config cfg;
+    uint64_t seed;
+    gsl_rng *rng;
+    const dt_tuner_strategy_i *strategy;
+    void *state;
+    /* measured history (the cost model's training data) */
+    int n, cap;
+    dt_point *points;
+    float *features;           /* n × space->nfeatures */
+    double *gflops;            /* 0 for failed measurements */
+    dt_sampling_set measured;
+    int best;                  /* record index, -1 if none valid */
+    double best_gflops;
+    int64_t valid_total;       /* valid points in the space, -1 unknown */
+    int valid_measured;
+    bool exhausted;
+    /* cost model */
+    dt_costmodel *model;
+    bool model_stale;          /* records added since the last fit */
+    /* helpers and batch buffers */
+    dt_sampling *sampler;      /* also finds unmeasured points */
+    dt_sampling_set batch_taken;
+    dt_point *batch;
+    dt_measure_result *results;
+};
+
+/* Adds up to max random distinct unmeasured valid points to out (skipping
+ * those already in t->batch_taken, and adding the new ones to it); returns
+ * how many. Sets t->exhausted when none is left. */
+int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out);
+
+/* Indices of the records sorted by measured GFLOPS, best first, into order
+ * (t->n ints); returns how many have positive GFLOPS. */
+int dt_tuner_best_records(const dt_tuner *t, int *order);
+
+#endif

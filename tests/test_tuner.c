@@ -1,0 +1,318 @@
+/* test_tuner.c — the per-task tuner on the replay backend.
+ *
+ * Stated goal: on small spaces that are enumerated to find the optimum,
+ * chameleon and autotvm reach 90 % of the optimum's noise-free GFLOPS within
+ * REACH_TRIALS = 256 measured trials (the first 64 of which are random for
+ * both), for 3 seeds on two spaces, tuning in slots of 16 trials so that
+ * state is carried between calls; over the three seeds each needs fewer
+ * trials in total than random search.
+ * Also: batches never exceed the remaining budget and never repeat, invalid
+ * or measured configs; every strategy measures a tiny space to exhaustion
+ * without a duplicate; resume by add_record; stop flag; error propagation. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dtune/backend.h"
+#include "dtune/sampling.h"
+#include "dtune/tuner.h"
+
+#define REPLAY_SEED 11
+#define REACH_TRIALS 256
+#define SLOT_TRIALS 16
+
+/* The measure callback's context: replay plus checks on every batch. */
+typedef struct bench {
+    const dt_space *space;
+    uint64_t nonce;
+    dt_sampling_set seen;
+    int max_batch;          /* largest batch allowed (budget check) */
+    int batches, trials;
+    int fail_with;          /* non-zero: return this error */
+} bench;
+
+static int replay_measure(void *ctx, const dt_space *space, const dt_point *points, int n,
+                          dt_measure_result *results, dt_error *err)
+{
+    bench *b = ctx;
+    if (b->fail_with)
+        return dt_error_set(err, b->fail_with, "planted measurement failure");
+    assert_true(n >= 1 && n <= b->max_batch);
+    for (int i = 0; i < n; i++) {
+        assert_true(dt_space_valid(space, &points[i]));
+        assert_int_equal(dt_sampling_set_add(&b->seen, dt_space_index(space, &points[i])), 1);
+        dt_replay_measure(space, &points[i], REPLAY_SEED, b->nonce++, &results[i]);
+    }
+    b->batches++;
+    b->trials += n;
+    return 0;
+}
+
+static void bench_init(bench *b, const dt_space *space, int max_batch)
+{
+    memset(b, 0, sizeof *b);
+    b->space = space;
+    b->max_batch = max_batch;
+    assert_int_equal(dt_sampling_set_init(&b->seen), 0);
+}
+
+static void make_space(dt_space *space, dt_op_kind kind, const int *dims)
+{
+    dt_task t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "small");
+    t.kind = kind;
+    t.count = 1;
+    if (kind == DT_OP_DENSE)
+        t.mm = (dt_mm_shape){.b = 1, .m = dims[0], .n = dims[1], .k = dims[2]};
+    else
+        t.conv = (dt_conv_shape){.n = 1, .c_in = dims[0], .h = dims[1], .w = dims[1],
+                                 .c_out = dims[2], .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+                                 .ph = 1, .pw = 1, .dh = 1, .dw = 1};
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    assert_int_equal(dt_space_init(space, &t, DT_TARGET_CPU, NULL), 0);
+}
+
+static double optimum(const dt_space *space)
+{
+    double best = 0;
+    for (uint64_t i = 0; i < space->size; i++) {
+        dt_point p;
+        dt_space_point(space, i, &p);
+        best = fmax(best, dt_replay_true_gflops(space, &p, REPLAY_SEED));
+    }
+    return best;
+}
+
+static dt_tuner *make_tuner(const dt_space *space, const char *strategy, int batch, uint64_t seed)
+{
+    dt_tuner_config cfg;
+    dt_tuner_default_config(&cfg);
+    snprintf(cfg.strategy, sizeof cfg.strategy, "%s", strategy);
+    cfg.batch_size = batch;
+    if (cfg.sampling.k_min > batch)
+        cfg.sampling.k_min = batch;
+    dt_tuner *t = NULL;
+    dt_error err;
+    int rc = dt_tuner_new(space, &cfg, seed, &t, &err);
+    if (rc)
+        print_error("dt_tuner_new: %s\n", err.msg);
+    assert_int_equal(rc, 0);
+    return t;
+}
+
+/* Trials until the best config's noise-free GFLOPS is >= 90 % of the optimum
+ * (REACH_TRIALS + 1 if never), tuning in slots of SLOT_TRIALS. */
+static int trials_to_90(const dt_space *space, const char *strategy, uint64_t seed, double opt)
+{
+    dt_tuner *t = make_tuner(space, strategy, 64, seed);
+    bench b;
+    bench_init(&b, space, SLOT_TRIALS);
+    int reached = REACH_TRIALS + 1;
+    while (dt_tuner_trials(t) < REACH_TRIALS) {
+        dt_tuner_budget budget = {.trials = SLOT_TRIALS};
+        dt_tuner_stats st;
+        dt_error err;
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, &err), 0);
+        assert_int_equal(st.trials, SLOT_TRIALS);
+        dt_point best;
+        double gflops;
+        assert_int_equal(dt_tuner_best(t, &best, &gflops), 0);
+        if (dt_replay_true_gflops(space, &best, REPLAY_SEED) >= 0.9 * opt) {
+            reached = dt_tuner_trials(t);
+            break;
+        }
+    }
+    print_message("%-9s seed %llu: 90%% of the optimum after %d trials\n", strategy,
+                  (unsigned long long)seed, reached);
+    dt_sampling_set_free(&b.seen);
+    dt_tuner_free(t);
+    return reached;
+}
+
+static void check_reach(dt_op_kind kind, const int *dims)
+{
+    dt_space space;
+    make_space(&space, kind, dims);
+    double opt = optimum(&space);
+    assert_true(opt > 0);
+    int sum[3] = {0, 0, 0};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        int chameleon = trials_to_90(&space, "chameleon", seed, opt);
+        int autotvm = trials_to_90(&space, "autotvm", seed, opt);
+        assert_true(chameleon <= REACH_TRIALS);
+        assert_true(autotvm <= REACH_TRIALS);
+        sum[0] += chameleon;
+        sum[1] += autotvm;
+        sum[2] += trials_to_90(&space, "random", seed, opt);
+    }
+    /* Over the three seeds both model-based strategies beat blind sampling. */
+    assert_true(sum[0] < sum[2] && sum[1] < sum[2]);
+    dt_space_free(&space);
+}
+
+static void test_reach_90_percent_dense(void **state)
+{
+    (void)state;
+    const int dims[3] = {1, 32, 48};   /* 2,880 points */
+    check_reach(DT_OP_DENSE, dims);
+}
+
+static void test_reach_90_percent_conv(void **state)
+{
+    (void)state;
+    const int dims[3] = {16, 14, 24};  /* 30,720 points */
+    check_reach(DT_OP_CONV2D, dims);
+}
+
+static void test_batches_respect_budget(void **state)
+{
+    (void)state;
+    const int dims[3] = {1, 32, 48};
+    dt_space space;
+    make_space(&space, DT_OP_DENSE, dims);
+    const char *names[3] = {"chameleon", "autotvm", "random"};
+    for (int s = 0; s < 3; s++) {
+        dt_tuner *t = make_tuner(&space, names[s], 8, 5);
+        bench b;
+        bench_init(&b, &space, 8);
+        dt_tuner_budget budget = {.trials = 13};
+        dt_tuner_stats st;
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+        assert_int_equal(st.trials, 13);
+        assert_int_equal(b.batches, 2);           /* 8 + 5 */
+        b.max_batch = 3;
+        budget.trials = 3;                          /* a later slot of 3: one batch of 3 */
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+        assert_int_equal(dt_tuner_trials(t), 16);
+        b.max_batch = 8;
+        budget.trials = 40;                         /* past the first batch: model-based */
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+        assert_int_equal(dt_tuner_trials(t), 56);
+        assert_true(st.wall_seconds >= st.overhead_seconds + st.measure_seconds - 1e-6);
+        assert_true(st.overhead_seconds > 0);
+        assert_string_equal(dt_tuner_strategy(t), names[s]);
+        dt_sampling_set_free(&b.seen);
+        dt_tuner_free(t);
+    }
+    dt_space_free(&space);
+}
+
+static void test_every_strategy_exhausts_tiny_space(void **state)
+{
+    (void)state;
+    const int dims[3] = {1, 4, 4};
+    dt_space space;
+    make_space(&space, DT_OP_DENSE, dims);
+    int64_t valid = dt_space_count_valid(&space, space.size);
+    assert_true(valid > 20 && valid < 500);
+    const char *names[3] = {"chameleon", "autotvm", "random"};
+    for (int s = 0; s < 3; s++) {
+        dt_tuner *t = make_tuner(&space, names[s], 16, 3);
+        bench b;
+        bench_init(&b, &space, 16);
+        dt_tuner_budget unlimited = {0};
+        assert_int_equal(dt_tuner_run(t, &unlimited, replay_measure, &b, NULL, NULL), 0);
+        assert_true(dt_tuner_exhausted(t));
+        assert_int_equal(dt_tuner_trials(t), valid);   /* each valid point exactly once */
+        assert_int_equal(b.trials, valid);
+        dt_sampling_set_free(&b.seen);
+        dt_tuner_free(t);
+    }
+    dt_space_free(&space);
+}
+
+static void test_resume_stop_and_errors(void **state)
+{
+    (void)state;
+    const int dims[3] = {1, 32, 48};
+    dt_space space;
+    make_space(&space, DT_OP_DENSE, dims);
+    dt_tuner *t = make_tuner(&space, "chameleon", 8, 9);
+    dt_point p;
+    double g;
+    assert_int_equal(dt_tuner_best(t, &p, &g), -1);
+    /* Resume: ten logged records, two of them failures. */
+    dt_sampling_set logged;
+    assert_int_equal(dt_sampling_set_init(&logged), 0);
+    double best = 0;
+    for (int i = 0; i < 10; i++) {
+        dt_point q;
+        dt_space_point(&space, (uint64_t)(i * 97 + 5), &q);
+        dt_measure_result r;
+        memset(&r, 0, sizeof r);
+        r.result = i % 5 == 4 ? DT_RESULT_CRASH : DT_RESULT_OK;
+        r.gflops = r.result == DT_RESULT_OK ? 3.5 + i : 0;
+        assert_int_equal(dt_tuner_add_record(t, &q, &r), 0);
+        assert_int_equal(dt_tuner_add_record(t, &q, &r), 0);   /* duplicates ignored */
+        dt_sampling_set_add(&logged, dt_space_index(&space, &q));
+        best = r.result == DT_RESULT_OK ? fmax(best, r.gflops) : best;
+    }
+    assert_int_equal(dt_tuner_trials(t), 10);
+    assert_int_equal(dt_tuner_best(t, &p, &g), 0);
+    assert_float_equal(g, best, 1e-12);
+    dt_point outside;
+    memset(&outside, 0, sizeof outside);
+    outside.opt[0] = 999;
+    dt_measure_result ok = {.result = DT_RESULT_OK, .gflops = 1};
+    assert_int_equal(dt_tuner_add_record(t, &outside, &ok), DT_EINVAL);
+    /* A set stop flag ends the call before any batch. */
+    bench b;
+    bench_init(&b, &space, 8);
+    dt_sampling_set_free(&b.seen);
+    b.seen = logged;   /* logged configs count as already measured */
+    volatile int stop = 1;
+    dt_tuner_budget budget = {.trials = 8, .stop = &stop};
+    dt_tuner_stats st;
+    assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+    assert_int_equal(st.trials, 0);
+    /* A failing measurement is returned and its batch is not recorded. */
+    stop = 0;
+    b.fail_with = DT_EIO;
+    dt_error err;
+    assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, &err), DT_EIO);
+    assert_true(strstr(err.msg, "planted") != NULL);
+    assert_int_equal(dt_tuner_trials(t), 10);
+    b.fail_with = 0;
+    assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+    assert_int_equal(dt_tuner_trials(t), 18);
+    dt_sampling_set_free(&b.seen);
+    dt_tuner_free(t);
+    dt_space_free(&space);
+}
+
+static void test_unknown_strategy(void **state)
+{
+    (void)state;
+    const int dims[3] = {1, 4, 4};
+    dt_space space;
+    make_space(&space, DT_OP_DENSE, dims);
+    dt_tuner_config cfg;
+    dt_tuner_default_config(&cfg);
+    snprintf(cfg.strategy, sizeof cfg.strategy, "annealing");
+    dt_tuner *t = NULL;
+    dt_error err;
+    assert_int_equal(dt_tuner_new(&space, &cfg, 1, &t, &err), DT_ENOTFOUND);
+    assert_null(t);
+    assert_true(strstr(err.msg, "chameleon, autotvm, random") != NULL);
+    dt_tuner_free(NULL);
+    dt_space_free(&space);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reach_90_percent_dense),
+        cmocka_unit_test(test_reach_90_percent_conv),
+        cmocka_unit_test(test_batches_respect_budget),
+        cmocka_unit_test(test_every_strategy_exhausts_tiny_space),
+        cmocka_unit_test(test_resume_stop_and_errors),
+        cmocka_unit_test(test_unknown_strategy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
