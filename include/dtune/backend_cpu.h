@@ -1,0 +1,53 @@
+/* backend_cpu.h — the `cpu` backend: codegen_cpu + the system C compiler in
+ * the builder threads, timing in the runner process (runner.h).
+ *
+ * build: the point's plan is generated (codegen_cpu.h) and compiled with
+ * `cc -std=gnu11 -O3 -march=native -ffp-contract=fast -shared -fPIC`
+ * (+ -fopenmp when measure.threads > 1; $DTUNE_CC replaces cc) into the
+ * content-addressed cache WORK_DIR/cache/KEY.so, KEY = 128-bit hash of the
+ * source and the compiler command. The compiler runs in its own process
+ * group; past the compile timeout the group is killed (compile_timeout).
+ * A compile error keeps the compiler's first error line in detail.
+ *
+ * run: the artifact is checked against the reference the first time it runs
+ * in this backend (when measure.check_output) and timed by the runner with
+ * the CV rule. peak_gflops: an FMA probe compiled and timed the same way.
+ */
+#ifndef DTUNE_BACKEND_CPU_H
+#define DTUNE_BACKEND_CPU_H
+
+#include <stdbool.h>
+
+#include "dtune/backend.h"
+#include "dtune/runner.h"
+
+extern const dt_backend_i dt_backend_cpu;
+
+/* Settings beyond dt_backend_params, for tests and benches. */
+typedef struct dt_cpu_options {
+    double compile_timeout_s;   /* default max(60, 6 * measure.timeout_seconds) */
+    const char *runner_exe;     /* NULL: runner.h's default */
+    bool pin;                   /* pin the runner to its own core(s); default true */
+} dt_cpu_options;
+
+void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts);
+
+/* dt_backend_cpu.open with explicit options. */
+int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
+                dt_error *err);
+
+/* Compiles source (with codegen_cpu's entry points) into the cache; threads
+ * > 1 adds -fopenmp. Thread-safe. Candidate problems are out->result;
+ * returns < 0 only when the backend itself failed (cannot write the cache,
+ * cannot start the compiler). */
+int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifact *out,
+                        dt_error *err);
+
+/* Checks (first time only, when enabled) and times an artifact for task. */
+int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
+                        dt_measure_result *out, dt_error *err);
+
+/* The backend's runner (for its pid, restarts and cores). */
+dt_runner *dt_cpu_runner(void *state);
+
+#endif

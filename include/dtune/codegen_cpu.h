@@ -1,0 +1,91 @@
+/* codegen_cpu.h — C source for one configuration of one CPU task.
+ *
+ * A configuration (space point) is first read into a dt_cpu_plan: the tile
+ * sizes, loop order, unrolling, vector width and weight packing it asks for.
+ * dt_codegen_cpu then writes a self-contained C11 (GNU) translation unit that
+ * the builders compile with `cc -O3 -march=native -ffp-contract=fast -shared
+ * -fPIC` (plus -fopenmp when plan->threads > 1).
+ *
+ * Every generated artifact exports the same three symbols:
+ *
+ *   size_t dt_kernel_workspace(void);
+ *       Floats of scratch the kernel needs (packed weights, padded input,
+ *       blocked output). The caller allocates them 64-byte aligned.
+ *   void dt_kernel_prepare(const float *weight, float *workspace);
+ *       Called once per loaded artifact, outside the timed calls. When the
+ *       plan pre-packs weights (pack_weight = 1) it writes them into the
+ *       workspace in the kernel's layout, as a deployment that constant-folds
+ *       the layout transform (TVM's alter_op_layout, oneDNN's reordered
+ *       weights) would; otherwise it does nothing.
+ *   void dt_kernel(const float *input, const float *weight, float *output,
+ *                  float *workspace);
+ *       The timed entry point. Tensors are the task's (model.h): NCHW / OIHW
+ *       for convolutions, row-major [B][M][K] x [B][N][K] -> [B][M][N] for
+ *       matrix products. Activations are packed inside the call (they change
+ *       per inference); weights too when pack_weight = 0.
+ *
+ * Loop nests. conv2d and depthwise_conv2d vectorise over output channels: the
+ * register tile is ow_block output pixels x co_block channels (co_block/vec
+ * vectors); the input is zero-padded into the workspace, weights are blocked
+ * [co/co_block][ci/ci_block][..][co_block], output accumulates in a blocked
+ * buffer and is unpacked to NCHW at the end. dense and batch_matmul either
+ * vectorise over N on pre-packed weight panels (pack_weight = 1; register
+ * tile m_block rows x n_block columns) or over K as dot products on the
+ * weights as stored (pack_weight = 0; m_block x n_block accumulators).
+ */
+#ifndef DTUNE_CODEGEN_CPU_H
+#define DTUNE_CODEGEN_CPU_H
+
+#include <stdbool.h>
+
+#include "dtune/error.h"
+#include "dtune/model.h"
+#include "dtune/space.h"
+
+/* Registers the register tile may use for accumulators (32 zmm/ymm with
+ * AVX-512 VL, minus weight vectors and a broadcast). */
+#define DT_CPU_MAX_ACCUMULATORS 28
+
+/* Number of loop orders per op kind (the `order` knob's options are
+ * 0 .. DT_CPU_*_ORDERS - 1). */
+#define DT_CPU_CONV_ORDERS 6
+#define DT_CPU_DEPTHWISE_ORDERS 3
+#define DT_CPU_MM_ORDERS 4
+
+typedef struct dt_cpu_plan {
+    dt_task task;
+    int threads;        /* kernel threads; > 1 emits OpenMP */
+    int vec;            /* vector lanes: 1, 4, 8 or 16 floats */
+    int order;          /* loop order of the tile loops (see codegen_cpu.c) */
+    int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
+    int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
+    int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
+    /* convolutions */
+    int co_block, oh_block, ow_block, ci_block;
+    /* matrix products */
+    int m_block, n_block, k_block;
+} dt_cpu_plan;
+
+/* Reads the knobs of point (names as in space_cpu.c: tile_co, tile_oh,
+ * tile_ow, tile_ci, tile_m, tile_n, tile_k, order, unroll, vec, pack_weight,
+ * red_order) into plan; a knob the space lacks takes a safe default. Does not
+ * check the plan. */
+void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int threads,
+                            dt_cpu_plan *plan);
+
+/* A plan with every tile 1 and vec 1 except where noted: always valid. */
+void dt_cpu_plan_default(const dt_task *task, int threads, dt_cpu_plan *plan);
+
+/* Whether plan can be generated: tiles divide their axes, vector width
+ * divides the vectorised tile, the register tile fits the register file.
+ * Returns 0 or DT_EINVAL with the reason. */
+int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
+
+/* Writes the C source of plan into *source (malloc'd, caller frees).
+ * Returns 0, DT_EINVAL (plan fails dt_cpu_plan_check) or DT_ENOMEM. */
+int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err);
+
+/* One-line description of plan, e.g. "co=32(v16x2) ow=14 oh=2 ci=16 order=3 ...". */
+void dt_cpu_plan_str(const dt_cpu_plan *plan, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,90 @@
+/* runner.h — the CPU measurement process: checks and times compiled kernels
+ * (codegen_cpu.h's entry points) in a child process, so that a candidate
+ * that crashes, hangs or scribbles over memory costs one restart of the
+ * child and never the daemon.
+ *
+ * The child is `EXE __cpu-runner FD [--cpus LIST]`: EXE is /proc/self/exe
+ * (or $DTUNE_CPU_RUNNER when set), so every program that measures on the
+ * CPU (dtune, the tests, the benches) must pass argv to dt_runner_main when
+ * argv[1] is DT_CPU_RUNNER_ARG, before doing anything else. Parent and child
+ * exchange fixed-size structs over one AF_UNIX stream socket (fd 3 in the
+ * child): request; "ready" once inputs and the reference exist (the
+ * candidate's timeout starts there); result.
+ *
+ * Inside the child, per request: dlopen the artifact, fill inputs with
+ * seeded data in [-1, 1), call dt_kernel_prepare once, check the output
+ * against dt_task_reference when asked, warm up with one call, then time
+ * micro-batches with CLOCK_MONOTONIC_RAW until dt_cv_stop says stop.
+ */
+#ifndef DTUNE_RUNNER_H
+#define DTUNE_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtune/error.h"
+#include "dtune/model.h"
+#include "dtune/result.h"
+
+#define DT_CPU_RUNNER_ARG "__cpu-runner"
+
+/* Seconds one automatic micro-batch aims at (measure.micro_batch = 0). */
+#define DT_RUNNER_AUTO_BATCH_S 0.002
+
+typedef struct dt_runner_request {
+    char artifact[DT_PATH_MAX];   /* shared object with the codegen_cpu entry points */
+    dt_task task;                 /* geometry: tensor sizes and the reference */
+    uint64_t seed;                /* input data */
+    double flops;                 /* per kernel call (task.flops, or the peak probe's) */
+    bool check;                   /* compare with the reference before timing */
+    double tolerance;             /* relative, see dt_runner_check_output */
+    int min_batches, max_repeats; /* CV rule */
+    double cv_threshold;
+    int micro_batch;              /* kernel calls per micro-batch; 0 = auto */
+    int threads;                  /* > 1: the artifact uses OpenMP */
+} dt_runner_request;
+
+typedef struct dt_runner_params {
+    const char *exe;              /* NULL: $DTUNE_CPU_RUNNER, else /proc/self/exe */
+    int threads;                  /* cores the child keeps for kernels */
+    bool pin;                     /* pin the child to the last `threads` allowed cores */
+    double timeout_seconds;       /* one candidate, from "ready" to the result */
+} dt_runner_params;
+
+typedef struct dt_runner dt_runner;
+
+/* Creates the runner; the child starts on the first request. Returns 0,
+ * DT_ENOMEM or DT_EIO (the executable cannot be found). */
+int dt_runner_new(const dt_runner_params *params, dt_runner **out, dt_error *err);
+
+/* Stops the child (EOF, then SIGKILL after a grace period). Accepts NULL. */
+void dt_runner_free(dt_runner *r);
+
+/* Checks and times one artifact. Every field of out but compile_ms is
+ * filled; a candidate's failure (crash, timeout, wrong output, artifact that
+ * does not load) is a result class. After a crash, timeout or wrong output
+ * the child is replaced before the next request. Returns 0, or DT_EIO when
+ * no child can be started at all. */
+int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result *out,
+                  dt_error *err);
+
+/* Process id of the current child (0 when none runs); times it was replaced. */
+int dt_runner_pid(const dt_runner *r);
+int dt_runner_restarts(const dt_runner *r);
+
+/* The cores the child is pinned to; returns how many (0: not pinned). */
+int dt_runner_cpus(const dt_runner *r, int *cpus, int max);
+
+/* Index of the first element where output and reference differ by more than
+ * tolerance * max(|ref_i|, max|ref| / 100) (NaN differs), or -1. */
+long dt_runner_check_output(const float *output, const float *reference, size_t n,
+                            double tolerance);
+
+/* Deterministic values in [-1, 1) from seed. */
+void dt_runner_fill(float *data, size_t n, uint64_t seed);
+
+/* The child's main: argv[1] is DT_CPU_RUNNER_ARG. Returns the exit status. */
+int dt_runner_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,510 @@
+/* backend_cpu.c — the `cpu` backend (see backend_cpu.h).
+ *
+ * Builders call dt_cpu_build_source concurrently: the cache key is computed
+ * from the text, a hit costs one access(2), a miss writes KEY.c and runs the
+ * compiler to a private temporary name which is renamed into place, so two
+ * builders compiling the same source both end with a complete KEY.so and a
+ * reader never sees half an object. The compiler is started with
+ * posix_spawnp in a new process group and polled with waitpid(WNOHANG); on
+ * timeout the whole group (driver, cc1, as, ld) is killed.
+ *
+ * The run side is single-threaded by contract but peak_gflops may come from
+ * another thread, so both take runner_mu. The set of artifacts already
+ * checked is a small sorted array of path hashes.
+ */
+#include "dtune/backend_cpu.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/codegen_cpu.h"
+
+extern char **environ;
+
+#define CC_FLAGS "-std=gnu11 -O3 -march=native -ffp-contract=fast -shared -fPIC"
+
+typedef struct cpu_backend {
+    dt_measure_config measure;
+    dt_cpu_options opts;
+    char cache_dir[DT_PATH_MAX];
+    char cc[256];
+    uint64_t seed;
+    atomic_ulong tmp_counter;
+
+    pthread_mutex_t runner_mu;
+    dt_runner *runner;
+    uint64_t *checked;
+    size_t nchecked, checked_cap;
+    double peak_gflops;          /* 0 until probed, < 0 when the probe failed */
+} cpu_backend;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* snprintf that reports truncation instead of warning about it. */
+static bool fmt_str(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool fmt_str(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < len;
+}
+
+/* FNV-1a over text, from a given offset basis. */
+static uint64_t fnv1a(const char *text, uint64_t h)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* splitmix finaliser: makes the second half of the key independent enough. */
+static uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void cache_key(const char *cmd, const char *source, char key[33])
+{
+    uint64_t a = fnv1a(source, fnv1a(cmd, 0xcbf29ce484222325ULL));
+    uint64_t b = mix(fnv1a(source, fnv1a(cmd, 0x84222325cbf29ce4ULL)) ^ mix(a));
+    snprintf(key, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[DT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts)
+{
+    double t = measure ? 6 * measure->timeout_seconds : 60;
+    opts->compile_timeout_s = t > 60 ? t : 60;
+    opts->runner_exe = NULL;
+    opts->pin = true;
+}
+
+static void cpu_close(void *state);
+
+int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
+                dt_error *err)
+{
+    *state = NULL;
+    cpu_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    pthread_mutex_init(&b->runner_mu, NULL);
+    b->measure = *params->measure;
+    b->opts = *opts;
+    b->seed = params->seed;
+    const char *cc = getenv("DTUNE_CC");
+    snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
+    int n = snprintf(b->cache_dir, sizeof b->cache_dir, "%s/cache",
+                     params->work_dir && *params->work_dir ? params->work_dir : ".");
+    int rc;
+    if (n >= (int)sizeof b->cache_dir || mkdir_p(b->cache_dir) != 0) {
+        rc = dt_error_set(err, DT_EIO, "cannot create the artifact cache %s: %s", b->cache_dir,
+                          strerror(errno));
+        goto fail;
+    }
+    dt_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
+                            .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds };
+    if ((rc = dt_runner_new(&rp, &b->runner, err)) < 0)
+        goto fail;
+    *state = b;
+    return 0;
+fail:
+    cpu_close(b);
+    return rc;
+}
+
+static int cpu_open(const dt_backend_params *params, void **state, dt_error *err)
+{
+    dt_cpu_options opts;
+    dt_cpu_default_options(params->measure, &opts);
+    return dt_cpu_open(params, &opts, state, err);
+}
+
+static void cpu_close(void *state)
+{
+    cpu_backend *b = state;
+    if (!b)
+        return;
+    dt_runner_free(b->runner);
+    pthread_mutex_destroy(&b->runner_mu);
+    free(b->checked);
+    free(b);
+}
+
+/* ---- compiling ---------------------------------------------------------------- */
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    size_t len = strlen(text);
+    int rc = fwrite(text, 1, len, f) == len ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* First line of the compiler's messages that says "error", else the first line. */
+static void first_error_line(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!out[0] || strstr(line, "error")) {
+            (void)fmt_str(out, len, "%s", line);
+            if (strstr(line, "error"))
+                break;
+        }
+    }
+    fclose(f);
+}
+
+static int spawn_compiler(const cpu_backend *b, char *const argv[], const char *errfile,
+                          pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return ENOMEM;
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return ENOMEM;
+    }
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigfillset(&defaults);
+    sigdelset(&defaults, SIGKILL);
+    sigdelset(&defaults, SIGSTOP);
+    int rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 2, errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigdefault(&attr, &defaults);
+    if (rc == 0)
+        rc = posix_spawnp(pid, b->cc, &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* Waits for the compiler; returns its wait status, or -1 after killing it. */
+static int wait_compiler(pid_t pid, double timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    long sleep_ns = 1000000;
+    for (;;) {
+        int status;
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            return status;
+        if (w < 0 && errno != EINTR)
+            return -2;
+        if (now_s() > deadline) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            return -1;
+        }
+        struct timespec ts = { 0, sleep_ns };
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 10000000)
+            sleep_ns *= 2;
+    }
+}
+
+/* Compiles cfile to sofile (via a temporary name); fills out's class. */
+static int run_compiler(cpu_backend *b, const char *cfile, const char *sofile, int threads,
+                        const char *tmp_base, dt_artifact *out, dt_error *err)
+{
+    char tmp_so[DT_PATH_MAX + 16], errfile[DT_PATH_MAX + 16];
+    (void)fmt_str(tmp_so, sizeof tmp_so, "%s.so", tmp_base);
+    (void)fmt_str(errfile, sizeof errfile, "%s.err", tmp_base);
+    char *argv[] = { b->cc, "-std=gnu11", "-O3", "-march=native", "-ffp-contract=fast",
+                     "-shared", "-fPIC", threads > 1 ? "-fopenmp" : "-w", "-o", tmp_so,
+                     (char *)cfile, NULL };
+    pid_t pid;
+    double t0 = now_s();
+    int rc = spawn_compiler(b, argv, errfile, &pid);
+    if (rc != 0) {
+        unlink(errfile);
+        return dt_error_set(err, DT_EIO, "cannot run the C compiler '%s': %s", b->cc, strerror(rc));
+    }
+    int status = wait_compiler(pid, b->opts.compile_timeout_s);
+    out->compile_ms = (now_s() - t0) * 1e3;
+    if (status == -1) {
+        out->result = DT_RESULT_COMPILE_TIMEOUT;
+        snprintf(out->detail, sizeof out->detail, "compiler killed after %.3g s",
+                 b->opts.compile_timeout_s);
+    } else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        out->result = DT_RESULT_COMPILE_ERROR;
+        first_error_line(errfile, out->detail, sizeof out->detail);
+    } else if (rename(tmp_so, sofile) != 0) {
+        rc = dt_error_set(err, DT_EIO, "rename %s: %s", tmp_so, strerror(errno));
+    } else {
+        out->result = DT_RESULT_OK;
+        (void)fmt_str(out->path, sizeof out->path, "%s", sofile);
+    }
+    unlink(tmp_so);
+    unlink(errfile);
+    return rc < 0 ? rc : 0;
+}
+
+int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifact *out,
+                        dt_error *err)
+{
+    cpu_backend *b = state;
+    memset(out, 0, sizeof *out);
+    char cmd[512], key[33];
+    snprintf(cmd, sizeof cmd, "%s " CC_FLAGS "%s", b->cc, threads > 1 ? " -fopenmp" : "");
+    cache_key(cmd, source, key);
+    char sofile[DT_PATH_MAX + 64], cfile[DT_PATH_MAX + 64], tmp_base[DT_PATH_MAX + 64];
+    snprintf(sofile, sizeof sofile, "%s/%s.so", b->cache_dir, key);
+    if (access(sofile, R_OK) == 0) {
+        out->result = DT_RESULT_OK;
+        (void)fmt_str(out->path, sizeof out->path, "%s", sofile);
+        snprintf(out->detail, sizeof out->detail, "cached");
+        return 0;
+    }
+    unsigned long serial = atomic_fetch_add(&b->tmp_counter, 1);
+    snprintf(tmp_base, sizeof tmp_base, "%s/%s.tmp%ld.%lu", b->cache_dir, key, (long)getpid(), serial);
+    (void)fmt_str(cfile, sizeof cfile, "%s.c", tmp_base);
+    if (write_file(cfile, source) != 0)
+        return dt_error_set(err, DT_EIO, "cannot write %s: %s", cfile, strerror(errno));
+    int rc = run_compiler(b, cfile, sofile, threads, tmp_base, out, err);
+    char keep[DT_PATH_MAX + 64];
+    (void)fmt_str(keep, sizeof keep, "%s/%s.c", b->cache_dir, key);
+    if (rename(cfile, keep) != 0)      /* the source stays next to its object */
+        unlink(cfile);
+    return rc;
+}
+
+static int cpu_build(void *state, const dt_space *space, const dt_point *point,
+                     dt_artifact *out, dt_error *err)
+{
+    cpu_backend *b = state;
+    memset(out, 0, sizeof *out);
+    dt_cpu_plan plan;
+    dt_cpu_plan_from_point(space, point, b->measure.threads, &plan);
+    char *source = NULL;
+    dt_error why;
+    int rc = dt_codegen_cpu(&plan, &source, &why);
+    if (rc == DT_EINVAL) {
+        out->result = DT_RESULT_INVALID;
+        (void)fmt_str(out->detail, sizeof out->detail, "%s", why.msg);
+        return 0;
+    }
+    if (rc < 0) {
+        if (err)
+            *err = why;
+        return rc;
+    }
+    rc = dt_cpu_build_source(b, source, plan.threads, out, err);
+    free(source);
+    return rc;
+}
+
+/* ---- running -------------------------------------------------------------------- */
+
+static bool was_checked(const cpu_backend *b, uint64_t key)
+{
+    size_t lo = 0, hi = b->nchecked;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->checked[mid] == key)
+            return true;
+        if (b->checked[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static void mark_checked(cpu_backend *b, uint64_t key)
+{
+    if (was_checked(b, key))
+        return;
+    if (b->nchecked == b->checked_cap) {
+        size_t cap = b->checked_cap ? 2 * b->checked_cap : 256;
+        uint64_t *grown = realloc(b->checked, cap * sizeof *grown);
+        if (!grown)
+            return;             /* it will be checked again: slower, still right */
+        b->checked = grown;
+        b->checked_cap = cap;
+    }
+    size_t i = b->nchecked++;
+    for (; i > 0 && b->checked[i - 1] > key; i--)
+        b->checked[i] = b->checked[i - 1];
+    b->checked[i] = key;
+}
+
+static void fill_request(const cpu_backend *b, const dt_task *task, const char *path,
+                         dt_runner_request *req)
+{
+    memset(req, 0, sizeof *req);
+    (void)fmt_str(req->artifact, sizeof req->artifact, "%s", path);
+    req->task = *task;
+    req->seed = b->seed;
+    req->flops = task->flops;
+    req->tolerance = b->measure.tolerance;
+    req->min_batches = b->measure.min_batches;
+    req->max_repeats = b->measure.max_repeats;
+    req->cv_threshold = b->measure.cv_threshold;
+    req->micro_batch = b->measure.micro_batch;
+    req->threads = b->measure.threads;
+}
+
+int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
+                        dt_measure_result *out, dt_error *err)
+{
+    cpu_backend *b = state;
+    dt_runner_request req;
+    fill_request(b, task, artifact->path, &req);
+    uint64_t key = mix(fnv1a(artifact->path, 0xcbf29ce484222325ULL));
+    pthread_mutex_lock(&b->runner_mu);
+    req.check = b->measure.check_output && !was_checked(b, key);
+    int rc = dt_runner_run(b->runner, &req, out, err);
+    if (rc == 0 && req.check && out->result == DT_RESULT_OK)
+        mark_checked(b, key);
+    pthread_mutex_unlock(&b->runner_mu);
+    out->compile_ms = artifact->compile_ms;
+    return rc;
+}
+
+static int cpu_run(void *state, const dt_space *space, const dt_point *point,
+                   const dt_artifact *artifact, dt_measure_result *out, dt_error *err)
+{
+    return dt_cpu_run_artifact(state, &space->task, artifact, out, err);
+}
+
+/* ---- peak: an FMA probe ------------------------------------------------------------ */
+
+/* 24 independent FMA chains per thread, vector width from the compiler's
+ * target macros; it reports its own flops through dt_kernel_flops. */
+static char *probe_source(int threads)
+{
+    const char *fmt =
+        "#include <stddef.h>\n%s"
+        "#if defined(__AVX512F__)\n#define LANES 16\n#elif defined(__AVX__)\n#define LANES 8\n"
+        "#else\n#define LANES 4\n#endif\n"
+        "typedef float vf __attribute__((vector_size(LANES * 4)));\n"
+        "#define ITER 20000\n#define THREADS %d\n"
+        "double dt_kernel_flops(void) { return 2.0 * 24 * LANES * ITER * THREADS; }\n"
+        "size_t dt_kernel_workspace(void) { return 16 * 64; }\n"
+        "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
+        "void dt_kernel(const float *in, const float *w, float *out, float *ws)\n{\n"
+        "    (void)in; (void)w; (void)out;\n"
+        "%s"
+        "    {\n        vf a[24], m = (vf){0} + 0.999999f, c = (vf){0} + 1e-7f;\n"
+        "        for (int j = 0; j < 24; j++) a[j] = (vf){0} + (float)j;\n"
+        "        for (int i = 0; i < ITER; i++) {\n"
+        "            _Pragma(\"GCC unroll 24\")\n"
+        "            for (int j = 0; j < 24; j++) a[j] = a[j] * m + c;\n        }\n"
+        "        vf s = (vf){0};\n        for (int j = 0; j < 24; j++) s += a[j];\n"
+        "        int t = 0;\n%s"
+        "        ws[(t %% 16) * 64] = s[0];\n    }\n}\n";
+    char *src = NULL;
+    if (asprintf(&src, fmt, threads > 1 ? "#include <omp.h>\n" : "", threads,
+                 threads > 1 ? "#pragma omp parallel num_threads(THREADS)\n" : "",
+                 threads > 1 ? "        t = omp_get_thread_num();\n" : "") < 0)
+        return NULL;
+    return src;
+}
+
+static double cpu_peak_gflops(void *state, const dt_task *task)
+{
+    cpu_backend *b = state;
+    pthread_mutex_lock(&b->runner_mu);
+    double cached = b->peak_gflops;
+    pthread_mutex_unlock(&b->runner_mu);
+    if (cached != 0)
+        return cached > 0 ? cached : 0;
+    int threads = b->measure.threads < 1 ? 1 : b->measure.threads;
+    char *src = probe_source(threads);
+    dt_artifact a;
+    dt_measure_result res = { 0 };
+    int rc = src ? dt_cpu_build_source(b, src, threads, &a, NULL) : -1;
+    free(src);
+    if (rc == 0 && a.result == DT_RESULT_OK) {
+        dt_runner_request req;
+        fill_request(b, task, a.path, &req);
+        req.min_batches = 5;
+        req.max_repeats = 20;
+        req.cv_threshold = 0.02;
+        req.micro_batch = 0;
+        pthread_mutex_lock(&b->runner_mu);
+        rc = dt_runner_run(b->runner, &req, &res, NULL);
+        pthread_mutex_unlock(&b->runner_mu);
+    }
+    double peak = rc == 0 && res.result == DT_RESULT_OK ? res.gflops : -1;
+    pthread_mutex_lock(&b->runner_mu);
+    b->peak_gflops = peak;
+    pthread_mutex_unlock(&b->runner_mu);
+    return peak > 0 ? peak : 0;
+}
+
+dt_runner *dt_cpu_runner(void *state)
+{
+    return ((cpu_backend *)state)->runner;
+}
+
+const dt_backend_i dt_backend_cpu = {
+    .name = "cpu",
+    .target = DT_TARGET_CPU,
+    .open = cpu_open,
+    .build = cpu_build,
+    .run = cpu_run,
+    .peak_gflops = cpu_peak_gflops,
+    .close = cpu_close,
+};

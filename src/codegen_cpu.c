@@ -1,0 +1,712 @@
+/* codegen_cpu.c — writes the C source of one CPU configuration.
+ *
+ * The generator prints a complete translation unit: constants of the task and
+ * plan as macros, packing routines, a register-tile function whose
+ * accumulators are named vector variables (a0_0 .. aP_V, so the compiler
+ * keeps them in registers), and the tile loops in the order the plan asks
+ * for. Vectors are GCC vector extensions of `vec` floats; with
+ * -march=native -ffp-contract=fast the compiler turns `acc += w * x` into
+ * one broadcast FMA. What each knob changes:
+ *
+ *   tile_co/tile_c, tile_ow   the register tile (channels x pixels)
+ *   tile_oh                   rows per spatial tile (cache blocking)
+ *   tile_ci / tile_k          reduction tiles; with a reduction loop outside
+ *                             the spatial loops partial sums go to memory
+ *   order                     permutation of the tile loops (tables below)
+ *   red_order                 conv2d: r,s outside ci (input blocked by ci)
+ *                             or ci outside r,s (padded NCHW input)
+ *   unroll_kw / unroll_k      kw loop copied in the source / GCC unroll of k
+ *   vec                       1, 4, 8 or 16 lanes (scalar, SSE, AVX2, AVX-512)
+ *   pack                      weights packed once outside the timed call;
+ *                             conv without it packs in every call, matrix
+ *                             products without it use dot products over K
+ *                             on the weights as stored
+ */
+#include "dtune/codegen_cpu.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a growing text buffer ------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void emit(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void emit(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 8192;
+        while (cap <= b->len + (size_t)n)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* ---- plans ----------------------------------------------------------------- */
+
+static bool is_conv(const dt_task *t)
+{
+    return t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+}
+
+void dt_cpu_plan_default(const dt_task *task, int threads, dt_cpu_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->task = *task;
+    plan->threads = threads < 1 ? 1 : threads;
+    plan->vec = 1;
+    plan->unroll = 1;
+    plan->pack_weight = 1;
+    plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = 1;
+    plan->m_block = plan->n_block = plan->k_block = 1;
+}
+
+void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int threads,
+                            dt_cpu_plan *plan)
+{
+    dt_cpu_plan_default(&space->task, threads, plan);
+    const char *co_knob = space->task.kind == DT_OP_DEPTHWISE_CONV2D ? "tile_c" : "tile_co";
+    plan->vec = dt_space_get(space, point, "vec", 0, 1);
+    plan->order = dt_space_get(space, point, "order", 0, 0);
+    plan->pack_weight = dt_space_get(space, point, "pack", 0, 1);
+    plan->red_order = dt_space_get(space, point, "red_order", 0, 0);
+    if (is_conv(&space->task)) {
+        plan->unroll = dt_space_get(space, point, "unroll_kw", 0, 1);
+        plan->co_block = dt_space_get(space, point, co_knob, 1, 1);
+        plan->oh_block = dt_space_get(space, point, "tile_oh", 1, 1);
+        plan->ow_block = dt_space_get(space, point, "tile_ow", 1, 1);
+        plan->ci_block = dt_space_get(space, point, "tile_ci", 1, 1);
+    } else {
+        plan->unroll = dt_space_get(space, point, "unroll_k", 0, 1);
+        plan->m_block = dt_space_get(space, point, "tile_m", 1, 1);
+        plan->n_block = dt_space_get(space, point, "tile_n", 1, 1);
+        plan->k_block = dt_space_get(space, point, "tile_k", 1, 1);
+    }
+}
+
+static bool divides(int part, int whole)
+{
+    return part >= 1 && whole % part == 0;
+}
+
+static int check_conv(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool dw = p->task.kind == DT_OP_DEPTHWISE_CONV2D;
+    int norders = dw ? DT_CPU_DEPTHWISE_ORDERS : DT_CPU_CONV_ORDERS;
+    if (!divides(p->co_block, c->c_out) || !divides(p->oh_block, c->oh) ||
+        !divides(p->ow_block, c->ow) || (!dw && !divides(p->ci_block, c->c_in)))
+        return dt_error_set(err, DT_EINVAL, "a tile does not divide its axis");
+    if (p->co_block % p->vec != 0)
+        return dt_error_set(err, DT_EINVAL, "vec %d does not divide the channel tile %d",
+                            p->vec, p->co_block);
+    if (p->co_block / p->vec * p->ow_block > DT_CPU_MAX_ACCUMULATORS)
+        return dt_error_set(err, DT_EINVAL, "register tile of %d vectors exceeds %d",
+                            p->co_block / p->vec * p->ow_block, DT_CPU_MAX_ACCUMULATORS);
+    if (p->order < 0 || p->order >= norders || p->red_order < 0 || p->red_order > 1)
+        return dt_error_set(err, DT_EINVAL, "loop order %d out of range", p->order);
+    return 0;
+}
+
+static int check_mm(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_mm_shape *m = &p->task.mm;
+    if (!divides(p->m_block, m->m) || !divides(p->n_block, m->n) || !divides(p->k_block, m->k))
+        return dt_error_set(err, DT_EINVAL, "a tile does not divide its axis");
+    int vectorised = p->pack_weight ? p->n_block : p->k_block;
+    if (vectorised % p->vec != 0)
+        return dt_error_set(err, DT_EINVAL, "vec %d does not divide the %s tile %d", p->vec,
+                            p->pack_weight ? "n" : "k", vectorised);
+    int acc = p->pack_weight ? p->m_block * (p->n_block / p->vec) : p->m_block * p->n_block;
+    int limit = p->pack_weight ? DT_CPU_MAX_ACCUMULATORS : DT_CPU_MAX_ACCUMULATORS - 4;
+    if (acc > limit)
+        return dt_error_set(err, DT_EINVAL, "register tile of %d vectors exceeds %d", acc, limit);
+    if (p->order < 0 || p->order >= DT_CPU_MM_ORDERS)
+        return dt_error_set(err, DT_EINVAL, "loop order %d out of range", p->order);
+    return 0;
+}
+
+int dt_cpu_plan_check(const dt_cpu_plan *p, dt_error *err)
+{
+    if (p->vec != 1 && p->vec != 2 && p->vec != 4 && p->vec != 8 && p->vec != 16)
+        return dt_error_set(err, DT_EINVAL, "vector width %d is not 1, 2, 4, 8 or 16", p->vec);
+    if (p->threads < 1 || p->unroll < 0 || p->unroll > 64)
+        return dt_error_set(err, DT_EINVAL, "threads or unroll out of range");
+    if ((int)p->task.kind < 0 || p->task.kind >= DT_OP_KIND_COUNT)
+        return dt_error_set(err, DT_EINVAL, "unknown op kind");
+    return is_conv(&p->task) ? check_conv(p, err) : check_mm(p, err);
+}
+
+void dt_cpu_plan_str(const dt_cpu_plan *p, char *buf, size_t len)
+{
+    if (is_conv(&p->task))
+        snprintf(buf, len, "co=%d ow=%d oh=%d ci=%d vec=%d order=%d red=%d unroll_kw=%d pack=%d "
+                 "threads=%d", p->co_block, p->ow_block, p->oh_block, p->ci_block, p->vec,
+                 p->order, p->red_order, p->unroll, p->pack_weight, p->threads);
+    else
+        snprintf(buf, len, "m=%d n=%d k=%d vec=%d order=%d unroll_k=%d pack=%d threads=%d",
+                 p->m_block, p->n_block, p->k_block, p->vec, p->order, p->unroll,
+                 p->pack_weight, p->threads);
+}
+
+/* ---- shared pieces of generated code --------------------------------------- */
+
+static size_t round16(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+static void emit_prelude(sbuf *b, const dt_cpu_plan *p)
+{
+    char shape[128], plan[256];
+    dt_task_shape_str(&p->task, shape, sizeof shape);
+    dt_cpu_plan_str(p, plan, sizeof plan);
+    emit(b, "/* generated by dtune codegen_cpu: %s %s\n * plan: %s */\n",
+         dt_op_kind_name(p->task.kind), shape, plan);
+    emit(b, "#include <stddef.h>\n#include <string.h>\n\n");
+    if (p->vec > 1) {
+        emit(b, "typedef float vf __attribute__((vector_size(%d)));\n", 4 * p->vec);
+        emit(b, "typedef float vfu __attribute__((vector_size(%d), aligned(4), may_alias));\n",
+             4 * p->vec);
+    } else {
+        emit(b, "typedef float vf;\ntypedef float vfu;\n");
+    }
+    emit(b, "#define VEC %d\n#define LD(p) (*(const vfu *)(p))\n"
+            "#define ST(p, v) (*(vfu *)(p) = (v))\n\n", p->vec);
+}
+
+static void emit_omp(sbuf *b, const dt_cpu_plan *p, int collapse)
+{
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for collapse(%d) num_threads(%d) schedule(static)\n",
+             collapse, p->threads);
+}
+
+/* Emits perfectly nested loops (names[i] from 0 to bounds[i]) and the body;
+ * the OpenMP pragma goes before loop omp_at, collapsing it with the next. */
+static void emit_loops(sbuf *b, const dt_cpu_plan *p, const char *const *names,
+                       const char *const *bounds, int nloops, int omp_at, const char *body)
+{
+    for (int i = 0; i < nloops; i++) {
+        if (i == omp_at)
+            emit_omp(b, p, 2);
+        emit(b, "    for (int %s = 0; %s < %s; %s++)\n", names[i], names[i], bounds[i], names[i]);
+    }
+    emit(b, "        %s\n", body);
+}
+
+static void emit_acc_decl(sbuf *b, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++) {
+        emit(b, "    vf");
+        for (int j = 0; j < cols; j++)
+            emit(b, "%s a%d_%d", j ? "," : "", i, j);
+        emit(b, ";\n");
+    }
+}
+
+static void emit_acc_zero(sbuf *b, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            emit(b, "    a%d_%d = (vf){0};\n", i, j);
+}
+
+/* Accumulator (i, j) lives at base + i * row_stride + j * VEC. */
+static void emit_acc_io(sbuf *b, int rows, int cols, const char *base, const char *row_stride,
+                        bool store)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            if (store)
+                emit(b, "    ST(%s + %d * (%s) + %d * VEC, a%d_%d);\n", base, i, row_stride, j, i, j);
+            else
+                emit(b, "    a%d_%d = LD(%s + %d * (%s) + %d * VEC);\n", i, j, base, i, row_stride, j);
+        }
+}
+
+static void emit_weight_loads(sbuf *b, int cols, const char *base)
+{
+    for (int j = 0; j < cols; j++)
+        emit(b, "            const vf w%d = LD(%s + %d * VEC);\n", j, base, j);
+}
+
+/* acc(p, v) += w_v * scalar at xv[p * pixel_stride] for every pixel p. */
+static void emit_broadcast_fmas(sbuf *b, int pixels, int cols, const char *pixel_stride)
+{
+    for (int i = 0; i < pixels; i++) {
+        emit(b, "            { const float x = xv[%d * (%s)];", i, pixel_stride);
+        for (int j = 0; j < cols; j++)
+            emit(b, " a%d_%d += w%d * x;", i, j, j);
+        emit(b, " }\n");
+    }
+}
+
+/* The kw loop, either a real loop kept rolled or KW copies with s fixed. */
+static void emit_s_open(sbuf *b, const dt_cpu_plan *p, int s)
+{
+    if (p->unroll)
+        emit(b, "        { const int s = %d;\n", s);
+    else
+        emit(b, "        _Pragma(\"GCC unroll 1\")\n        for (int s = 0; s < KW; s++) {\n");
+}
+
+static int s_copies(const dt_cpu_plan *p)
+{
+    return p->unroll ? p->task.conv.kw : 1;
+}
+
+static void emit_conv_defines(sbuf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    emit(b, "#define NB %d\n#define CI %d\n#define CO %d\n#define H %d\n#define W %d\n"
+            "#define KH %d\n#define KW %d\n#define SH %d\n#define SW %d\n#define PH %d\n"
+            "#define PW %d\n#define DH %d\n#define DW %d\n#define OH %d\n#define OW %d\n",
+         c->n, c->c_in, c->c_out, c->h, c->w, c->kh, c->kw, c->sh, c->sw, c->ph, c->pw,
+         c->dh, c->dw, c->oh, c->ow);
+    emit(b, "#define HP %d\n#define WP %d\n#define COB %d\n#define COO %d\n#define OHB %d\n"
+            "#define OHO %d\n#define OWB %d\n#define OWO %d\n#define CV %d\n",
+         c->h + 2 * c->ph, c->w + 2 * c->pw, p->co_block, c->c_out / p->co_block, p->oh_block,
+         c->oh / p->oh_block, p->ow_block, c->ow / p->ow_block, p->co_block / p->vec);
+}
+
+/* Blocked output [CO/COB][OH][OW][COB] to NCHW. */
+static void emit_unpack_y(sbuf *b, const dt_cpu_plan *p)
+{
+    emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+    emit(b, "    for (int co = 0; co < CO; co++) {\n"
+            "        const float *src = yb + (size_t)(co / COB) * OH * OW * COB + co %% COB;\n"
+            "        float *dst = y + (size_t)co * OH * OW;\n"
+            "        for (int i = 0; i < OH * OW; i++)\n"
+            "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
+}
+
+static void emit_entry(sbuf *b, const dt_cpu_plan *p, size_t ws_floats, const char *image_step)
+{
+    emit(b, "size_t dt_kernel_workspace(void)\n{\n    return %zu;\n}\n\n", ws_floats);
+    emit(b, "void dt_kernel_prepare(const float *restrict weight, float *restrict ws)\n{\n");
+    if (p->pack_weight)
+        emit(b, "    pack_w(weight, ws);\n}\n\n");
+    else
+        emit(b, "    (void)weight;\n    (void)ws;\n}\n\n");
+    emit(b, "void dt_kernel(const float *restrict input, const float *restrict weight,\n"
+            "               float *restrict output, float *restrict ws)\n{\n");
+    if (p->pack_weight)
+        emit(b, "    (void)weight;\n");
+    else
+        emit(b, "    pack_w(weight, ws);\n");
+    emit(b, "%s}\n", image_step);
+}
+
+/* ---- conv2d ------------------------------------------------------------------ */
+
+static const char *const conv_order_loops[DT_CPU_CONV_ORDERS][5] = {
+    { "co_o", "oh_o", "ci_o", "oh_i", "ow_o" },
+    { "oh_o", "co_o", "ci_o", "oh_i", "ow_o" },
+    { "ci_o", "co_o", "oh_o", "oh_i", "ow_o" },
+    { "co_o", "oh_o", "oh_i", "ow_o", NULL },   /* reduction inside the register tile */
+    { "oh_o", "co_o", "oh_i", "ow_o", NULL },
+    { "oh_o", "oh_i", "ow_o", "co_o", NULL },
+};
+
+static const char *conv_bound(const char *loop)
+{
+    static const char *const names[] = { "co_o", "oh_o", "oh_i", "ow_o", "ci_o" };
+    static const char *const bounds[] = { "COO", "OHO", "OHB", "OWO", "CIO" };
+    for (int i = 0; i < 5; i++)
+        if (strcmp(loop, names[i]) == 0)
+            return bounds[i];
+    return "1";
+}
+
+static void emit_conv_pack_w(sbuf *b, const dt_cpu_plan *p)
+{
+    if (p->red_order == 0)
+        emit(b, "#define WIDX(cox, cix, cii, r, s, c) "
+                "((((((size_t)(cox) * CIO + (cix)) * KH + (r)) * KW + (s)) * CIB + (cii)) * COB + (c))\n");
+    else
+        emit(b, "#define WIDX(cox, cix, cii, r, s, c) "
+                "((((((size_t)(cox) * CIO + (cix)) * CIB + (cii)) * KH + (r)) * KW + (s)) * COB + (c))\n");
+    emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
+            "    for (int co = 0; co < CO; co++)\n"
+            "    for (int ci = 0; ci < CI; ci++)\n"
+            "    for (int r = 0; r < KH; r++)\n"
+            "    for (int s = 0; s < KW; s++)\n"
+            "        wp[WIDX(co / COB, ci / CIB, ci %% CIB, r, s, co %% COB)] =\n"
+            "            w[(((size_t)co * CI + ci) * KH + r) * KW + s];\n}\n\n");
+}
+
+static void emit_conv_pack_x(sbuf *b, const dt_cpu_plan *p)
+{
+    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+    if (p->red_order == 1) {   /* padded planes [CI][HP][WP] */
+        emit(b, "    for (int ci = 0; ci < CI; ci++)\n"
+                "    for (int hp = 0; hp < HP; hp++) {\n"
+                "        float *row = xp + ((size_t)ci * HP + hp) * WP;\n"
+                "        int ih = hp - PH;\n"
+                "        if (ih < 0 || ih >= H) { memset(row, 0, WP * sizeof(float)); continue; }\n"
+                "        memset(row, 0, PW * sizeof(float));\n"
+                "        memcpy(row + PW, x + ((size_t)ci * H + ih) * W, W * sizeof(float));\n"
+                "        memset(row + PW + W, 0, (WP - PW - W) * sizeof(float));\n    }\n}\n\n");
+        return;
+    }
+    emit(b, "    for (int cio = 0; cio < CIO; cio++)\n"   /* blocked [CI/CIB][HP][WP][CIB] */
+            "    for (int hp = 0; hp < HP; hp++) {\n"
+            "        float *row = xp + ((size_t)cio * HP + hp) * WP * CIB;\n"
+            "        int ih = hp - PH;\n"
+            "        if (ih < 0 || ih >= H) { memset(row, 0, WP * CIB * sizeof(float)); continue; }\n"
+            "        memset(row, 0, PW * CIB * sizeof(float));\n"
+            "        memset(row + (PW + W) * CIB, 0, (WP - PW - W) * CIB * sizeof(float));\n"
+            "        for (int cii = 0; cii < CIB; cii++) {\n"
+            "            const float *src = x + ((size_t)(cio * CIB + cii) * H + ih) * W;\n"
+            "            for (int iw = 0; iw < W; iw++)\n"
+            "                row[(PW + iw) * CIB + cii] = src[iw];\n        }\n    }\n}\n\n");
+}
+
+/* The reduction over one ci tile (ci_o) into the register tile. */
+static void emit_conv_reduction(sbuf *b, const dt_cpu_plan *p)
+{
+    int cv = p->co_block / p->vec;
+    emit(b, "    {\n    const float *restrict wt = wp + (size_t)(co_o * CIO + ci_o) * (CIB * KH * KW * COB);\n");
+    if (p->red_order == 0) {
+        emit(b, "    const float *restrict xt = xp + (((size_t)ci_o * HP + oh * SH) * WP + ow_o * OWB * SW) * CIB;\n"
+                "    for (int r = 0; r < KH; r++) {\n");
+        for (int s = 0; s < s_copies(p); s++) {
+            emit_s_open(b, p, s);
+            emit(b, "        for (int cii = 0; cii < CIB; cii++) {\n"
+                    "            const float *wv = wt + ((r * KW + s) * CIB + cii) * COB;\n"
+                    "            const float *xv = xt + ((r * DH) * WP + s * DW) * CIB + cii;\n");
+            emit_weight_loads(b, cv, "wv");
+            emit_broadcast_fmas(b, p->ow_block, cv, "SW * CIB");
+            emit(b, "        }\n        }\n");
+        }
+        emit(b, "    }\n    }\n");
+        return;
+    }
+    emit(b, "    const float *restrict xt = xp + ((size_t)ci_o * CIB * HP + oh * SH) * WP + ow_o * OWB * SW;\n"
+            "    for (int cii = 0; cii < CIB; cii++)\n"
+            "    for (int r = 0; r < KH; r++) {\n");
+    for (int s = 0; s < s_copies(p); s++) {
+        emit_s_open(b, p, s);
+        emit(b, "            const float *wv = wt + ((cii * KH + r) * KW + s) * COB;\n"
+                "            const float *xv = xt + ((size_t)cii * HP + r * DH) * WP + s * DW;\n");
+        emit_weight_loads(b, cv, "wv");
+        emit_broadcast_fmas(b, p->ow_block, cv, "SW");
+        emit(b, "        }\n");
+    }
+    emit(b, "    }\n    }\n");
+}
+
+static void emit_conv_tile(sbuf *b, const dt_cpu_plan *p, bool reduction_inside)
+{
+    int cv = p->co_block / p->vec;
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
+            "    const float *restrict xp, float *restrict yb, int co_o, int oh, int ow_o%s)\n{\n",
+         reduction_inside ? "" : ", int ci_o");
+    emit(b, "    float *restrict yt = yb + (((size_t)co_o * OH + oh) * OW + ow_o * OWB) * COB;\n");
+    emit_acc_decl(b, p->ow_block, cv);
+    if (reduction_inside) {
+        emit_acc_zero(b, p->ow_block, cv);
+        emit(b, "    for (int ci_o = 0; ci_o < CIO; ci_o++)\n");
+    } else {
+        emit(b, "    if (ci_o == 0) {\n");
+        emit_acc_zero(b, p->ow_block, cv);
+        emit(b, "    } else {\n");
+        emit_acc_io(b, p->ow_block, cv, "yt", "COB", false);
+        emit(b, "    }\n");
+    }
+    emit_conv_reduction(b, p);
+    emit_acc_io(b, p->ow_block, cv, "yt", "COB", true);
+    emit(b, "}\n\n");
+}
+
+static void emit_conv2d(sbuf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    emit_conv_defines(b, p);
+    emit(b, "#define CIB %d\n#define CIO %d\n\n", p->ci_block, c->c_in / p->ci_block);
+    size_t wsz = round16((size_t)c->c_out * c->c_in * c->kh * c->kw);
+    size_t xsz = round16((size_t)c->c_in * (c->h + 2 * c->ph) * (c->w + 2 * c->pw));
+    size_t ysz = round16((size_t)c->c_out * c->oh * c->ow);
+    emit_conv_pack_w(b, p);
+    emit_conv_pack_x(b, p);
+    emit_unpack_y(b, p);
+    const char *const *loops = conv_order_loops[p->order];
+    bool inside = loops[4] == NULL;
+    emit_conv_tile(b, p, inside);
+    int nloops = inside ? 4 : 5, omp_at = strcmp(loops[0], "ci_o") == 0 ? 1 : 0;
+    const char *bounds[5];
+    for (int i = 0; i < nloops; i++)
+        bounds[i] = conv_bound(loops[i]);
+    emit(b, "static void compute(const float *restrict wp, const float *restrict xp, float *restrict yb)\n{\n");
+    emit_loops(b, p, loops, bounds, nloops, omp_at,
+               inside ? "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);"
+                      : "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o, ci_o);");
+    emit(b, "}\n\n");
+    char step[512];
+    snprintf(step, sizeof step,
+             "    for (int n = 0; n < NB; n++) {\n"
+             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
+             "        compute(ws, ws + %zu, ws + %zu);\n"
+             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
+             wsz, wsz, wsz + xsz, wsz + xsz);
+    emit_entry(b, p, wsz + xsz + ysz, step);
+}
+
+/* ---- depthwise_conv2d ---------------------------------------------------------- */
+
+static const char *const dw_order_loops[DT_CPU_DEPTHWISE_ORDERS][4] = {
+    { "co_o", "oh_o", "oh_i", "ow_o" },
+    { "oh_o", "co_o", "oh_i", "ow_o" },
+    { "oh_o", "oh_i", "ow_o", "co_o" },
+};
+
+static void emit_dw_packing(sbuf *b, const dt_cpu_plan *p)
+{
+    emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
+            "    for (int co = 0; co < CO; co++)\n"
+            "    for (int rs = 0; rs < KH * KW; rs++)\n"
+            "        wp[((size_t)(co / COB) * KH * KW + rs) * COB + co %% COB] = w[(size_t)co * KH * KW + rs];\n"
+            "}\n\n");
+    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+    emit(b, "    for (int cox = 0; cox < COO; cox++)\n"
+            "    for (int hp = 0; hp < HP; hp++) {\n"
+            "        float *row = xp + ((size_t)cox * HP + hp) * WP * COB;\n"
+            "        int ih = hp - PH;\n"
+            "        if (ih < 0 || ih >= H) { memset(row, 0, WP * COB * sizeof(float)); continue; }\n"
+            "        memset(row, 0, PW * COB * sizeof(float));\n"
+            "        memset(row + (PW + W) * COB, 0, (WP - PW - W) * COB * sizeof(float));\n"
+            "        for (int c = 0; c < COB; c++) {\n"
+            "            const float *src = x + ((size_t)((cox * COB + c) / MULT) * H + ih) * W;\n"
+            "            for (int iw = 0; iw < W; iw++)\n"
+            "                row[(PW + iw) * COB + c] = src[iw];\n        }\n    }\n}\n\n");
+}
+
+static void emit_dw_tile(sbuf *b, const dt_cpu_plan *p)
+{
+    int cv = p->co_block / p->vec;
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
+            "    const float *restrict xp, float *restrict yb, int co_o, int oh, int ow_o)\n{\n"
+            "    float *restrict yt = yb + (((size_t)co_o * OH + oh) * OW + ow_o * OWB) * COB;\n"
+            "    const float *restrict wt = wp + (size_t)co_o * KH * KW * COB;\n"
+            "    const float *restrict xt = xp + (((size_t)co_o * HP + oh * SH) * WP + ow_o * OWB * SW) * COB;\n");
+    emit_acc_decl(b, p->ow_block, cv);
+    emit_acc_zero(b, p->ow_block, cv);
+    emit(b, "    for (int r = 0; r < KH; r++) {\n");
+    for (int s = 0; s < s_copies(p); s++) {
+        emit_s_open(b, p, s);
+        emit(b, "            const float *wv = wt + (r * KW + s) * COB;\n"
+                "            const float *xv = xt + ((r * DH) * WP + s * DW) * COB;\n");
+        emit_weight_loads(b, cv, "wv");
+        for (int i = 0; i < p->ow_block; i++)
+            for (int j = 0; j < cv; j++)
+                emit(b, "            a%d_%d += w%d * LD(xv + %d * SW * COB + %d * VEC);\n", i, j, j, i, j);
+        emit(b, "        }\n");
+    }
+    emit(b, "    }\n");
+    emit_acc_io(b, p->ow_block, cv, "yt", "COB", true);
+    emit(b, "}\n\n");
+}
+
+static void emit_depthwise(sbuf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    emit_conv_defines(b, p);
+    emit(b, "#define MULT %d\n\n", c->c_out / c->c_in);
+    size_t wsz = round16((size_t)c->c_out * c->kh * c->kw);
+    size_t xsz = round16((size_t)c->c_out * (c->h + 2 * c->ph) * (c->w + 2 * c->pw));
+    size_t ysz = round16((size_t)c->c_out * c->oh * c->ow);
+    emit_dw_packing(b, p);
+    emit_unpack_y(b, p);
+    emit_dw_tile(b, p);
+    const char *const *loops = dw_order_loops[p->order];
+    const char *bounds[4];
+    for (int i = 0; i < 4; i++)
+        bounds[i] = conv_bound(loops[i]);
+    emit(b, "static void compute(const float *restrict wp, const float *restrict xp, float *restrict yb)\n{\n");
+    emit_loops(b, p, loops, bounds, 4, 0, "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);");
+    emit(b, "}\n\n");
+    char step[512];
+    snprintf(step, sizeof step,
+             "    for (int n = 0; n < NB; n++) {\n"
+             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
+             "        compute(ws, ws + %zu, ws + %zu);\n"
+             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
+             wsz, wsz, wsz + xsz, wsz + xsz);
+    emit_entry(b, p, wsz + xsz + ysz, step);
+}
+
+/* ---- dense and batch_matmul ------------------------------------------------------ */
+
+static const char *const mm_order_loops[DT_CPU_MM_ORDERS][4] = {
+    { "b", "m_o", "n_o", NULL },               /* reduction inside the register tile */
+    { "b", "n_o", "m_o", NULL },
+    { "b", "k_o", "m_o", "n_o" },              /* partial sums through the output */
+    { "b", "k_o", "n_o", "m_o" },
+};
+
+static const char *mm_bound(const char *loop)
+{
+    return strcmp(loop, "b") == 0 ? "BATCH" : strcmp(loop, "m_o") == 0 ? "MO"
+         : strcmp(loop, "n_o") == 0 ? "NO" : "KO";
+}
+
+/* Panel form: B packed [BATCH][N/NB][K][NB], vectorised over n. */
+static void emit_mm_panel_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
+{
+    int nv = p->n_block / p->vec;
+    emit(b, "static void pack_w(const float *restrict w, float *restrict bp)\n{\n"
+            "    for (int b = 0; b < BATCH; b++)\n    for (int n = 0; n < N; n++)\n"
+            "    for (int k = 0; k < K; k++)\n"
+            "        bp[(((size_t)b * NO + n / NB) * K + k) * NB + n %% NB] = w[((size_t)b * N + n) * K + k];\n}\n\n");
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict a,\n"
+            "    const float *restrict bp, float *restrict y, int b, int m_o, int n_o%s)\n{\n",
+         inside ? "" : ", int k_o");
+    emit(b, "    const float *restrict at = a + ((size_t)b * M + m_o * MB) * K;\n"
+            "    const float *restrict bt = bp + ((size_t)b * NO + n_o) * K * NB;\n"
+            "    float *restrict yt = y + ((size_t)b * M + m_o * MB) * N + n_o * NB;\n");
+    emit_acc_decl(b, p->m_block, nv);
+    if (inside) {
+        emit_acc_zero(b, p->m_block, nv);
+        emit(b, "    for (int k_o = 0; k_o < KO; k_o++) {\n");
+    } else {
+        emit(b, "    if (k_o == 0) {\n");
+        emit_acc_zero(b, p->m_block, nv);
+        emit(b, "    } else {\n");
+        emit_acc_io(b, p->m_block, nv, "yt", "N", false);
+        emit(b, "    }\n    {\n");
+    }
+    emit(b, "    _Pragma(\"GCC unroll %d\")\n"
+            "    for (int kk = k_o * KB; kk < k_o * KB + KB; kk++) {\n", p->unroll < 1 ? 1 : p->unroll);
+    emit_weight_loads(b, nv, "(bt + (size_t)kk * NB)");
+    for (int i = 0; i < p->m_block; i++) {
+        emit(b, "            { const float x = at[%d * K + kk];", i);
+        for (int j = 0; j < nv; j++)
+            emit(b, " a%d_%d += w%d * x;", i, j, j);
+        emit(b, " }\n");
+    }
+    emit(b, "    }\n    }\n");
+    emit_acc_io(b, p->m_block, nv, "yt", "N", true);
+    emit(b, "}\n\n");
+}
+
+/* Dot form: B as stored, vectorised over k, horizontal sums at the end. */
+static void emit_mm_dot_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
+{
+    emit(b, "static void pack_w(const float *restrict w, float *restrict bp)\n{\n"
+            "    (void)w;\n    (void)bp;\n}\n\n");
+    if (p->vec > 1)
+        emit(b, "static inline float hsum(vf v)\n{\n    float s = 0;\n"
+                "    for (int l = 0; l < VEC; l++)\n        s += v[l];\n    return s;\n}\n\n");
+    else
+        emit(b, "static inline float hsum(vf v)\n{\n    return v;\n}\n\n");
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict a,\n"
+            "    const float *restrict bw, float *restrict y, int b, int m_o, int n_o%s)\n{\n",
+         inside ? "" : ", int k_o");
+    emit(b, "    const float *restrict at = a + ((size_t)b * M + m_o * MB) * K;\n"
+            "    const float *restrict bt = bw + ((size_t)b * N + n_o * NB) * K;\n"
+            "    float *restrict yt = y + ((size_t)b * M + m_o * MB) * N + n_o * NB;\n");
+    emit_acc_decl(b, p->m_block, p->n_block);
+    emit_acc_zero(b, p->m_block, p->n_block);
+    emit(b, "    %s{\n", inside ? "for (int k_o = 0; k_o < KO; k_o++) " : "");
+    emit(b, "    _Pragma(\"GCC unroll %d\")\n"
+            "    for (int kk = k_o * KB; kk < k_o * KB + KB; kk += VEC) {\n", p->unroll < 1 ? 1 : p->unroll);
+    for (int i = 0; i < p->m_block; i++)
+        emit(b, "        const vf x%d = LD(at + %d * K + kk);\n", i, i);
+    for (int j = 0; j < p->n_block; j++)
+        emit(b, "        const vf w%d = LD(bt + %d * K + kk);\n", j, j);
+    for (int i = 0; i < p->m_block; i++)
+        for (int j = 0; j < p->n_block; j++)
+            emit(b, "        a%d_%d += x%d * w%d;\n", i, j, i, j);
+    emit(b, "    }\n    }\n");
+    for (int i = 0; i < p->m_block; i++)
+        for (int j = 0; j < p->n_block; j++)
+            if (inside)
+                emit(b, "    yt[%d * N + %d] = hsum(a%d_%d);\n", i, j, i, j);
+            else
+                emit(b, "    yt[%d * N + %d] = (k_o == 0 ? 0.0f : yt[%d * N + %d]) + hsum(a%d_%d);\n",
+                     i, j, i, j, i, j);
+    emit(b, "}\n\n");
+}
+
+static void emit_mm(sbuf *b, const dt_cpu_plan *p)
+{
+    const dt_mm_shape *m = &p->task.mm;
+    emit(b, "#define BATCH %d\n#define M %d\n#define N %d\n#define K %d\n#define MB %d\n"
+            "#define NB %d\n#define KB %d\n#define MO %d\n#define NO %d\n#define KO %d\n\n",
+         m->b, m->m, m->n, m->k, p->m_block, p->n_block, p->k_block, m->m / p->m_block,
+         m->n / p->n_block, m->k / p->k_block);
+    const char *const *loops = mm_order_loops[p->order];
+    bool inside = loops[3] == NULL;
+    if (p->pack_weight)
+        emit_mm_panel_tile(b, p, inside);
+    else
+        emit_mm_dot_tile(b, p, inside);
+    const char *bounds[4];
+    int nloops = inside ? 3 : 4;
+    for (int i = 0; i < nloops; i++)
+        bounds[i] = mm_bound(loops[i]);
+    emit(b, "static void compute(const float *restrict a, const float *restrict w, float *restrict y)\n{\n");
+    emit_loops(b, p, loops, bounds, nloops, inside ? 1 : 2,
+               inside ? "tile(a, w, y, b, m_o, n_o);" : "tile(a, w, y, b, m_o, n_o, k_o);");
+    emit(b, "}\n\n");
+    size_t wsz = p->pack_weight ? round16((size_t)m->b * m->n * m->k) : 16;
+    const char *step = p->pack_weight ? "    compute(input, ws, output);\n"
+                                      : "    compute(input, weight, output);\n";
+    emit_entry(b, p, wsz, step);
+}
+
+int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
+{
+    *source = NULL;
+    int rc = dt_cpu_plan_check(plan, err);
+    if (rc < 0)
+        return rc;
+    sbuf b = { 0 };
+    emit_prelude(&b, plan);
+    if (plan->task.kind == DT_OP_CONV2D)
+        emit_conv2d(&b, plan);
+    else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        emit_depthwise(&b, plan);
+    else
+        emit_mm(&b, plan);
+    if (b.oom) {
+        free(b.s);
+        return dt_error_set(err, DT_ENOMEM, "out of memory writing kernel source");
+    }
+    *source = b.s;
+    return 0;
+}

@@ -1,0 +1,281 @@
+/* measure.c — the measurer: a builder thread pool, the runner (the calling
+ * thread), and the CV early-stopping rule shared by every backend.
+ *
+ * dt_measurer_run works in two phases. Build: the batch's points are claimed
+ * one by one (an atomic counter) by `measure.builders` threads, each calling
+ * backend->build, so compiles run in parallel on every core. Run: the calling
+ * thread then times the artifacts one at a time with backend->run. Builders
+ * sleep on a condition variable during the run phase, so no compile ever
+ * disturbs a timing (the CPU backend additionally pins its measurement
+ * process to its own core). The builders share one batch and claim from one
+ * counter instead of owning a queue each: the batch is small and uneven in
+ * compile time, and a shared counter balances it without stealing logic.
+ *
+ * CV rule (AdaTune, "Adaptive Evaluator"): after micro-batch i the estimate
+ * Perf_i is added; timing stops when i >= min_batches and
+ * CV = std({Perf_1..Perf_i}) / avg({Perf_1..Perf_i}) < threshold, else at
+ * max_repeats. The backends feed each micro-batch's own GFLOPS as Perf_i (the
+ * paper's running i * GFLOP / Time(i) smooths itself and reaches any CV
+ * threshold on a noisy kernel; the per-batch figure does not).
+ */
+#include "dtune/measure.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CV early stopping ----------------------------------------------------- */
+
+void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold)
+{
+    memset(s, 0, sizeof *s);
+    s->min_batches = min_batches < 1 ? 1 : min_batches;
+    s->max_repeats = max_repeats < s->min_batches ? s->min_batches : max_repeats;
+    s->cv_threshold = cv_threshold;
+}
+
+bool dt_cv_stop_add(dt_cv_stop *s, double estimate)
+{
+    /* Welford's update keeps the variance exact without storing estimates. */
+    s->n++;
+    double delta = estimate - s->mean;
+    s->mean += delta / s->n;
+    s->m2 += delta * (estimate - s->mean);
+    if (s->n >= s->max_repeats)
+        return true;
+    return s->n >= s->min_batches && dt_cv_stop_cv(s) < s->cv_threshold;
+}
+
+double dt_cv_stop_mean(const dt_cv_stop *s)
+{
+    return s->mean;
+}
+
+double dt_cv_stop_cv(const dt_cv_stop *s)
+{
+    if (s->n < 2 || s->mean == 0)
+        return s->n < 2 ? 0 : INFINITY;
+    /* population std, as the paper's std over the i estimates */
+    return sqrt(s->m2 / s->n) / fabs(s->mean);
+}
+
+/* ---- the measurer ---------------------------------------------------------- */
+
+struct dt_measurer {
+    const dt_backend_i *backend;
+    void *state;
+    int nbuilders;
+    pthread_t *threads;
+    int nstarted;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;      /* builders wait for a new generation */
+    pthread_cond_t done_cv;      /* the runner waits for active == 0 */
+    unsigned long generation;
+    bool stopping;
+    int active;                  /* builders still working on the batch */
+
+    /* the batch being built */
+    const dt_space *space;
+    const dt_point *points;
+    dt_artifact *artifacts;
+    int n;
+    atomic_int next;
+    int failure;                 /* first backend error of the batch */
+    dt_error failure_err;
+};
+
+static void build_one(dt_measurer *m, int i)
+{
+    dt_artifact *a = &m->artifacts[i];
+    memset(a, 0, sizeof *a);
+    if (!dt_space_valid(m->space, &m->points[i])) {
+        a->result = DT_RESULT_INVALID;
+        snprintf(a->detail, sizeof a->detail, "point is not valid on this target");
+        return;
+    }
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = m->backend->build(m->state, m->space, &m->points[i], a, &err);
+    if (rc < 0) {
+        pthread_mutex_lock(&m->mu);
+        if (m->failure == 0) {
+            m->failure = rc;
+            m->failure_err = err;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+}
+
+static void build_claimed(dt_measurer *m)
+{
+    for (;;) {
+        int i = atomic_fetch_add(&m->next, 1);
+        if (i >= m->n)
+            return;
+        build_one(m, i);
+    }
+}
+
+static void *builder_main(void *arg)
+{
+    dt_measurer *m = arg;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (m->generation == seen && !m->stopping)
+            pthread_cond_wait(&m->work_cv, &m->mu);
+        if (m->stopping)
+            break;
+        seen = m->generation;
+        pthread_mutex_unlock(&m->mu);
+        build_claimed(m);
+        pthread_mutex_lock(&m->mu);
+        if (--m->active == 0)
+            pthread_cond_signal(&m->done_cv);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* Builders block every signal: the daemon's handlers run on its own thread. */
+static int start_builders(dt_measurer *m, dt_error *err)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = 0;
+    for (int i = 0; i < m->nbuilders && rc == 0; i++) {
+        rc = pthread_create(&m->threads[i], NULL, builder_main, m);
+        if (rc == 0)
+            m->nstarted++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return dt_error_set(err, DT_ENOMEM, "cannot start builder thread: %s", strerror(rc));
+    return 0;
+}
+
+int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
+                    const char *work_dir, uint64_t seed, dt_measurer **out, dt_error *err)
+{
+    *out = NULL;
+    if (!backend || !backend->open || !backend->build || !backend->run)
+        return dt_error_set(err, DT_EINVAL, "backend lacks open, build or run");
+    dt_measurer *m = calloc(1, sizeof *m);
+    if (!m)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    m->backend = backend;
+    m->nbuilders = cfg->builders < 0 ? 0 : cfg->builders;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->work_cv, NULL);
+    pthread_cond_init(&m->done_cv, NULL);
+    dt_backend_params params = { .measure = cfg, .work_dir = work_dir, .seed = seed };
+    int rc = backend->open(&params, &m->state, err);
+    if (rc < 0)
+        goto fail;
+    m->threads = calloc((size_t)m->nbuilders + 1, sizeof *m->threads);
+    if (!m->threads) {
+        rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = start_builders(m, err)) < 0)
+        goto fail;
+    *out = m;
+    return 0;
+fail:
+    dt_measurer_free(m);
+    return rc;
+}
+
+void dt_measurer_free(dt_measurer *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stopping = true;
+    pthread_cond_broadcast(&m->work_cv);
+    pthread_mutex_unlock(&m->mu);
+    for (int i = 0; i < m->nstarted; i++)
+        pthread_join(m->threads[i], NULL);
+    if (m->state && m->backend->close)
+        m->backend->close(m->state);
+    pthread_cond_destroy(&m->work_cv);
+    pthread_cond_destroy(&m->done_cv);
+    pthread_mutex_destroy(&m->mu);
+    free(m->threads);
+    free(m);
+}
+
+/* Phase 1: every point built, in parallel when there are builders. */
+static int build_batch(dt_measurer *m, const dt_space *space, const dt_point *points, int n,
+                       dt_artifact *artifacts, dt_error *err)
+{
+    pthread_mutex_lock(&m->mu);
+    m->space = space;
+    m->points = points;
+    m->artifacts = artifacts;
+    m->n = n;
+    m->failure = 0;
+    atomic_store(&m->next, 0);
+    if (m->nstarted > 0) {
+        m->active = m->nstarted;
+        m->generation++;
+        pthread_cond_broadcast(&m->work_cv);
+        while (m->active > 0)
+            pthread_cond_wait(&m->done_cv, &m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (m->nstarted == 0)
+        build_claimed(m);
+    if (m->failure < 0) {
+        if (err)
+            *err = m->failure_err;
+        return m->failure;
+    }
+    return 0;
+}
+
+/* Phase 2, one point: an artifact that failed to build carries its class. */
+static int run_one(dt_measurer *m, const dt_space *space, const dt_point *point,
+                   const dt_artifact *a, dt_measure_result *out, dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (a->result != DT_RESULT_OK) {
+        out->result = a->result;
+        snprintf(out->detail, sizeof out->detail, "%s", a->detail);
+    } else {
+        int rc = m->backend->run(m->state, space, point, a, out, err);
+        if (rc < 0)
+            return rc;
+    }
+    out->compile_ms = a->compile_ms;
+    return 0;
+}
+
+int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
+                    int n, dt_measure_result *results, dt_error *err)
+{
+    if (n <= 0)
+        return 0;
+    dt_artifact *artifacts = calloc((size_t)n, sizeof *artifacts);
+    if (!artifacts)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    int rc = build_batch(m, space, points, n, artifacts, err);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
+    free(artifacts);
+    return rc;
+}
+
+double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task)
+{
+    if (!m->backend->peak_gflops)
+        return 0;
+    double peak = m->backend->peak_gflops(m->state, task);
+    return peak > 0 ? peak : 0;
+}

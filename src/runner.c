@@ -1,0 +1,616 @@
+/* runner.c — the CPU measurement process and its parent-side handle.
+ *
+ * Parent side: the child is started with posix_spawn (safe in a threaded
+ * daemon: no code runs between fork and exec), in its own process group,
+ * with default signal dispositions and an empty signal mask. A request is
+ * sent; the reply is awaited with poll: first "ready" (inputs and reference
+ * exist; a generous limit, since the naive reference of a large task is
+ * slow), then the result within timeout_seconds. EOF means the child died:
+ * waitpid says how, and the candidate is classed a crash. A timeout kills the
+ * child's process group. Wrong output also retires the child, since a kernel
+ * that writes wrong values may have written outside its buffers too.
+ *
+ * Child side: one loop over requests; tensors of the last (task, seed) are
+ * kept so consecutive candidates of a task share inputs and the reference.
+ * libgomp is loaded once with RTLD_NODELETE before the first OpenMP kernel:
+ * unloading it with a kernel would unmap the code its idle threads sleep in.
+ */
+#include "dtune/runner.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/measure.h"
+
+extern char **environ;
+
+#define MSG_MAGIC 0x64744350u      /* "dtCP" */
+#define CHILD_FD 3
+#define READY_TIMEOUT_S 900.0
+#define MAX_PIN_CPUS 64
+
+enum { MSG_READY = 1, MSG_RESULT = 2 };
+
+typedef struct reply_msg {
+    uint32_t magic;
+    uint32_t type;
+    dt_measure_result result;
+} reply_msg;
+
+typedef struct request_msg {
+    uint32_t magic;
+    dt_runner_request req;
+} request_msg;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads exactly len bytes; 1 done, 0 EOF or error, -1 timeout (timeout_s < 0: none). */
+static int read_full(int fd, void *buf, size_t len, double timeout_s)
+{
+    char *p = buf;
+    double deadline = now_s() + timeout_s;
+    while (len > 0) {
+        if (timeout_s >= 0) {
+            double left = deadline - now_s();
+            if (left <= 0)
+                return -1;
+            struct pollfd pfd = { .fd = fd, .events = POLLIN };
+            int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr < 0)
+                return 0;
+            if (pr == 0)
+                continue;
+        }
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 1;
+}
+
+/* ---- shared helpers ---------------------------------------------------------- */
+
+long dt_runner_check_output(const float *output, const float *reference, size_t n,
+                            double tolerance)
+{
+    double peak = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(reference[i]) > peak)
+            peak = fabs(reference[i]);
+    for (size_t i = 0; i < n; i++) {
+        double ref = reference[i], bound = fabs(ref) > peak / 100 ? fabs(ref) : peak / 100;
+        if (!(fabs((double)output[i] - ref) <= tolerance * bound))
+            return (long)i;
+    }
+    return -1;
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void dt_runner_fill(float *data, size_t n, uint64_t seed)
+{
+    uint64_t state = seed;
+    for (size_t i = 0; i < n; i++)
+        data[i] = (float)((double)(splitmix64(&state) >> 11) * 0x1.0p-52 - 1.0);
+}
+
+/* ---- child side ----------------------------------------------------------------- */
+
+typedef size_t (*workspace_fn)(void);
+typedef void (*prepare_fn)(const float *, float *);
+typedef void (*kernel_fn)(const float *, const float *, float *, float *);
+typedef double (*flops_fn)(void);
+
+typedef struct child_state {
+    int fd;
+    bool have_data;
+    dt_task task;
+    uint64_t seed;
+    size_t n_in, n_w, n_out;
+    float *input, *weight, *reference;
+    bool gomp_pinned;
+} child_state;
+
+typedef struct loaded_kernel {
+    void *handle;
+    prepare_fn prepare;
+    kernel_fn kernel;
+    float *workspace, *output;
+    double flops;              /* per call: the request's, or dt_kernel_flops() */
+} loaded_kernel;
+
+static void *alloc_floats(size_t n)
+{
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+static void drop_data(child_state *c)
+{
+    free(c->input);
+    free(c->weight);
+    free(c->reference);
+    c->input = c->weight = c->reference = NULL;
+    c->have_data = false;
+}
+
+static int ensure_data(child_state *c, const dt_runner_request *req)
+{
+    if (c->have_data && c->seed == req->seed && memcmp(&c->task, &req->task, sizeof c->task) == 0)
+        return 0;
+    drop_data(c);
+    dt_task_tensor_sizes(&req->task, &c->n_in, &c->n_w, &c->n_out);
+    c->input = alloc_floats(c->n_in);
+    c->weight = alloc_floats(c->n_w);
+    if (!c->input || !c->weight)
+        return -1;
+    dt_runner_fill(c->input, c->n_in, req->seed);
+    dt_runner_fill(c->weight, c->n_w, req->seed ^ 0x5eedULL);
+    c->task = req->task;
+    c->seed = req->seed;
+    c->have_data = true;
+    return 0;
+}
+
+static int ensure_reference(child_state *c)
+{
+    if (c->reference)
+        return 0;
+    c->reference = alloc_floats(c->n_out);
+    if (!c->reference)
+        return -1;
+    dt_task_reference(&c->task, c->input, c->weight, c->reference);
+    return 0;
+}
+
+static int load_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+                       dt_measure_result *res)
+{
+    memset(k, 0, sizeof *k);
+    if (req->threads > 1 && !c->gomp_pinned)
+        c->gomp_pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL;
+    k->handle = dlopen(req->artifact, RTLD_NOW | RTLD_LOCAL);
+    workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, "dt_kernel_workspace") : NULL;
+    k->prepare = k->handle ? (prepare_fn)dlsym(k->handle, "dt_kernel_prepare") : NULL;
+    k->kernel = k->handle ? (kernel_fn)dlsym(k->handle, "dt_kernel") : NULL;
+    if (!ws || !k->prepare || !k->kernel) {
+        const char *why = dlerror();
+        res->result = DT_RESULT_RUNNER_ERROR;
+        snprintf(res->detail, sizeof res->detail, "cannot load kernel: %s", why ? why : "?");
+        return -1;
+    }
+    flops_fn own_flops = (flops_fn)dlsym(k->handle, "dt_kernel_flops");
+    k->flops = own_flops ? own_flops() : req->flops;
+    k->workspace = alloc_floats(ws());
+    k->output = alloc_floats(c->n_out);
+    if (!k->workspace || !k->output) {
+        res->result = DT_RESULT_RUNNER_ERROR;
+        snprintf(res->detail, sizeof res->detail, "out of memory for the workspace");
+        return -1;
+    }
+    return 0;
+}
+
+static void unload_kernel(loaded_kernel *k)
+{
+    free(k->workspace);
+    free(k->output);
+    if (k->handle)
+        dlclose(k->handle);
+}
+
+static bool check_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+                         dt_measure_result *res)
+{
+    for (size_t i = 0; i < c->n_out; i++)
+        k->output[i] = NAN;
+    k->kernel(c->input, c->weight, k->output, k->workspace);
+    long bad = dt_runner_check_output(k->output, c->reference, c->n_out, req->tolerance);
+    if (bad < 0)
+        return true;
+    res->result = DT_RESULT_WRONG_OUTPUT;
+    snprintf(res->detail, sizeof res->detail, "element %ld is %g, reference %g", bad,
+             (double)k->output[bad], (double)c->reference[bad]);
+    return false;
+}
+
+/* One warm-up call (timed, to size automatic micro-batches), then the CV loop. */
+static void time_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+                        dt_measure_result *res)
+{
+    double t0 = now_s();
+    k->kernel(c->input, c->weight, k->output, k->workspace);
+    double first = now_s() - t0;
+    long calls = req->micro_batch;
+    if (calls <= 0) {
+        double want = DT_RUNNER_AUTO_BATCH_S / (first > 1e-9 ? first : 1e-9);
+        calls = want < 1 ? 1 : want > 1e6 ? 1000000 : (long)ceil(want);
+    }
+    dt_cv_stop cv;
+    dt_cv_stop_init(&cv, req->min_batches, req->max_repeats, req->cv_threshold);
+    double total = 0;
+    long total_calls = 0;
+    bool stop = false;
+    while (!stop) {
+        double start = now_s();
+        for (long i = 0; i < calls; i++)
+            k->kernel(c->input, c->weight, k->output, k->workspace);
+        double seconds = now_s() - start;
+        total += seconds;
+        total_calls += calls;
+        stop = dt_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
+    }
+    res->result = DT_RESULT_OK;
+    res->gflops = dt_cv_stop_mean(&cv);
+    res->latency_s = total / (double)total_calls;
+    res->repeats = cv.n;
+    res->cv = dt_cv_stop_cv(&cv);
+}
+
+static int send_reply(int fd, uint32_t type, const dt_measure_result *res)
+{
+    reply_msg m = { .magic = MSG_MAGIC, .type = type };
+    if (res)
+        m.result = *res;
+    return write_full(fd, &m, sizeof m);
+}
+
+static int serve(child_state *c, const dt_runner_request *req)
+{
+    dt_measure_result res;
+    memset(&res, 0, sizeof res);
+    loaded_kernel k;
+    if (ensure_data(c, req) < 0 || (req->check && ensure_reference(c) < 0)) {
+        res.result = DT_RESULT_RUNNER_ERROR;
+        snprintf(res.detail, sizeof res.detail, "out of memory for the tensors");
+        return send_reply(c->fd, MSG_RESULT, &res);
+    }
+    if (send_reply(c->fd, MSG_READY, NULL) < 0)
+        return -1;
+    if (load_kernel(c, req, &k, &res) == 0) {
+        k.prepare(c->weight, k.workspace);
+        if (!req->check || check_kernel(c, req, &k, &res))
+            time_kernel(c, req, &k, &res);
+    }
+    unload_kernel(&k);
+    return send_reply(c->fd, MSG_RESULT, &res);
+}
+
+static void pin_to(const char *list)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    char *end;
+    for (const char *p = list; *p; p = *end ? end + 1 : end) {
+        long cpu = strtol(p, &end, 10);
+        if (end == p)
+            return;
+        if (cpu >= 0 && cpu < CPU_SETSIZE)
+            CPU_SET((int)cpu, &set);
+    }
+    if (CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) != 0)
+        perror("dtune runner: sched_setaffinity");
+}
+
+int dt_runner_main(int argc, char **argv)
+{
+    if (argc < 3 || strcmp(argv[1], DT_CPU_RUNNER_ARG) != 0) {
+        fprintf(stderr, "usage: %s %s FD [--cpus LIST] (internal: the CPU measurement process)\n",
+                argv[0], DT_CPU_RUNNER_ARG);
+        return 2;
+    }
+    child_state c = { .fd = atoi(argv[2]) };
+    /* A kernel's fault must kill the child with its own signal, even when a
+     * sanitizer or a library installed handlers: the parent names it. */
+    static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        signal(faults[i], SIG_DFL);
+    if (argc >= 5 && strcmp(argv[3], "--cpus") == 0)
+        pin_to(argv[4]);
+    request_msg m;
+    while (read_full(c.fd, &m, sizeof m, -1) == 1) {
+        if (m.magic != MSG_MAGIC || serve(&c, &m.req) < 0)
+            break;
+    }
+    drop_data(&c);
+    return 0;
+}
+
+/* ---- parent side -------------------------------------------------------------- */
+
+struct dt_runner {
+    dt_runner_params params;
+    char exe[DT_PATH_MAX];
+    char cpu_list[256];
+    int cpus[MAX_PIN_CPUS];
+    int ncpus;
+    pid_t pid;
+    int fd;
+    int restarts;
+};
+
+/* The last `threads` cores of the allowed set, when more than that exist. */
+static void choose_cpus(dt_runner *r)
+{
+    cpu_set_t set;
+    r->ncpus = 0;
+    r->cpu_list[0] = '\0';
+    if (!r->params.pin || sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    int want = r->params.threads < 1 ? 1 : r->params.threads;
+    if (CPU_COUNT(&set) <= want || want > MAX_PIN_CPUS)
+        return;
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0 && r->ncpus < want; cpu--)
+        if (CPU_ISSET(cpu, &set))
+            r->cpus[r->ncpus++] = cpu;
+    size_t len = 0;
+    for (int i = r->ncpus - 1; i >= 0; i--)
+        len += (size_t)snprintf(r->cpu_list + len, sizeof r->cpu_list - len, "%s%d",
+                                len ? "," : "", r->cpus[i]);
+}
+
+int dt_runner_new(const dt_runner_params *params, dt_runner **out, dt_error *err)
+{
+    *out = NULL;
+    dt_runner *r = calloc(1, sizeof *r);
+    if (!r)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    r->params = *params;
+    r->params.exe = NULL;
+    r->fd = -1;
+    const char *exe = params->exe ? params->exe : getenv("DTUNE_CPU_RUNNER");
+    if (exe && *exe) {
+        snprintf(r->exe, sizeof r->exe, "%s", exe);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", r->exe, sizeof r->exe - 1);
+        if (n <= 0) {
+            free(r);
+            return dt_error_set(err, DT_EIO, "readlink /proc/self/exe: %s", strerror(errno));
+        }
+        r->exe[n] = '\0';
+    }
+    choose_cpus(r);
+    *out = r;
+    return 0;
+}
+
+static void reap(dt_runner *r, bool kill_first, int *status)
+{
+    if (r->pid <= 0)
+        return;
+    if (kill_first)
+        kill(-r->pid, SIGKILL);
+    int st = 0;
+    while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (status)
+        *status = st;
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    r->pid = 0;
+}
+
+static int spawn_attrs(posix_spawnattr_t *attr)
+{
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGCHLD);
+    if (posix_spawnattr_init(attr) != 0)
+        return -1;
+    if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                 POSIX_SPAWN_SETPGROUP) != 0 ||
+        posix_spawnattr_setsigmask(attr, &none) != 0 ||
+        posix_spawnattr_setsigdefault(attr, &defaults) != 0 ||
+        posix_spawnattr_setpgroup(attr, 0) != 0) {
+        posix_spawnattr_destroy(attr);
+        return -1;
+    }
+    return 0;
+}
+
+static int start_child(dt_runner *r, dt_error *err)
+{
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+        return dt_error_set(err, DT_EIO, "socketpair: %s", strerror(errno));
+    /* Keep the child's end off fd CHILD_FD, so dup2 really clears close-on-exec. */
+    int child_end = fcntl(ends[1], F_DUPFD_CLOEXEC, 10);
+    close(ends[1]);
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    if (child_end < 0 || posix_spawn_file_actions_init(&actions) != 0) {
+        close(ends[0]);
+        if (child_end >= 0)
+            close(child_end);
+        return dt_error_set(err, DT_EIO, "cannot prepare the runner's descriptors");
+    }
+    int rc = posix_spawn_file_actions_adddup2(&actions, child_end, CHILD_FD);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    if (rc == 0)
+        rc = spawn_attrs(&attr) == 0 ? 0 : EINVAL;
+    if (rc == 0) {
+        char fd_arg[8] = "3";
+        char *argv[] = { r->exe, (char *)DT_CPU_RUNNER_ARG, fd_arg,
+                         r->ncpus ? (char *)"--cpus" : NULL, r->cpu_list, NULL };
+        rc = posix_spawn(&r->pid, r->exe, &actions, &attr, argv, environ);
+        posix_spawnattr_destroy(&attr);
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    close(child_end);
+    if (rc != 0) {
+        close(ends[0]);
+        r->pid = 0;
+        return dt_error_set(err, DT_EIO, "cannot start the runner %s: %s", r->exe, strerror(rc));
+    }
+    r->fd = ends[0];
+    return 0;
+}
+
+static void class_of_death(int status, dt_measure_result *out)
+{
+    out->result = DT_RESULT_CRASH;
+    if (WIFSIGNALED(status))
+        snprintf(out->detail, sizeof out->detail, "killed by SIG%s",
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+    else
+        snprintf(out->detail, sizeof out->detail, "runner exited with status %d",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* Sends req, starting (or restarting once) the child as needed. */
+static int send_request(dt_runner *r, const dt_runner_request *req, dt_error *err)
+{
+    request_msg m = { .magic = MSG_MAGIC, .req = *req };
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (r->pid <= 0) {
+            int rc = start_child(r, err);
+            if (rc < 0)
+                return rc;
+        }
+        if (write_full(r->fd, &m, sizeof m) == 0)
+            return 0;
+        reap(r, true, NULL);
+        r->restarts++;
+    }
+    return dt_error_set(err, DT_EIO, "the runner %s does not take requests (does it handle %s?)",
+                        r->exe, DT_CPU_RUNNER_ARG);
+}
+
+/* Awaits one message of the given type; fills out's class on death or timeout. */
+static int await(dt_runner *r, uint32_t type, double timeout_s, reply_msg *m,
+                 dt_measure_result *out)
+{
+    int got = read_full(r->fd, m, sizeof *m, timeout_s);
+    if (got == 1 && m->magic == MSG_MAGIC && m->type == type)
+        return 0;
+    if (got == 1 && m->magic == MSG_MAGIC && m->type == MSG_RESULT) {
+        *out = m->result;        /* the child answered early (e.g. out of memory) */
+        return 1;
+    }
+    int status = 0;
+    if (got == -1) {
+        reap(r, true, NULL);
+        out->result = DT_RESULT_TIMEOUT;
+        snprintf(out->detail, sizeof out->detail, "ran past %.3g s and was killed", timeout_s);
+    } else {
+        reap(r, got == 1, &status);
+        if (got == 1) {
+            out->result = DT_RESULT_RUNNER_ERROR;
+            snprintf(out->detail, sizeof out->detail, "garbled reply from the runner");
+        } else {
+            class_of_death(status, out);
+        }
+    }
+    r->restarts++;
+    return 1;
+}
+
+int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result *out,
+                  dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = now_s();
+    int rc = send_request(r, req, err);
+    if (rc < 0)
+        return rc;
+    reply_msg m;
+    if (await(r, MSG_READY, READY_TIMEOUT_S, &m, out) == 0 &&
+        await(r, MSG_RESULT, r->params.timeout_seconds, &m, out) == 0)
+        *out = m.result;
+    out->compile_ms = 0;
+    out->run_ms = (now_s() - t0) * 1e3;
+    if (out->result == DT_RESULT_WRONG_OUTPUT && r->pid > 0) {
+        reap(r, true, NULL);
+        r->restarts++;
+    }
+    return 0;
+}
+
+void dt_runner_free(dt_runner *r)
+{
+    if (!r)
+        return;
+    if (r->pid > 0) {
+        close(r->fd);              /* EOF: the child leaves its loop */
+        r->fd = -1;
+        for (int i = 0; i < 100; i++) {
+            if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+                r->pid = 0;
+                break;
+            }
+            struct timespec ms = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ms, NULL);
+        }
+        reap(r, true, NULL);
+    }
+    free(r);
+}
+
+int dt_runner_pid(const dt_runner *r)
+{
+    return r->pid;
+}
+
+int dt_runner_restarts(const dt_runner *r)
+{
+    return r->restarts;
+}
+
+int dt_runner_cpus(const dt_runner *r, int *cpus, int max)
+{
+    int n = r->ncpus < max ? r->ncpus : max;
+    for (int i = 0; i < n; i++)
+        cpus[i] = r->cpus[i];
+    return n;
+}

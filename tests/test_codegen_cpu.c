@@ -1,0 +1,327 @@
+/* test_codegen_cpu.c — generated CPU kernels: random configs of every op kind
+ * compile and match the reference (checked by the runner), OpenMP kernels
+ * too; plan checks agree with space validity; the knobs change the source
+ * and the speed.
+ *
+ * Shapes are small and not round (odd sizes, stride 2, dilation, depthwise
+ * multiplier 2, batch 2) so every tile loop and padding path is exercised.
+ * The runner child is this binary (see main).
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+
+#include "dtune/backend_cpu.h"
+#include "dtune/codegen_cpu.h"
+#include "dtune/config.h"
+#include "dtune/measure.h"
+#include "dtune/runner.h"
+
+typedef struct fixture {
+    char dir[64];
+    dt_measure_config measure;
+} fixture;
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char child[512];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(child);
+            else
+                unlink(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/dtune-test-codegen-XXXXXX");
+    if (!f || !mkdtemp(f->dir))
+        return -1;
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    f->measure = cfg.measure;
+    f->measure.max_repeats = 3;
+    f->measure.min_batches = 1;
+    f->measure.builders = 2;
+    f->measure.check_output = true;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static dt_task conv(dt_op_kind kind, int n, int ci, int hw, int co, int k, int s, int p, int d)
+{
+    dt_task t = { .kind = kind, .count = 1,
+                  .conv = { .n = n, .c_in = ci, .h = hw, .w = hw + 1, .c_out = co, .kh = k,
+                            .kw = k, .sh = s, .sw = s, .ph = p, .pw = p, .dh = d, .dw = d } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    return t;
+}
+
+static dt_task matmul(dt_op_kind kind, int b, int m, int n, int k)
+{
+    dt_task t = { .kind = kind, .count = 1, .mm = { .b = b, .m = m, .n = n, .k = k } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    return t;
+}
+
+/* Measures `count` random valid configs of task; all must be ok (checked). */
+static void random_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+{
+    dt_space space;
+    assert_int_equal(dt_space_init(&space, task, DT_TARGET_CPU, NULL), 0);
+    dt_point points[8];
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    for (int i = 0; i < count; i++) {
+        dt_space_random(&space, rng, &points[i]);
+        assert_true(dt_space_valid(&space, &points[i]));
+    }
+    gsl_rng_free(rng);
+    dt_measurer *m;
+    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 7, &m, NULL), 0);
+    dt_measure_result res[8];
+    assert_int_equal(dt_measurer_run(m, &space, points, count, res, NULL), 0);
+    for (int i = 0; i < count; i++) {
+        if (res[i].result != DT_RESULT_OK) {
+            char knobs[512];
+            dt_space_point_str(&space, &points[i], knobs, sizeof knobs);
+            print_error("%s: %s (%s)\n", knobs, dt_result_name(res[i].result), res[i].detail);
+        }
+        assert_int_equal(res[i].result, DT_RESULT_OK);
+        assert_true(res[i].gflops > 0);
+    }
+    dt_measurer_free(m);
+    dt_space_free(&space);
+}
+
+static void test_conv2d_random_configs(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 12, 9, 16, 3, 1, 1, 1);
+    random_configs_ok(f, &t, 6, 1);
+    t = conv(DT_OP_CONV2D, 2, 6, 11, 24, 3, 2, 1, 1);     /* batch 2, stride 2 */
+    random_configs_ok(f, &t, 5, 2);
+    t = conv(DT_OP_CONV2D, 1, 8, 10, 8, 3, 1, 2, 2);      /* dilation 2 */
+    random_configs_ok(f, &t, 4, 3);
+    t = conv(DT_OP_CONV2D, 1, 3, 13, 16, 7, 2, 3, 1);     /* conv1-like: 3 channels, 7x7 */
+    random_configs_ok(f, &t, 4, 4);
+}
+
+static void test_depthwise_random_configs(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1);
+    random_configs_ok(f, &t, 5, 5);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);   /* multiplier 2 */
+    random_configs_ok(f, &t, 5, 6);
+}
+
+static void test_matmul_random_configs(void **state)
+{
+    fixture *f = *state;
+    dt_task t = matmul(DT_OP_DENSE, 1, 6, 40, 48);
+    random_configs_ok(f, &t, 6, 7);
+    t = matmul(DT_OP_DENSE, 1, 1, 24, 36);                        /* a GEMV like fc */
+    random_configs_ok(f, &t, 4, 8);
+    t = matmul(DT_OP_BATCH_MATMUL, 3, 10, 32, 24);
+    random_configs_ok(f, &t, 6, 9);
+}
+
+static void test_openmp_kernels(void **state)
+{
+    fixture *f = *state;
+    f->measure.threads = 2;
+    dt_task t = conv(DT_OP_CONV2D, 1, 8, 12, 16, 3, 1, 1, 1);
+    random_configs_ok(f, &t, 3, 10);
+    t = matmul(DT_OP_BATCH_MATMUL, 2, 8, 16, 32);
+    random_configs_ok(f, &t, 3, 11);
+}
+
+/* Every point of a small space: valid exactly when the generator accepts it. */
+static void test_validity_matches_plan_check(void **state)
+{
+    (void)state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 4, 4, 8, 3, 1, 1, 1);
+    dt_space space;
+    assert_int_equal(dt_space_init(&space, &t, DT_TARGET_CPU, NULL), 0);
+    int valid = 0;
+    for (uint64_t i = 0; i < space.size; i += 7) {
+        dt_point p;
+        dt_space_point(&space, i, &p);
+        dt_cpu_plan plan;
+        dt_cpu_plan_from_point(&space, &p, 1, &plan);
+        char *src = NULL;
+        int rc = dt_codegen_cpu(&plan, &src, NULL);
+        assert_int_equal(rc == 0, dt_space_valid(&space, &p));
+        valid += rc == 0;
+        free(src);
+    }
+    assert_true(valid > 0);
+    dt_space_free(&space);
+}
+
+static void test_plan_check_rejects(void **state)
+{
+    (void)state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 8, 32, 3, 1, 1, 1);
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    assert_int_equal(dt_cpu_plan_check(&p, NULL), 0);
+    p.co_block = 32;
+    p.vec = 16;
+    p.ow_block = 9;                       /* the whole 9-wide row: 2 x 9 accumulators */
+    dt_error err;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.ow_block = 2;                       /* does not divide 9 */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.ow_block = 3;
+    p.co_block = 16;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, NULL), 0);
+    p.vec = 32;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.vec = 16;
+    p.co_block = 8;                       /* vec does not divide the channel tile */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "vec"));
+    dt_task big = conv(DT_OP_CONV2D, 1, 16, 28, 64, 3, 1, 1, 1);
+    dt_cpu_plan_default(&big, 1, &p);
+    p.co_block = 64;
+    p.vec = 16;
+    p.ow_block = 29;                      /* 4 x 29 accumulators */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "register"));
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static void test_knobs_change_source(void **state)
+{
+    (void)state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 8, 32, 3, 1, 1, 1);
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    p.co_block = 32;
+    p.vec = 16;
+    p.ow_block = 3;
+    p.ci_block = 4;
+    p.unroll = 1;
+    char *a, *b, *c, *d;
+    assert_int_equal(dt_codegen_cpu(&p, &a, NULL), 0);
+    p.unroll = 0;
+    assert_int_equal(dt_codegen_cpu(&p, &b, NULL), 0);
+    p.threads = 4;
+    assert_int_equal(dt_codegen_cpu(&p, &c, NULL), 0);
+    p.threads = 1;
+    p.pack_weight = 0;
+    assert_int_equal(dt_codegen_cpu(&p, &d, NULL), 0);
+    /* register tile 3 pixels x 2 vectors, in every copy of the kw loop */
+    assert_int_equal(count(a, "vector_size(64)"), 2);
+    assert_int_equal(count(a, "a2_1 += w1 * x;"), 3);
+    assert_non_null(strstr(a, "const int s = 2;"));
+    assert_int_equal(count(b, "a2_1 += w1 * x;"), 1);
+    assert_non_null(strstr(b, "for (int s = 0; s < KW; s++)"));
+    assert_non_null(strstr(c, "#pragma omp parallel for collapse(2) num_threads(4)"));
+    assert_null(strstr(b, "#pragma omp"));
+    assert_non_null(strstr(a, "void dt_kernel_prepare(const float *restrict weight, float *restrict ws)\n{\n    pack_w"));
+    assert_non_null(strstr(d, "    pack_w(weight, ws);\n    for (int n"));
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
+/* A register-blocked AVX-512 plan against a scalar, untiled one. */
+static void test_configs_differ_in_speed(void **state)
+{
+    fixture *f = *state;
+    f->measure.max_repeats = 10;
+    f->measure.min_batches = 3;
+    dt_task t = conv(DT_OP_CONV2D, 1, 32, 14, 64, 3, 1, 1, 1);
+    t.conv.w = 14;
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    dt_cpu_plan fast, slow;
+    dt_cpu_plan_default(&t, 1, &fast);
+    fast.co_block = 32;
+    fast.vec = 16;
+    fast.ow_block = 7;
+    fast.ci_block = 32;
+    fast.order = 3;
+    fast.unroll = 1;
+    dt_cpu_plan_default(&t, 1, &slow);
+    slow.order = 2;
+    slow.unroll = 0;
+    dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 1 };
+    dt_cpu_options opts;
+    dt_cpu_default_options(&f->measure, &opts);
+    void *cpu;
+    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, NULL), 0);
+    double gflops[2];
+    const dt_cpu_plan *plans[2] = { &fast, &slow };
+    for (int i = 0; i < 2; i++) {
+        char *src;
+        dt_artifact a;
+        dt_measure_result r;
+        assert_int_equal(dt_codegen_cpu(plans[i], &src, NULL), 0);
+        assert_int_equal(dt_cpu_build_source(cpu, src, 1, &a, NULL), 0);
+        free(src);
+        assert_int_equal(a.result, DT_RESULT_OK);
+        assert_int_equal(dt_cpu_run_artifact(cpu, &t, &a, &r, NULL), 0);
+        assert_int_equal(r.result, DT_RESULT_OK);
+        gflops[i] = r.gflops;
+    }
+    dt_backend_cpu.close(cpu);
+    assert_true(gflops[0] > 3 * gflops[1]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
+        return dt_runner_main(argc, argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),
+        cmocka_unit_test(test_validity_matches_plan_check),
+        cmocka_unit_test(test_plan_check_rejects),
+        cmocka_unit_test(test_knobs_change_source),
+        cmocka_unit_test_setup_teardown(test_configs_differ_in_speed, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

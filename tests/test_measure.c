@@ -1,0 +1,385 @@
+/* test_measure.c — the CV stopping rule, the CPU runner's result classes
+ * with planted kernels (crash, hang, wrong output, compile error and
+ * timeout), the runner surviving them, CV stopping on a stable and a noisy
+ * kernel, the builder pool, and `dtune measure`'s exit statuses.
+ *
+ * The runner child is this test binary itself: main hands argv to
+ * dt_runner_main when called as `test_measure __cpu-runner FD`.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+
+#include "dtune/backend_cpu.h"
+#include "dtune/cli.h"
+#include "dtune/config.h"
+#include "dtune/measure.h"
+#include "dtune/runner.h"
+
+typedef struct fixture {
+    char dir[64];
+    dt_measure_config measure;
+    dt_task task;               /* dense 4x16 * 8x16^T */
+    void *cpu;
+} fixture;
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char child[512];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(child);
+            else
+                unlink(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/dtune-test-measure-XXXXXX");
+    if (!f || !mkdtemp(f->dir))
+        return -1;
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    f->measure = cfg.measure;
+    f->measure.timeout_seconds = 1.0;
+    f->task = (dt_task){ .kind = DT_OP_DENSE, .count = 1, .mm = { .b = 1, .m = 4, .n = 8, .k = 16 } };
+    if (dt_task_finish(&f->task, NULL) != 0)
+        return -1;
+    dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 11 };
+    dt_cpu_options opts;
+    dt_cpu_default_options(&f->measure, &opts);
+    opts.compile_timeout_s = 1.0;
+    if (dt_cpu_open(&params, &opts, &f->cpu, NULL) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    dt_backend_cpu.close(f->cpu);
+    remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ---- the CV rule ------------------------------------------------------------- */
+
+static void test_cv_stop_stable_stops_at_min(void **state)
+{
+    (void)state;
+    dt_cv_stop s;
+    dt_cv_stop_init(&s, 3, 20, 0.10);
+    assert_false(dt_cv_stop_add(&s, 101.3));
+    assert_false(dt_cv_stop_add(&s, 99.1));
+    assert_true(dt_cv_stop_add(&s, 100.4));
+    assert_int_equal(s.n, 3);
+    assert_float_equal(dt_cv_stop_mean(&s), (101.3 + 99.1 + 100.4) / 3, 1e-9);
+    assert_true(dt_cv_stop_cv(&s) < 0.01);
+}
+
+static void test_cv_stop_noisy_runs_to_max(void **state)
+{
+    (void)state;
+    dt_cv_stop s;
+    dt_cv_stop_init(&s, 3, 12, 0.10);
+    int n = 0;
+    bool stop = false;
+    while (!stop) {
+        stop = dt_cv_stop_add(&s, n % 2 ? 30.7 : 61.9);
+        n++;
+    }
+    assert_int_equal(n, 12);
+    /* population CV of two values a, b in equal numbers: |a - b| / (a + b) */
+    assert_float_equal(dt_cv_stop_cv(&s), (61.9 - 30.7) / (61.9 + 30.7), 1e-9);
+}
+
+/* ---- planted kernels ----------------------------------------------------------- */
+
+/* A correct dense kernel with `body` spliced in before the return. */
+static char *planted(const char *prelude, const char *body)
+{
+    char *src = NULL;
+    int n = asprintf(&src,
+        "#include <stddef.h>\n#include <stdlib.h>\n#include <signal.h>\n#include <time.h>\n%s\n"
+        "size_t dt_kernel_workspace(void) { return 16; }\n"
+        "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
+        "void dt_kernel(const float *x, const float *w, float *y, float *ws)\n{\n"
+        "    (void)ws;\n"
+        "    for (int i = 0; i < 4; i++)\n"
+        "        for (int j = 0; j < 8; j++) {\n"
+        "            float s = 0;\n"
+        "            for (int k = 0; k < 16; k++) s += x[i * 16 + k] * w[j * 16 + k];\n"
+        "            y[i * 8 + j] = s;\n        }\n"
+        "    %s\n}\n", prelude, body);
+    return n < 0 ? NULL : src;
+}
+
+static dt_measure_result measure_source(fixture *f, const char *prelude, const char *body)
+{
+    char *src = planted(prelude, body);
+    assert_non_null(src);
+    dt_artifact a;
+    dt_measure_result r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &a, NULL), 0);
+    free(src);
+    if (a.result != DT_RESULT_OK) {
+        r.result = a.result;
+        snprintf(r.detail, sizeof r.detail, "%s", a.detail);
+        return r;
+    }
+    assert_int_equal(dt_cpu_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
+    return r;
+}
+
+static void assert_good_kernel_runs(fixture *f)
+{
+    dt_measure_result r = measure_source(f, "", "");
+    assert_int_equal(r.result, DT_RESULT_OK);
+    assert_true(r.gflops > 0);
+    assert_true(r.latency_s > 0);
+}
+
+static void test_good_kernel_ok(void **state)
+{
+    fixture *f = *state;
+    assert_good_kernel_runs(f);
+    assert_true(dt_runner_pid(dt_cpu_runner(f->cpu)) > 0);
+}
+
+static void expect_crash(fixture *f, const char *body, const char *signame)
+{
+    dt_runner *runner = dt_cpu_runner(f->cpu);
+    int restarts = dt_runner_restarts(runner);
+    dt_measure_result r = measure_source(f, "", body);
+    assert_int_equal(r.result, DT_RESULT_CRASH);
+    assert_non_null(strstr(r.detail, signame));
+    assert_int_equal(dt_runner_restarts(runner), restarts + 1);
+    assert_int_equal(dt_runner_pid(runner), 0);
+    assert_good_kernel_runs(f);          /* a new child takes over */
+}
+
+static void test_crashes_are_classified(void **state)
+{
+    fixture *f = *state;
+    expect_crash(f, "*(volatile int *)(size_t)(y[0] * 0.0f) = 1;", "SEGV");
+    expect_crash(f, "abort();", "ABRT");
+    expect_crash(f, "volatile int zero = 0; volatile int q = 7 / zero; (void)q;", "FPE");
+    expect_crash(f, "raise(SIGBUS);", "BUS");
+}
+
+static void test_hang_is_timeout(void **state)
+{
+    fixture *f = *state;
+    dt_measure_result r = measure_source(f, "", "for (volatile int spin = 1; spin;) {}");
+    assert_int_equal(r.result, DT_RESULT_TIMEOUT);
+    assert_true(r.run_ms >= 900 && r.run_ms < 5000);
+    assert_good_kernel_runs(f);
+}
+
+static void test_wrong_output(void **state)
+{
+    fixture *f = *state;
+    dt_measure_result r = measure_source(f, "", "y[13] += 0.5f;");
+    assert_int_equal(r.result, DT_RESULT_WRONG_OUTPUT);
+    assert_non_null(strstr(r.detail, "element 13"));
+    r = measure_source(f, "", "y[0] = 0.0f / 0.0f;");      /* NaN */
+    assert_int_equal(r.result, DT_RESULT_WRONG_OUTPUT);
+    assert_good_kernel_runs(f);
+}
+
+static void test_compile_error_and_timeout(void **state)
+{
+    fixture *f = *state;
+    dt_measure_result r = measure_source(f, "", "int broken = ;");
+    assert_int_equal(r.result, DT_RESULT_COMPILE_ERROR);
+    assert_non_null(strstr(r.detail, "error"));
+    /* An #include of a FIFO nobody writes blocks the compiler forever. */
+    char fifo[128], prelude[160];
+    snprintf(fifo, sizeof fifo, "%s/never.h", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(prelude, sizeof prelude, "#include \"%s\"", fifo);
+    r = measure_source(f, prelude, "");
+    assert_int_equal(r.result, DT_RESULT_COMPILE_TIMEOUT);
+    assert_good_kernel_runs(f);
+}
+
+static void test_missing_entry_point(void **state)
+{
+    fixture *f = *state;
+    dt_artifact a;
+    dt_measure_result r;
+    assert_int_equal(dt_cpu_build_source(f->cpu, "int dt_not_a_kernel = 3;\n", 1, &a, NULL), 0);
+    assert_int_equal(a.result, DT_RESULT_OK);
+    assert_int_equal(dt_cpu_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
+    assert_int_equal(r.result, DT_RESULT_RUNNER_ERROR);
+    assert_non_null(strstr(r.detail, "dt_kernel"));
+}
+
+static void test_cache_hit(void **state)
+{
+    fixture *f = *state;
+    char *src = planted("/* cache */", "");
+    dt_artifact a, b;
+    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &a, NULL), 0);
+    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &b, NULL), 0);
+    free(src);
+    assert_int_equal(a.result, DT_RESULT_OK);
+    assert_string_equal(a.path, b.path);
+    assert_string_equal(b.detail, "cached");
+    assert_true(a.compile_ms > 0);
+    assert_float_equal(b.compile_ms, 0, 0);
+    assert_non_null(strstr(a.path, "/cache/"));
+}
+
+/* ---- CV stopping on real kernels ------------------------------------------------- */
+
+static void test_stable_kernel_stops_early(void **state)
+{
+    fixture *f = *state;
+    dt_measure_result r = measure_source(f, "/* stable */", "");
+    assert_int_equal(r.result, DT_RESULT_OK);
+    assert_true(r.repeats >= f->measure.min_batches);
+    assert_true(r.repeats < f->measure.max_repeats);
+    assert_true(r.cv < f->measure.cv_threshold);
+}
+
+/* Each call sleeps 0.05 ms or 2 ms at random: per-batch GFLOPS vary 10x+. */
+static void test_noisy_kernel_runs_to_max(void **state)
+{
+    fixture *f = *state;
+    f->measure.micro_batch = 1;
+    f->measure.max_repeats = 12;
+    dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 11 };
+    dt_cpu_options opts;
+    dt_cpu_default_options(&f->measure, &opts);
+    void *noisy_backend;
+    assert_int_equal(dt_cpu_open(&params, &opts, &noisy_backend, NULL), 0);
+    void *saved = f->cpu;
+    f->cpu = noisy_backend;
+    dt_measure_result r = measure_source(f,
+        "static unsigned noise_state = 12345u;",
+        "noise_state = noise_state * 1103515245u + 12345u;\n"
+        "    struct timespec t = { 0, (noise_state >> 16) & 1 ? 2000000 : 50000 };\n"
+        "    nanosleep(&t, NULL);");
+    f->cpu = saved;
+    dt_backend_cpu.close(noisy_backend);
+    assert_int_equal(r.result, DT_RESULT_OK);
+    assert_int_equal(r.repeats, 12);
+    assert_true(r.cv > 0.10);
+}
+
+/* ---- the measurer with the cpu backend --------------------------------------------- */
+
+static void test_measurer_batch(void **state)
+{
+    fixture *f = *state;
+    dt_task t = { .kind = DT_OP_DENSE, .count = 1, .mm = { .b = 1, .m = 6, .n = 24, .k = 40 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    dt_space space;
+    assert_int_equal(dt_space_init(&space, &t, DT_TARGET_CPU, NULL), 0);
+    dt_point points[5];
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 5);
+    for (int i = 0; i < 4; i++)
+        dt_space_random(&space, rng, &points[i]);
+    gsl_rng_free(rng);
+    /* an invalid point: vec 16 on an n tile of 1 */
+    uint64_t idx = 0;
+    do
+        dt_space_point(&space, idx++, &points[4]);
+    while (dt_space_valid(&space, &points[4]));
+    dt_measurer *m;
+    f->measure.builders = 2;
+    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    dt_measure_result res[5];
+    assert_int_equal(dt_measurer_run(m, &space, points, 5, res, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(res[i].result, DT_RESULT_OK);
+        assert_true(res[i].gflops > 0 && res[i].repeats >= 1);
+    }
+    assert_int_equal(res[4].result, DT_RESULT_INVALID);
+    double peak = dt_measurer_peak_gflops(m, &t);
+    assert_true(peak > 1 && peak < 1e5);
+    dt_measurer_free(m);
+    dt_space_free(&space);
+}
+
+/* ---- dtune measure ------------------------------------------------------------------- */
+
+static int run_measure(fixture *f, const char *task, const char *config, const char *extra)
+{
+    char *argv[12];
+    int argc = 0;
+    argv[argc++] = "measure";
+    argv[argc++] = "models/tiny.yaml";
+    argv[argc++] = (char *)task;
+    argv[argc++] = "--dir";
+    argv[argc++] = f->dir;
+    argv[argc++] = "--config";
+    argv[argc++] = (char *)config;
+    argv[argc++] = "--repeats";
+    argv[argc++] = "5";
+    if (extra)
+        argv[argc++] = (char *)extra;
+    argv[argc] = NULL;
+    fflush(stdout);
+    return dt_cmd_measure(argc, argv);
+}
+
+static void test_cmd_measure(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_measure(f, "conv", "random", NULL), 0);
+    assert_int_equal(run_measure(f, "2", "random", NULL), 0);          /* task by index */
+    assert_int_equal(run_measure(f, "0", "0", NULL), 0);               /* all-ones config */
+    assert_int_equal(run_measure(f, "nosuchtask", "random", NULL), 2);
+    assert_int_equal(run_measure(f, "3", "random", NULL), 2);          /* 3 tasks */
+    assert_int_equal(run_measure(f, "fc", "99999999999", NULL), 2);
+    assert_int_equal(run_measure(f, "fc", "random", "--bogus"), 2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
+        return dt_runner_main(argc, argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cv_stop_stable_stops_at_min),
+        cmocka_unit_test(test_cv_stop_noisy_runs_to_max),
+        cmocka_unit_test_setup_teardown(test_good_kernel_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crashes_are_classified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hang_is_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compile_error_and_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_entry_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_hit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stable_kernel_stops_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noisy_kernel_runs_to_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_measurer_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_measure, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
