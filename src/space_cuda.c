@@ -3,14 +3,17 @@
  * conv2d (direct): tile_f / tile_y / tile_x split output channels, rows and
  * columns 4 ways (block, virtual thread, thread, inner); tile_rc / tile_ry /
  * tile_rx split the reduction 2 ways (outer loop, inner loop staged through
- * shared memory); auto_unroll_max_step and unroll_explicit. Points with more
- * than 1024 threads per block or a shared-memory tile over 48 KiB are invalid.
+ * shared memory); auto_unroll_max_step and unroll_explicit. depthwise_conv2d
+ * has the three output splits and the unroll knobs; dense and batch_matmul
+ * split M (tile_y) and N (tile_x) 4 ways and K (tile_k) 2 ways, batch on grid
+ * z. Validity is codegen_cuda's plan check under the default limits: more
+ * than 1024 threads per block, a shared-memory tile over 48 KiB, a grid y/z
+ * over 65535 or a register tile over DT_CUDA_MAX_ACCUMULATORS is invalid.
  */
+#include "dtune/codegen_cuda.h"
 #include "dtune/space_table.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define MAX_THREADS 1024
-#define MAX_SHARED_BYTES (48 * 1024)
 
 static const int conv_unroll_steps[] = { 0, 512, 1500 };
 static const int depthwise_unroll_steps[] = { 0, 256, 1500 };
@@ -36,29 +39,14 @@ static int build_conv(dt_space *s)
     return add_unroll(s, conv_unroll_steps, NELEMS(conv_unroll_steps));
 }
 
-static int block_extent(const dt_space *s, const dt_point *p, const char *knob)
+/* One validity rule for every kind, shared with the backend: the plan
+ * codegen_cuda would generate must fit the default limits (1024 threads,
+ * 48 KiB of shared memory, grid y/z <= 65535, a bounded register tile). */
+static bool valid_plan(const dt_space *s, const dt_point *p)
 {
-    return dt_space_get(s, p, knob, 1, 1) * dt_space_get(s, p, knob, 2, 1) *
-           dt_space_get(s, p, knob, 3, 1);
-}
-
-static int threads_of(const dt_space *s, const dt_point *p)
-{
-    return dt_space_get(s, p, "tile_f", 2, 1) * dt_space_get(s, p, "tile_y", 2, 1) *
-           dt_space_get(s, p, "tile_x", 2, 1);
-}
-
-static bool valid_conv(const dt_space *s, const dt_point *p)
-{
-    const dt_conv_shape *c = &s->task.conv;
-    if (threads_of(s, p) > MAX_THREADS)
-        return false;
-    int rci = dt_space_get(s, p, "tile_rc", 1, 1), ryi = dt_space_get(s, p, "tile_ry", 1, 1);
-    int rxi = dt_space_get(s, p, "tile_rx", 1, 1);
-    int in_h = (block_extent(s, p, "tile_y") - 1) * c->sh + (ryi - 1) * c->dh + 1;
-    int in_w = (block_extent(s, p, "tile_x") - 1) * c->sw + (rxi - 1) * c->dw + 1;
-    long shared = 4L * ((long)block_extent(s, p, "tile_f") * rci * ryi * rxi + (long)rci * in_h * in_w);
-    return shared <= MAX_SHARED_BYTES;
+    dt_cuda_plan plan;
+    dt_cuda_plan_from_point(s, p, &plan);
+    return dt_cuda_plan_check(&plan, NULL, NULL) == 0;
 }
 
 static int build_depthwise(dt_space *s)
@@ -72,11 +60,6 @@ static int build_depthwise(dt_space *s)
     return add_unroll(s, depthwise_unroll_steps, NELEMS(depthwise_unroll_steps));
 }
 
-static bool valid_depthwise(const dt_space *s, const dt_point *p)
-{
-    return threads_of(s, p) <= MAX_THREADS;
-}
-
 static int build_matmul(dt_space *s)
 {
     const dt_mm_shape *m = &s->task.mm;
@@ -88,17 +71,9 @@ static int build_matmul(dt_space *s)
     return add_unroll(s, conv_unroll_steps, NELEMS(conv_unroll_steps));
 }
 
-static bool valid_matmul(const dt_space *s, const dt_point *p)
-{
-    int threads = dt_space_get(s, p, "tile_y", 2, 1) * dt_space_get(s, p, "tile_x", 2, 1);
-    int ki = dt_space_get(s, p, "tile_k", 1, 1);
-    long shared = 4L * ki * (block_extent(s, p, "tile_y") + block_extent(s, p, "tile_x"));
-    return threads <= MAX_THREADS && shared <= MAX_SHARED_BYTES;
-}
-
 const dt_space_template dt_space_cuda_templates[DT_OP_KIND_COUNT] = {
-    [DT_OP_CONV2D] = { build_conv, valid_conv },
-    [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_depthwise },
-    [DT_OP_DENSE] = { build_matmul, valid_matmul },
-    [DT_OP_BATCH_MATMUL] = { build_matmul, valid_matmul },
+    [DT_OP_CONV2D] = { build_conv, valid_plan },
+    [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_plan },
+    [DT_OP_DENSE] = { build_matmul, valid_plan },
+    [DT_OP_BATCH_MATMUL] = { build_matmul, valid_plan },
 };

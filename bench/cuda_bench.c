@@ -1,0 +1,501 @@
+/* cuda_bench.c — dtune's tuned CUDA kernels against the vendor libraries.
+ *
+ * For every conv2d and dense task of a model (ResNet-18 by default) the
+ * bench tunes the task from scratch for a short trial budget through the
+ * real measurer and the cuda backend (NVRTC builds, the measurement process,
+ * CV-stopped event timing), then times the vendor's answer for the same
+ * shape in this process with the same method (CUDA events around
+ * micro-batches of about a millisecond, the same CV rule):
+ *
+ *   conv2d  cuDNN: the fastest algorithm cudnnFindConvolutionForwardAlgorithm
+ *           returns, run with cudnnConvolutionForward; math mode FMA, i.e.
+ *           plain fp32 like dtune's kernels (no TF32 tensor cores)
+ *   dense   cuBLAS sgemm (default math: fp32)
+ *
+ * It prints one row per task (dtune and vendor latency, their ratio), the
+ * GPU's name, and the median conv2d ratio against the goal (<= 1.2).
+ * cuDNN and cuBLAS are dlopen'ed (libcudnn.so.9, libcublas.so.13 or .12, by
+ * the loader's path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, or the files
+ * named by $DTUNE_CUDNN / $DTUNE_CUBLAS); a missing one prints "n/a".
+ *
+ * Without a GPU it says so and exits 0 (nothing to compare; not a failure).
+ *
+ *   bin/cuda_bench [--model models/resnet18.yaml] [--trials 200]
+ *                  [--strategy autotvm|chameleon|random] [--batch 32]
+ *                  [--tasks a,b] [--work-dir DIR]
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dtune/backend_cuda.h"
+#include "dtune/config.h"
+#include "dtune/cuda_api.h"
+#include "dtune/measure.h"
+#include "dtune/model.h"
+#include "dtune/tuner.h"
+
+#define MAX_ROWS 64
+#define BATCH_SECONDS 1e-3
+
+typedef struct options {
+    char model[DT_PATH_MAX];
+    char strategy[32];
+    char tasks[512];
+    char work_dir[DT_PATH_MAX];
+    int trials, batch;
+} options;
+
+/* ---- vendor libraries ---------------------------------------------------------- */
+
+typedef void *handle;
+
+typedef struct cudnn_perf {          /* cudnnConvolutionFwdAlgoPerf_t */
+    int algo, status;
+    float time;
+    size_t memory;
+    int determinism, math_type, reserved[3];
+} cudnn_perf;
+
+typedef struct vendor {
+    void *cudnn_lib, *cublas_lib;
+    int (*cudnn_create)(handle *);
+    int (*cudnn_destroy)(handle);
+    int (*tensor_create)(handle *);
+    int (*tensor_set4d)(handle, int format, int type, int n, int c, int h, int w);
+    int (*filter_create)(handle *);
+    int (*filter_set4d)(handle, int type, int format, int k, int c, int h, int w);
+    int (*conv_create)(handle *);
+    int (*conv_set2d)(handle, int ph, int pw, int sh, int sw, int dh, int dw, int mode, int type);
+    int (*conv_set_math)(handle, int math);
+    int (*conv_find)(handle, handle, handle, handle, handle, int, int *, cudnn_perf *);
+    int (*conv_forward)(handle, const void *, handle, dt_cu_ptr, handle, dt_cu_ptr, handle, int,
+                        dt_cu_ptr, size_t, const void *, handle, dt_cu_ptr);
+    int (*cublas_create)(handle *);
+    int (*cublas_destroy)(handle);
+    int (*sgemm)(handle, int, int, int, int, int, const float *, dt_cu_ptr, int, dt_cu_ptr, int,
+                 const float *, dt_cu_ptr, int);
+} vendor;
+
+static void *open_library(const char *env, const char *const *names, int nnames)
+{
+    const char *given = getenv(env), *home = getenv("CUDA_HOME");
+    if (given && *given)
+        return dlopen(given, RTLD_NOW | RTLD_LOCAL);
+    char path[DT_PATH_MAX];
+    const char *dirs[] = { NULL, home, "/usr/local/cuda" };
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < nnames; i++) {
+            if (d > 0 && !dirs[d])
+                continue;
+            snprintf(path, sizeof path, d ? "%s/lib64/%s" : "%s%s", d ? dirs[d] : "", names[i]);
+            void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (lib)
+                return lib;
+        }
+    return NULL;
+}
+
+static bool sym(void *lib, const char *name, void *slot, size_t size)
+{
+    void *p = lib ? dlsym(lib, name) : NULL;
+    if (p)
+        memcpy(slot, &p, size);
+    return p != NULL;
+}
+
+#define SYM(lib, name, field) sym(lib, name, &(field), sizeof(field))
+
+static void load_cudnn(vendor *v)
+{
+    static const char *const names[] = { "libcudnn.so.9", "libcudnn.so" };
+    void *l = v->cudnn_lib = open_library("DTUNE_CUDNN", names, 2);
+    bool ok = SYM(l, "cudnnCreate", v->cudnn_create) && SYM(l, "cudnnDestroy", v->cudnn_destroy) &&
+              SYM(l, "cudnnCreateTensorDescriptor", v->tensor_create) &&
+              SYM(l, "cudnnSetTensor4dDescriptor", v->tensor_set4d) &&
+              SYM(l, "cudnnCreateFilterDescriptor", v->filter_create) &&
+              SYM(l, "cudnnSetFilter4dDescriptor", v->filter_set4d) &&
+              SYM(l, "cudnnCreateConvolutionDescriptor", v->conv_create) &&
+              SYM(l, "cudnnSetConvolution2dDescriptor", v->conv_set2d) &&
+              SYM(l, "cudnnSetConvolutionMathType", v->conv_set_math) &&
+              SYM(l, "cudnnFindConvolutionForwardAlgorithm", v->conv_find) &&
+              SYM(l, "cudnnConvolutionForward", v->conv_forward);
+    if (!ok)
+        v->conv_forward = NULL;
+}
+
+static void load_cublas(vendor *v)
+{
+    static const char *const names[] = { "libcublas.so.13", "libcublas.so.12", "libcublas.so" };
+    void *l = v->cublas_lib = open_library("DTUNE_CUBLAS", names, 3);
+    bool ok = SYM(l, "cublasCreate_v2", v->cublas_create) &&
+              SYM(l, "cublasDestroy_v2", v->cublas_destroy) && SYM(l, "cublasSgemm_v2", v->sgemm);
+    if (!ok)
+        v->sgemm = NULL;
+}
+
+/* ---- timing in this process ---------------------------------------------------------- */
+
+typedef struct gpu {
+    const dt_cuda_driver *cu;
+    dt_cu_device dev;
+    dt_cu_context ctx;
+    dt_cu_event start, stop;
+    dt_measure_config measure;
+} gpu;
+
+typedef int (*call_fn)(void *arg);     /* one vendor call; 0 on success */
+
+static int gpu_open(gpu *g, const dt_measure_config *m, dt_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->measure = *m;
+    int rc = dt_cuda_driver_load(&g->cu, err);
+    if (rc)
+        return rc;
+    const dt_cuda_driver *cu = g->cu;
+    if (cu->device_get(&g->dev, 0) || cu->primary_ctx_retain(&g->ctx, g->dev) ||
+        cu->ctx_set_current(g->ctx) || cu->event_create(&g->start, 0) ||
+        cu->event_create(&g->stop, 0))
+        return dt_error_set(err, DT_ELIB, "cannot set up timing on device 0");
+    return 0;
+}
+
+static void gpu_close(gpu *g)
+{
+    if (g->start && g->cu->event_destroy(g->start))
+        fprintf(stderr, "cuda_bench: cuEventDestroy failed\n");
+    if (g->stop && g->cu->event_destroy(g->stop))
+        fprintf(stderr, "cuda_bench: cuEventDestroy failed\n");
+    if (g->ctx && g->cu->primary_ctx_release(g->dev))
+        fprintf(stderr, "cuda_bench: cuDevicePrimaryCtxRelease failed\n");
+}
+
+/* Milliseconds of `calls` back-to-back calls, or < 0 on failure. */
+static double time_batch(gpu *g, call_fn fn, void *arg, int calls)
+{
+    const dt_cuda_driver *cu = g->cu;
+    if (cu->event_record(g->start, NULL))
+        return -1;
+    for (int i = 0; i < calls; i++)
+        if (fn(arg))
+            return -1;
+    float ms = 0;
+    if (cu->event_record(g->stop, NULL) || cu->event_synchronize(g->stop) ||
+        cu->event_elapsed_ms(&ms, g->start, g->stop))
+        return -1;
+    return ms;
+}
+
+/* Seconds per call under the backend's method: a warm-up call, micro-batches
+ * of about a millisecond, the CV rule on per-batch GFLOPS. < 0 on failure. */
+static double time_calls(gpu *g, call_fn fn, void *arg, double flops)
+{
+    double first = time_batch(g, fn, arg, 1);
+    if (first < 0)
+        return -1;
+    double wanted = ceil(BATCH_SECONDS / fmax(first * 1e-3, 1e-7));
+    int calls = wanted > 1000 ? 1000 : (int)wanted;
+    dt_cv_stop cv;
+    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    for (;;) {
+        double ms = time_batch(g, fn, arg, calls);
+        if (ms < 0)
+            return -1;
+        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / calls, 1e-9) * 1e-9))
+            break;
+    }
+    return flops / (dt_cv_stop_mean(&cv) * 1e9);
+}
+
+/* ---- vendor calls ------------------------------------------------------------------- */
+
+typedef struct buffers {
+    dt_cu_ptr in, w, out, workspace;
+} buffers;
+
+static int alloc_buffers(gpu *g, const dt_task *t, size_t workspace, buffers *b)
+{
+    size_t n_in, n_w, n_out;
+    dt_task_tensor_sizes(t, &n_in, &n_w, &n_out);
+    memset(b, 0, sizeof *b);
+    const dt_cuda_driver *cu = g->cu;
+    if (cu->mem_alloc(&b->in, n_in * 4) || cu->mem_alloc(&b->w, n_w * 4) ||
+        cu->mem_alloc(&b->out, n_out * 4) || (workspace && cu->mem_alloc(&b->workspace, workspace)))
+        return -1;
+    /* values do not change the time; a fixed pattern avoids denormals */
+    if (cu->memset_d32_async(b->in, 0x3f000000u, n_in, NULL) ||
+        cu->memset_d32_async(b->w, 0x3e800000u, n_w, NULL) || cu->ctx_synchronize())
+        return -1;
+    return 0;
+}
+
+static void free_buffers(gpu *g, buffers *b)
+{
+    dt_cu_ptr *all[] = { &b->in, &b->w, &b->out, &b->workspace };
+    for (int i = 0; i < 4; i++)
+        if (*all[i] && g->cu->mem_free(*all[i]))
+            fprintf(stderr, "cuda_bench: cuMemFree failed\n");
+}
+
+typedef struct conv_call {
+    const vendor *v;
+    handle h, x, w, conv, y;
+    int algo;
+    size_t workspace_bytes;
+    buffers *b;
+} conv_call;
+
+static int run_conv(void *arg)
+{
+    conv_call *c = arg;
+    const float one = 1, zero = 0;
+    return c->v->conv_forward(c->h, &one, c->x, c->b->in, c->w, c->b->w, c->conv, c->algo,
+                              c->b->workspace, c->workspace_bytes, &zero, c->y, c->b->out);
+}
+
+/* Descriptors of task for cuDNN (NCHW fp32, cross-correlation, FMA math). */
+static bool describe_conv(const vendor *v, const dt_task *t, conv_call *c)
+{
+    const dt_conv_shape *s = &t->conv;
+    return !v->tensor_create(&c->x) && !v->tensor_create(&c->y) && !v->filter_create(&c->w) &&
+           !v->conv_create(&c->conv) &&
+           !v->tensor_set4d(c->x, 0, 0, s->n, s->c_in, s->h, s->w) &&
+           !v->tensor_set4d(c->y, 0, 0, s->n, s->c_out, s->oh, s->ow) &&
+           !v->filter_set4d(c->w, 0, 0, s->c_out, s->c_in, s->kh, s->kw) &&
+           !v->conv_set2d(c->conv, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw, 1, 0) &&
+           !v->conv_set_math(c->conv, 3);
+}
+
+/* cuDNN's seconds per call for task, or < 0 when unavailable. */
+static double cudnn_seconds(gpu *g, const vendor *v, const dt_task *t, int *algo)
+{
+    conv_call c = { .v = v };
+    cudnn_perf perf[8];
+    int found = 0;
+    if (!v->conv_forward || v->cudnn_create(&c.h) || !describe_conv(v, t, &c) ||
+        v->conv_find(c.h, c.x, c.w, c.conv, c.y, 8, &found, perf) || found < 1 || perf[0].status)
+        return -1;
+    buffers b;
+    double seconds = -1;
+    c.algo = *algo = perf[0].algo;
+    c.workspace_bytes = perf[0].memory;
+    c.b = &b;
+    if (alloc_buffers(g, t, perf[0].memory, &b) == 0)
+        seconds = time_calls(g, run_conv, &c, t->flops);
+    free_buffers(g, &b);
+    v->cudnn_destroy(c.h);
+    return seconds;
+}
+
+typedef struct gemm_call {
+    const vendor *v;
+    handle h;
+    const dt_mm_shape *s;
+    buffers *b;
+} gemm_call;
+
+/* Y[m][n] = X[m][k] W[n][k]^T in row-major is, column-major, Y^T = W X^T. */
+static int run_gemm(void *arg)
+{
+    gemm_call *c = arg;
+    const float one = 1, zero = 0;
+    const dt_mm_shape *s = c->s;
+    return c->v->sgemm(c->h, 1, 0, s->n, s->m, s->k, &one, c->b->w, s->k, c->b->in, s->k, &zero,
+                       c->b->out, s->n);
+}
+
+static double cublas_seconds(gpu *g, const vendor *v, const dt_task *t)
+{
+    gemm_call c = { .v = v, .s = &t->mm };
+    if (!v->sgemm || t->mm.b != 1 || v->cublas_create(&c.h))
+        return -1;
+    buffers b;
+    c.b = &b;
+    double seconds = alloc_buffers(g, t, 0, &b) == 0 ? time_calls(g, run_gemm, &c, t->flops) : -1;
+    free_buffers(g, &b);
+    v->cublas_destroy(c.h);
+    return seconds;
+}
+
+/* ---- tuning ----------------------------------------------------------------------------- */
+
+static int measure_batch(void *ctx, const dt_space *space, const dt_point *points, int n,
+                         dt_measure_result *results, dt_error *err)
+{
+    return dt_measurer_run(ctx, space, points, n, results, err);
+}
+
+/* Best GFLOPS of a fresh tuning of task; 0 when nothing valid was found. */
+static double tune_task(dt_measurer *m, const dt_task *t, const options *o, int *valid)
+{
+    dt_space space;
+    dt_tuner *tuner = NULL;
+    dt_tuner_config tc;
+    dt_error err = { 0 };
+    double best = 0;
+    dt_tuner_default_config(&tc);
+    snprintf(tc.strategy, sizeof tc.strategy, "%s", o->strategy);
+    tc.batch_size = o->batch;
+    if (dt_space_init(&space, t, DT_TARGET_CUDA, &err) || dt_tuner_new(&space, &tc, 1, &tuner, &err)) {
+        fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
+        dt_space_free(&space);
+        return 0;
+    }
+    dt_tuner_budget budget = { .trials = o->trials };
+    if (dt_tuner_run(tuner, &budget, measure_batch, m, NULL, &err))
+        fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
+    if (dt_tuner_best(tuner, NULL, &best) != 0)
+        best = 0;
+    *valid = dt_tuner_trials(tuner);
+    dt_tuner_free(tuner);
+    dt_space_free(&space);
+    return best;
+}
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+static bool selected(const options *o, const dt_task *t)
+{
+    if (t->kind != DT_OP_CONV2D && t->kind != DT_OP_DENSE)
+        return false;
+    if (!o->tasks[0])
+        return true;
+    char list[sizeof o->tasks + 2];
+    char name[DT_NAME_MAX + 2];
+    snprintf(list, sizeof list, ",%s,", o->tasks);
+    snprintf(name, sizeof name, ",%s,", t->name);
+    return strstr(list, name) != NULL;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_row(const dt_task *t, double dtune_s, double vendor_s, int trials,
+                      const char *vendor_name)
+{
+    char shape[96], vendor_us[16] = "n/a", ratio[16] = "n/a";
+    dt_task_shape_str(t, shape, sizeof shape);
+    if (vendor_s > 0) {
+        snprintf(vendor_us, sizeof vendor_us, "%.1f", vendor_s * 1e6);
+        if (dtune_s > 0)
+            snprintf(ratio, sizeof ratio, "%.2f", dtune_s / vendor_s);
+    }
+    printf("%-14s %-34s %6d %10.1f %9.0f %-7s %10s %8s\n", t->name, shape, trials,
+           dtune_s > 0 ? dtune_s * 1e6 : 0.0, dtune_s > 0 ? t->flops / dtune_s * 1e-9 : 0.0,
+           vendor_name, vendor_us, ratio);
+}
+
+static int run_bench(const options *o, const dt_model *model, const dt_cuda_device_info *info)
+{
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    vendor v = { 0 };
+    load_cudnn(&v);
+    load_cublas(&v);
+    gpu g;
+    dt_measurer *m = NULL;
+    dt_error err = { 0 };
+    if (gpu_open(&g, &cfg.measure, &err) ||
+        dt_measurer_new(&dt_backend_cuda, &cfg.measure, o->work_dir, 1, &m, &err)) {
+        fprintf(stderr, "cuda_bench: %s\n", err.msg);
+        return 1;
+    }
+    printf("GPU: %s (compute capability %d.%d, %d SMs, peak %.0f GFLOPS fp32)\n", info->name,
+           info->cc / 10, info->cc % 10, info->sms, dt_cuda_peak_gflops(info));
+    printf("dtune: %s, %d trials per task; cuDNN: cudnnFind's best, FMA math%s; cuBLAS: sgemm%s\n",
+           o->strategy, o->trials, v.conv_forward ? "" : " (NOT FOUND)", v.sgemm ? "" : " (NOT FOUND)");
+    printf("%-14s %-34s %6s %10s %9s %-7s %10s %8s\n", "task", "shape", "trials", "dtune us",
+           "GFLOPS", "vendor", "vendor us", "ratio");
+    double ratios[MAX_ROWS];
+    int nratios = 0;
+    for (int i = 0; i < model->ntasks; i++) {
+        const dt_task *t = &model->tasks[i];
+        if (!selected(o, t))
+            continue;
+        int trials = 0, algo = -1;
+        double best = tune_task(m, t, o, &trials);
+        double dtune_s = best > 0 ? t->flops / (best * 1e9) : -1;
+        bool conv = t->kind == DT_OP_CONV2D;
+        double vendor_s = conv ? cudnn_seconds(&g, &v, t, &algo) : cublas_seconds(&g, &v, t);
+        print_row(t, dtune_s, vendor_s, trials, conv ? "cudnn" : "cublas");
+        if (conv && dtune_s > 0 && vendor_s > 0 && nratios < MAX_ROWS)
+            ratios[nratios++] = dtune_s / vendor_s;
+    }
+    if (nratios > 0) {
+        qsort(ratios, (size_t)nratios, sizeof ratios[0], compare_doubles);
+        double median = nratios % 2 ? ratios[nratios / 2]
+                                    : 0.5 * (ratios[nratios / 2 - 1] + ratios[nratios / 2]);
+        printf("median conv2d ratio dtune/cuDNN: %.2f over %d tasks (goal <= 1.20: %s)\n", median,
+               nratios, median <= 1.2 ? "met" : "not met");
+    }
+    dt_measurer_free(m);
+    gpu_close(&g);
+    return 0;
+}
+
+/* ---- command line --------------------------------------------------------------------------- */
+
+static int parse(int argc, char **argv, options *o)
+{
+    snprintf(o->model, sizeof o->model, "models/resnet18.yaml");
+    snprintf(o->strategy, sizeof o->strategy, "autotvm");
+    snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune_cuda_bench");
+    o->trials = 200;
+    o->batch = 32;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!val) {
+            fprintf(stderr, "cuda_bench: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--model") == 0)
+            snprintf(o->model, sizeof o->model, "%s", val);
+        else if (strcmp(a, "--strategy") == 0)
+            snprintf(o->strategy, sizeof o->strategy, "%s", val);
+        else if (strcmp(a, "--tasks") == 0)
+            snprintf(o->tasks, sizeof o->tasks, "%s", val);
+        else if (strcmp(a, "--work-dir") == 0)
+            snprintf(o->work_dir, sizeof o->work_dir, "%s", val);
+        else if (strcmp(a, "--trials") == 0 && atoi(val) > 0)
+            o->trials = atoi(val);
+        else if (strcmp(a, "--batch") == 0 && atoi(val) > 0)
+            o->batch = atoi(val);
+        else {
+            fprintf(stderr, "cuda_bench: unknown option or bad value: %s %s\n", a, val);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
+        return dt_cuda_runner_main(argc, argv);
+    options o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc;
+    dt_cuda_device_info info;
+    dt_error err = { 0 };
+    if (dt_cuda_device_probe(&info, &err) != 0) {
+        printf("cuda_bench: needs an NVIDIA GPU and its driver (%s); nothing measured\n", err.msg);
+        return 0;
+    }
+    dt_model *model = NULL;
+    if (dt_model_load(o.model, &model, &err) != 0) {
+        fprintf(stderr, "cuda_bench: %s\n", err.msg);
+        return 2;
+    }
+    rc = run_bench(&o, model, &info);
+    dt_model_free(model);
+    return rc;
+}

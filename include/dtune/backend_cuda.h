@@ -1,0 +1,64 @@
+/* backend_cuda.h — the `cuda` measurement backend and its measurement process.
+ *
+ * open   probes device 0 through the dlopen'd driver (no context is made in
+ *        the calling process) and loads NVRTC; without a driver or a device
+ *        it fails with DT_ENODEV and the message "no CUDA device found".
+ * build  (builder threads, concurrently) reads the point into a plan, rejects
+ *        it as DT_RESULT_INVALID when it exceeds the device's limits, writes
+ *        the CUDA source and compiles it with NVRTC into a cubin for the
+ *        device's compute capability (PTX when NVRTC does not know it),
+ *        cached under WORK_DIR/cuda/.
+ * run    (one runner thread) sends the artifact to a separate measurement
+ *        process that owns the CUDA context: it loads the module, launches
+ *        once, checks the output against dt_task_reference, then times
+ *        micro-batches with CUDA events under the shared CV rule (measure.h),
+ *        optionally flushing L2 before each. A launch failure or sticky error
+ *        is DT_RESULT_LAUNCH_ERROR and the process is restarted before the
+ *        next run (the context is lost); a process that dies is
+ *        DT_RESULT_CRASH, one that overruns measure.timeout_seconds is killed
+ *        and DT_RESULT_TIMEOUT.
+ *
+ * The measurement process is the calling executable itself, started as
+ * `EXE __cuda-runner FD` (EXE = /proc/self/exe, or $DTUNE_CUDA_RUNNER when
+ * set). Every executable that opens this backend must therefore dispatch
+ * argv[1] == DT_CUDA_RUNNER_ARG to dt_cuda_runner_main before anything else.
+ */
+#ifndef DTUNE_BACKEND_CUDA_H
+#define DTUNE_BACKEND_CUDA_H
+
+#include "dtune/backend.h"
+#include "dtune/error.h"
+
+extern const dt_backend_i dt_backend_cuda;
+
+#define DT_CUDA_RUNNER_ARG "__cuda-runner"
+
+/* The measurement process's main: argv = { EXE, DT_CUDA_RUNNER_ARG, FD }.
+ * Serves requests on socket FD until the parent closes it. Returns the exit
+ * status (0 when the parent closed the socket, 3 after a lost context, 1 on
+ * a protocol or start-up failure). */
+int dt_cuda_runner_main(int argc, char **argv);
+
+typedef struct dt_cuda_device_info {
+    char name[256];
+    int cc;                    /* compute capability, major * 10 + minor */
+    int sms;
+    int clock_khz;             /* 0 when the driver does not report it */
+    int l2_bytes;
+    int max_threads;           /* per block */
+    int max_shared;            /* per block without opt-in */
+    int max_shared_optin;      /* per block with the opt-in attribute */
+    int max_grid_y, max_grid_z;
+    int driver_version;        /* e.g. 13000 */
+} dt_cuda_device_info;
+
+/* Probes device 0 (driver load, cuInit, attributes; no context). Returns 0,
+ * or DT_ENODEV with the reason ("libcuda.so.1: cannot open shared object
+ * file: ...", "cuInit: no CUDA-capable device is detected (100)", ...). */
+int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err);
+
+/* Peak fp32 GFLOPS: SMs x fp32 lanes per SM (by compute capability) x 2 x
+ * clock; 0 when the clock is unknown. */
+double dt_cuda_peak_gflops(const dt_cuda_device_info *info);
+
+#endif

@@ -1,0 +1,63 @@
+/* cuda_runner.h — checking and timing one compiled kernel on the GPU, inside
+ * the process that owns the CUDA context (the cuda backend's measurement
+ * process, or a bench that times in-process).
+ *
+ * A session holds the primary context of device 0, two timing events, the
+ * L2-flush buffer and the tensors of the last task measured (inputs drawn
+ * once per task and seed, reference output from dt_task_reference), so
+ * consecutive candidates of one task reuse them.
+ */
+#ifndef DTUNE_CUDA_RUNNER_H
+#define DTUNE_CUDA_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtune/backend_cuda.h"
+#include "dtune/codegen_cuda.h"
+#include "dtune/config.h"
+#include "dtune/cuda_api.h"
+#include "dtune/result.h"
+
+typedef struct dt_cuda_session dt_cuda_session;
+
+/* Makes device 0's primary context current on this thread and fills info.
+ * Returns 0, DT_ENODEV or DT_ELIB (a driver call failed; message names it). */
+int dt_cuda_session_open(dt_cuda_session **out, dt_cuda_device_info *info, dt_error *err);
+
+/* Releases everything, the context last. Accepts NULL. */
+void dt_cuda_session_close(dt_cuda_session *s);
+
+/* One candidate. */
+typedef struct dt_cuda_job {
+    const dt_task *task;
+    const dt_cuda_launch *launch;
+    const void *image;         /* cubin or NUL-terminated PTX */
+    const dt_measure_config *measure;
+    uint64_t seed;             /* input data */
+    /* Called once the inputs and the reference are ready, before the first
+     * launch: the caller's timeout for the candidate starts here. May be NULL. */
+    void (*on_ready)(void *arg);
+    void *ready_arg;
+} dt_cuda_job;
+
+/* Checks and times job; every field of out is filled (compile_ms and run_ms
+ * are left 0 for the caller). *context_lost is set when a sticky error
+ * (illegal address, launch failure) poisoned the context: the session must
+ * then be closed and the process should exit. Returns 0, or DT_ENOMEM /
+ * DT_ELIB when the session itself failed (not the candidate). */
+int dt_cuda_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
+                            bool *context_lost, dt_error *err);
+
+/* Compares output with reference: element i passes when |out - ref| <=
+ * tolerance * max(|ref_i|, max|ref| / 100) (a relative error with a floor, so
+ * elements near zero from cancellation do not fail on rounding). Returns the
+ * index of the first failing element (NaN fails), or -1. */
+long dt_cuda_check_output(const float *output, const float *reference, size_t n, double tolerance);
+
+/* Deterministic inputs in [-1, 1) for (task, seed); the backend and benches
+ * use the same ones. */
+void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight);
+
+#endif

@@ -1,0 +1,714 @@
+/* backend_cuda.c — the `cuda` backend: NVRTC builds in the builder threads,
+ * timing in a separate measurement process (see backend_cuda.h).
+ *
+ * Parent and measurement process talk over one AF_UNIX stream socket in
+ * fixed-size messages (both ends are the same executable, so the structs are
+ * laid out alike): the child says hello with the device it opened; then per
+ * candidate the parent sends a request (task, launch geometry, image path,
+ * measurement settings), the child answers "ready" once the task's inputs
+ * and reference exist (the candidate's timeout starts there) and then the
+ * result. The parent kills a child that overruns and starts a new one on the
+ * next run; a child whose context was lost exits after answering.
+ */
+#include "dtune/backend_cuda.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/codegen_cuda.h"
+#include "dtune/cuda_api.h"
+#include "dtune/cuda_runner.h"
+
+extern char **environ;
+
+#define MSG_MAGIC 0x64744355u            /* "dtCU" */
+#define CHILD_FD 3
+#define HELLO_TIMEOUT_S 120.0
+#define READY_TIMEOUT_S 600.0            /* naive reference of a large task */
+#define EXIT_WAIT_S 5.0
+
+/* ---- device probing -------------------------------------------------------------- */
+
+static int attribute(const dt_cuda_driver *cu, dt_cu_device dev, int attrib, int *value,
+                     dt_error *err)
+{
+    dt_cu_result r = cu->device_attribute(value, attrib, dev);
+    if (r == DT_CU_SUCCESS)
+        return 0;
+    char text[128];
+    dt_cuda_status_str(r, text, sizeof text);
+    return dt_error_set(err, DT_ENODEV, "cuDeviceGetAttribute(%d): %s", attrib, text);
+}
+
+static int read_attributes(const dt_cuda_driver *cu, dt_cu_device dev, dt_cuda_device_info *d,
+                           dt_error *err)
+{
+    int major = 0, minor = 0, rc;
+    if ((rc = attribute(cu, dev, DT_CU_ATTR_CC_MAJOR, &major, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_CC_MINOR, &minor, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MULTIPROCESSOR_COUNT, &d->sms, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_L2_CACHE_SIZE, &d->l2_bytes, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_THREADS_PER_BLOCK, &d->max_threads, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_SHARED_PER_BLOCK, &d->max_shared, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, &d->max_shared_optin, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_GRID_DIM_Y, &d->max_grid_y, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_GRID_DIM_Z, &d->max_grid_z, err)))
+        return rc;
+    d->cc = major * 10 + minor;
+    /* The clock attribute is deprecated in recent drivers; 0 means unknown. */
+    if (cu->device_attribute(&d->clock_khz, DT_CU_ATTR_CLOCK_RATE_KHZ, dev) != DT_CU_SUCCESS)
+        d->clock_khz = 0;
+    return 0;
+}
+
+static int driver_fail(dt_cu_result r, const char *what, dt_error *err)
+{
+    char text[128];
+    dt_cuda_status_str(r, text, sizeof text);
+    return dt_error_set(err, DT_ENODEV, "%s: %s", what, text);
+}
+
+int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err)
+{
+    memset(info, 0, sizeof *info);
+    const dt_cuda_driver *cu;
+    int rc = dt_cuda_driver_load(&cu, err);
+    if (rc)
+        return rc;
+    dt_cu_result r;
+    int count = 0;
+    dt_cu_device dev;
+    if ((r = cu->init(0)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuInit", err);
+    if ((r = cu->device_count(&count)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGetCount", err);
+    if (count < 1)
+        return dt_error_set(err, DT_ENODEV, "the driver reports no CUDA device");
+    if ((r = cu->device_get(&dev, 0)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGet", err);
+    if ((r = cu->device_name(info->name, (int)sizeof info->name, dev)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGetName", err);
+    if ((r = cu->driver_version(&info->driver_version)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDriverGetVersion", err);
+    return read_attributes(cu, dev, info, err);
+}
+
+/* fp32 lanes per SM by compute capability (the CUDA programming guide's
+ * throughput table). */
+static int fp32_lanes(int cc)
+{
+    if (cc >= 86)
+        return 128;   /* 8.6, 8.7, 8.9, 9.0, 10.x, 12.x */
+    if (cc >= 70 || cc == 60)
+        return 64;    /* 6.0, 7.x, 8.0 */
+    return 128;       /* 5.x, 6.1, 6.2 */
+}
+
+double dt_cuda_peak_gflops(const dt_cuda_device_info *info)
+{
+    return (double)info->sms * fp32_lanes(info->cc) * 2.0 * info->clock_khz * 1e-6;
+}
+
+/* ---- the backend's state -------------------------------------------------------- */
+
+typedef struct cuda_backend {
+    dt_measure_config measure;
+    char work_dir[DT_PATH_MAX];
+    char cache_dir[DT_PATH_MAX];
+    char runner_exe[DT_PATH_MAX];
+    uint64_t seed;
+    const dt_nvrtc *nvrtc;
+    dt_cuda_device_info device;
+    dt_cuda_limits limits;
+    int arch;
+    bool ptx;
+    atomic_ulong tmp_counter;      /* unique temporary names across builders */
+    /* the runner thread's: the measurement process */
+    pid_t child;
+    int sock;
+} cuda_backend;
+
+static int make_dirs(const char *path, dt_error *err)
+{
+    char buf[DT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return dt_error_set(err, DT_EIO, "mkdir %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return dt_error_set(err, DT_EIO, "mkdir %s: %s", buf, strerror(errno));
+    return 0;
+}
+
+static int runner_path(char *out, size_t len, dt_error *err)
+{
+    const char *env = getenv("DTUNE_CUDA_RUNNER");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    ssize_t n = readlink("/proc/self/exe", out, len - 1);
+    if (n < 0)
+        return dt_error_set(err, DT_EIO, "readlink /proc/self/exe: %s", strerror(errno));
+    out[n] = '\0';
+    return 0;
+}
+
+static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
+{
+    dt_cuda_limits_default(l);
+    l->max_threads = d->max_threads;
+    l->max_shared_bytes = d->max_shared_optin > d->max_shared ? d->max_shared_optin : d->max_shared;
+    l->max_grid_yz = d->max_grid_y < d->max_grid_z ? d->max_grid_y : d->max_grid_z;
+}
+
+static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err)
+{
+    dt_error why;
+    if (dt_cuda_device_probe(&b->device, &why) != 0)
+        return dt_error_set(err, DT_ENODEV, "no CUDA device found");
+    int rc = dt_nvrtc_load(&b->nvrtc, err);
+    if (rc)
+        return rc;
+    b->arch = dt_nvrtc_pick_arch(b->nvrtc, b->device.cc, &b->ptx);
+    if (b->arch < 0)
+        return dt_error_set(err, DT_ENOTSUP, "%s cannot compile for compute capability %d.%d",
+                            b->nvrtc->path, b->device.cc / 10, b->device.cc % 10);
+    device_limits(&b->device, &b->limits);
+    b->measure = *params->measure;
+    b->seed = params->seed;
+    snprintf(b->work_dir, sizeof b->work_dir, "%s", params->work_dir ? params->work_dir : ".");
+    snprintf(b->cache_dir, sizeof b->cache_dir, "%.1000s/cuda", b->work_dir);
+    if ((rc = make_dirs(b->cache_dir, err)))
+        return rc;
+    return runner_path(b->runner_exe, sizeof b->runner_exe, err);
+}
+
+static int cuda_open(const dt_backend_params *params, void **state, dt_error *err)
+{
+    *state = NULL;
+    cuda_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    b->child = -1;
+    b->sock = -1;
+    atomic_init(&b->tmp_counter, 0);
+    int rc = setup(b, params, err);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    *state = b;
+    return 0;
+}
+
+/* ---- build ------------------------------------------------------------------------ */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* FNV-1a over the plan's description and the task's shape. */
+static uint64_t plan_hash(const dt_cuda_plan *plan)
+{
+    char text[512], shape[160];
+    dt_cuda_plan_str(plan, text, sizeof text);
+    dt_task_shape_str(&plan->task, shape, sizeof shape);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const char *parts[] = { text, shape, dt_op_kind_name(plan->task.kind) }, **p = parts;
+         p < parts + 3; p++)
+        for (const unsigned char *c = (const unsigned char *)*p; *c; c++)
+            h = (h ^ *c) * 0x100000001b3ULL;
+    return h;
+}
+
+static void artifact_path(const cuda_backend *b, const dt_cuda_plan *plan, char *out, size_t len)
+{
+    snprintf(out, len, "%.900s/%s_%016llx_%s%d.%s", b->cache_dir,
+             dt_op_kind_name(plan->task.kind), (unsigned long long)plan_hash(plan),
+             b->ptx ? "compute_" : "sm_", b->arch, b->ptx ? "ptx" : "cubin");
+}
+
+static int write_image(cuda_backend *b, const char *path, const dt_cuda_image *image, dt_error *err)
+{
+    char tmp[DT_PATH_MAX + 32];
+    unsigned long n = atomic_fetch_add(&b->tmp_counter, 1);
+    snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", path, (long)getpid(), n);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return dt_error_set(err, DT_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    size_t bytes = image->size + (image->ptx ? 1 : 0);
+    bool ok = fwrite(image->data, 1, bytes, f) == bytes;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return dt_error_set(err, DT_EIO, "cannot write %s", path);
+    }
+    return 0;
+}
+
+static void artifact_result(dt_artifact *out, dt_result_class cls, const char *detail)
+{
+    out->result = cls;
+    snprintf(out->detail, sizeof out->detail, "%.159s", detail);
+}
+
+/* Generates and compiles; compile problems become the artifact's class. */
+static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *out, dt_error *err)
+{
+    char *source = NULL;
+    dt_error why;
+    int rc = dt_codegen_cuda(plan, &source, &why);
+    if (rc) {
+        artifact_result(out, DT_RESULT_INVALID, why.msg);
+        return rc == DT_ENOMEM ? dt_error_set(err, rc, "%s", why.msg) : 0;
+    }
+    dt_cuda_image image;
+    double start = now_seconds();
+    rc = dt_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
+    out->compile_ms = (now_seconds() - start) * 1e3;
+    free(source);
+    if (rc == DT_ENOMEM)
+        return dt_error_set(err, rc, "%s", why.msg);
+    if (rc) {
+        artifact_result(out, DT_RESULT_COMPILE_ERROR, why.msg);
+        return 0;
+    }
+    rc = write_image(b, out->path, &image, err);
+    dt_cuda_image_free(&image);
+    if (rc == 0 && out->compile_ms > b->measure.timeout_seconds * 1e3)
+        artifact_result(out, DT_RESULT_COMPILE_TIMEOUT, "NVRTC ran past measure.timeout_seconds");
+    return rc;
+}
+
+static int cuda_build(void *state, const dt_space *space, const dt_point *point, dt_artifact *out,
+                      dt_error *err)
+{
+    cuda_backend *b = state;
+    memset(out, 0, sizeof *out);
+    dt_cuda_plan plan;
+    dt_cuda_plan_from_point(space, point, &plan);
+    dt_error why;
+    if (dt_cuda_plan_check(&plan, &b->limits, &why) != 0) {
+        artifact_result(out, DT_RESULT_INVALID, why.msg);
+        return 0;
+    }
+    artifact_path(b, &plan, out->path, sizeof out->path);
+    out->result = DT_RESULT_OK;
+    if (access(out->path, R_OK) == 0) {
+        snprintf(out->detail, sizeof out->detail, "cached");
+        return 0;
+    }
+    return compile_plan(b, &plan, out, err);
+}
+
+/* ---- the measurement process: messages ------------------------------------------- */
+
+typedef struct msg_hello {
+    uint32_t magic;
+    int32_t status;                /* 0 or a DT_E* code */
+    char detail[DT_ERROR_MSG_MAX];
+    dt_cuda_device_info device;
+} msg_hello;
+
+typedef struct msg_request {
+    uint32_t magic;
+    dt_task task;
+    dt_cuda_launch launch;
+    dt_measure_config measure;
+    uint64_t seed;
+    char image_path[DT_PATH_MAX];
+} msg_request;
+
+enum { PHASE_READY = 1, PHASE_RESULT = 2, PHASE_FAILED = 3 };
+
+typedef struct msg_reply {
+    uint32_t magic;
+    int32_t phase;
+    int32_t context_lost;
+    dt_measure_result result;
+    char error[DT_ERROR_MSG_MAX];  /* PHASE_FAILED: the session's own failure */
+} msg_reply;
+
+static bool send_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* Reads len bytes, waiting at most timeout_s in all (< 0: no limit).
+ * Returns 1 when read, 0 on end of stream or error, -1 on timeout. */
+static int recv_all(int fd, void *buf, size_t len, double timeout_s)
+{
+    char *p = buf;
+    double deadline = now_seconds() + timeout_s;
+    while (len > 0) {
+        int wait_ms = -1;
+        if (timeout_s >= 0) {
+            double left = deadline - now_seconds();
+            if (left <= 0)
+                return -1;
+            wait_ms = left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1e3) + 1;
+        }
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int ready = poll(&pfd, 1, wait_ms);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready < 0)
+            return 0;
+        if (ready == 0)
+            continue;
+        ssize_t n = recv(fd, p, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 1;
+}
+
+/* ---- the measurement process: child side ----------------------------------------- */
+
+typedef struct child_ctx {
+    int fd;
+    bool send_failed;
+} child_ctx;
+
+static void announce_ready(void *arg)
+{
+    child_ctx *c = arg;
+    msg_reply ready = { .magic = MSG_MAGIC, .phase = PHASE_READY };
+    if (!send_all(c->fd, &ready, sizeof ready))
+        c->send_failed = true;
+}
+
+/* Reads the image file named by the request into memory. */
+static char *read_image_file(const char *path, char *detail, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(detail, len, "cannot open %.100s: %.40s", path, strerror(errno));
+        return NULL;
+    }
+    char *data = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)size + 1)))
+        if (fread(data, 1, (size_t)size, f) != (size_t)size) {
+            free(data);
+            data = NULL;
+        }
+    fclose(f);
+    if (!data)
+        snprintf(detail, len, "cannot read %.140s", path);
+    else
+        data[size] = '\0';
+    return data;
+}
+
+/* Serves one request; returns false when the process should exit. */
+static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *req)
+{
+    msg_reply reply = { .magic = MSG_MAGIC, .phase = PHASE_RESULT };
+    char *image = read_image_file(req->image_path, reply.result.detail, sizeof reply.result.detail);
+    if (!image) {
+        announce_ready(c);
+        reply.result.result = DT_RESULT_RUNNER_ERROR;
+        return send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
+    }
+    dt_cuda_job job = { &req->task, &req->launch, image, &req->measure, req->seed, announce_ready, c };
+    bool lost = false;
+    dt_error err = { 0 };
+    int rc = dt_cuda_session_measure(s, &job, &reply.result, &lost, &err);
+    free(image);
+    if (rc) {
+        reply.phase = PHASE_FAILED;
+        snprintf(reply.error, sizeof reply.error, "%s", err.msg);
+    }
+    reply.context_lost = lost;
+    bool sent = send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
+    return sent && !lost && rc == 0;
+}
+
+static int child_hello(int fd, dt_cuda_session **s)
+{
+    msg_hello hello = { .magic = MSG_MAGIC };
+    dt_error err = { 0 };
+    hello.status = dt_cuda_session_open(s, &hello.device, &err);
+    snprintf(hello.detail, sizeof hello.detail, "%s", hello.status ? err.msg : "");
+    bool sent = send_all(fd, &hello, sizeof hello);
+    return sent && hello.status == 0 ? 0 : 1;
+}
+
+int dt_cuda_runner_main(int argc, char **argv)
+{
+    if (argc < 3 || strcmp(argv[1], DT_CUDA_RUNNER_ARG) != 0) {
+        fprintf(stderr, "usage: %s %s FD (internal: the CUDA measurement process)\n", argv[0],
+                DT_CUDA_RUNNER_ARG);
+        return 1;
+    }
+    /* Ctrl-C reaches the whole process group; the parent stops gracefully
+     * and closes the socket, so the measurement process must not die with
+     * the candidate in flight (it would be logged as a crash). */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    int fd = atoi(argv[2]);
+    dt_cuda_session *s = NULL;
+    if (child_hello(fd, &s) != 0) {
+        dt_cuda_session_close(s);
+        return 1;
+    }
+    child_ctx c = { .fd = fd };
+    msg_request req;
+    int status = 0;
+    while (recv_all(fd, &req, sizeof req, -1) == 1) {
+        if (req.magic != MSG_MAGIC) {
+            status = 1;
+            break;
+        }
+        if (!serve_request(s, &c, &req)) {
+            status = 3;
+            break;
+        }
+    }
+    dt_cuda_session_close(s);
+    close(fd);
+    return status;
+}
+
+/* ---- the measurement process: parent side ----------------------------------------- */
+
+static void reap_child(cuda_backend *b, bool kill_first)
+{
+    if (b->sock >= 0)
+        close(b->sock);
+    b->sock = -1;
+    if (b->child <= 0)
+        return;
+    if (kill_first)
+        kill(b->child, SIGKILL);
+    double deadline = now_seconds() + EXIT_WAIT_S;
+    int status;
+    while (waitpid(b->child, &status, WNOHANG) == 0) {
+        if (now_seconds() > deadline) {
+            kill(b->child, SIGKILL);
+            waitpid(b->child, &status, 0);
+            break;
+        }
+        nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+    }
+    b->child = -1;
+}
+
+static int spawn_child(cuda_backend *b, int child_end, dt_error *err)
+{
+    posix_spawn_file_actions_t actions;
+    if (posix_spawn_file_actions_init(&actions) != 0)
+        return dt_error_set(err, DT_ENOMEM, "posix_spawn_file_actions_init failed");
+    char fd_arg[16];
+    snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_FD);
+    char *argv[] = { b->runner_exe, (char *)DT_CUDA_RUNNER_ARG, fd_arg, NULL };
+    int rc = posix_spawn_file_actions_adddup2(&actions, child_end, CHILD_FD);
+    if (rc == 0)
+        rc = posix_spawn(&b->child, b->runner_exe, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        b->child = -1;
+        return dt_error_set(err, DT_EIO, "cannot start the CUDA measurement process %s: %s",
+                            b->runner_exe, strerror(rc));
+    }
+    return 0;
+}
+
+/* The child's end must not sit on CHILD_FD already: dup2 onto itself would
+ * leave close-on-exec set. */
+static int make_socket(int ends[2], dt_error *err)
+{
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+        return dt_error_set(err, DT_EIO, "socketpair: %s", strerror(errno));
+    if (ends[1] == CHILD_FD) {
+        int moved = fcntl(ends[1], F_DUPFD_CLOEXEC, CHILD_FD + 1);
+        close(ends[1]);
+        ends[1] = moved;
+        if (moved < 0) {
+            close(ends[0]);
+            return dt_error_set(err, DT_EIO, "fcntl: %s", strerror(errno));
+        }
+    }
+    return 0;
+}
+
+static int start_child(cuda_backend *b, dt_error *err)
+{
+    int ends[2];
+    int rc = make_socket(ends, err);
+    if (rc)
+        return rc;
+    rc = spawn_child(b, ends[1], err);
+    close(ends[1]);
+    b->sock = ends[0];
+    if (rc) {
+        reap_child(b, false);
+        return rc;
+    }
+    msg_hello hello;
+    int got = recv_all(b->sock, &hello, sizeof hello, HELLO_TIMEOUT_S);
+    if (got == 1 && hello.magic == MSG_MAGIC && hello.status == 0)
+        return 0;
+    reap_child(b, true);
+    if (got != 1)
+        return dt_error_set(err, DT_ENODEV, "the CUDA measurement process %s did not start "
+                            "(it must handle '%s')", b->runner_exe, DT_CUDA_RUNNER_ARG);
+    return dt_error_set(err, hello.status ? hello.status : DT_EIO, "CUDA measurement process: %s",
+                        hello.detail);
+}
+
+/* What happened to a child that stopped answering. */
+static void child_gone(cuda_backend *b, dt_measure_result *out)
+{
+    int status = 0;
+    pid_t pid = b->child;
+    if (b->sock >= 0)
+        close(b->sock);
+    b->sock = -1;
+    b->child = -1;
+    if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFSIGNALED(status)) {
+        out->result = DT_RESULT_CRASH;
+        snprintf(out->detail, sizeof out->detail, "measurement process killed by signal %d (%s)",
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return;
+    }
+    out->result = DT_RESULT_RUNNER_ERROR;
+    snprintf(out->detail, sizeof out->detail, "measurement process exited (status %d)",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void timed_out(cuda_backend *b, dt_measure_result *out, const char *phase)
+{
+    reap_child(b, true);
+    out->result = DT_RESULT_TIMEOUT;
+    snprintf(out->detail, sizeof out->detail, "%s ran past %.1f s", phase,
+             b->measure.timeout_seconds);
+}
+
+/* Waits for one reply of the given phase. Returns 1, or 0 with out filled
+ * (the child is gone), or a negative DT_E* for a session failure. */
+static int await(cuda_backend *b, int phase, double timeout_s, msg_reply *reply,
+                 dt_measure_result *out, dt_error *err)
+{
+    int got = recv_all(b->sock, reply, sizeof *reply, timeout_s);
+    if (got < 0) {
+        timed_out(b, out, phase == PHASE_READY ? "preparing the task" : "the candidate");
+        return 0;
+    }
+    if (got == 0 || reply->magic != MSG_MAGIC) {
+        child_gone(b, out);
+        return 0;
+    }
+    if (reply->phase == PHASE_FAILED) {
+        reap_child(b, true);
+        return dt_error_set(err, DT_ELIB, "CUDA measurement process: %s", reply->error);
+    }
+    return reply->phase == phase ? 1 : (child_gone(b, out), 0);
+}
+
+static int exchange(cuda_backend *b, const msg_request *req, dt_measure_result *out, dt_error *err)
+{
+    if (!send_all(b->sock, req, sizeof *req)) {
+        child_gone(b, out);
+        return 0;
+    }
+    msg_reply reply;
+    int rc = await(b, PHASE_READY, READY_TIMEOUT_S, &reply, out, err);
+    if (rc == 1)
+        rc = await(b, PHASE_RESULT, b->measure.timeout_seconds, &reply, out, err);
+    if (rc != 1)
+        return rc;
+    *out = reply.result;
+    if (reply.context_lost)
+        reap_child(b, false);
+    return 0;
+}
+
+static int cuda_run(void *state, const dt_space *space, const dt_point *point,
+                    const dt_artifact *artifact, dt_measure_result *out, dt_error *err)
+{
+    cuda_backend *b = state;
+    memset(out, 0, sizeof *out);
+    out->compile_ms = artifact->compile_ms;
+    if (artifact->result != DT_RESULT_OK) {
+        out->result = artifact->result;
+        snprintf(out->detail, sizeof out->detail, "%s", artifact->detail);
+        return 0;
+    }
+    int rc = b->child > 0 ? 0 : start_child(b, err);
+    if (rc)
+        return rc;
+    msg_request req = { .magic = MSG_MAGIC, .task = space->task, .measure = b->measure,
+                        .seed = b->seed };
+    dt_cuda_plan plan;
+    dt_cuda_plan_from_point(space, point, &plan);
+    dt_cuda_plan_launch(&plan, &req.launch);
+    snprintf(req.image_path, sizeof req.image_path, "%s", artifact->path);
+    double start = now_seconds();
+    rc = exchange(b, &req, out, err);
+    out->compile_ms = artifact->compile_ms;
+    out->run_ms = (now_seconds() - start) * 1e3;
+    return rc;
+}
+
+static double cuda_peak(void *state, const dt_task *task)
+{
+    const cuda_backend *b = state;
+    return dt_cuda_peak_gflops(&b->device);
+}
+
+static void cuda_close(void *state)
+{
+    cuda_backend *b = state;
+    if (!b)
+        return;
+    reap_child(b, false);
+    free(b);
+}
+
+const dt_backend_i dt_backend_cuda = {
+    .name = "cuda",
+    .target = DT_TARGET_CUDA,
+    .open = cuda_open,
+    .build = cuda_build,
+    .run = cuda_run,
+    .peak_gflops = cuda_peak,
+    .close = cuda_close,
+};

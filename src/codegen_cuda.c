@@ -1,0 +1,709 @@
+/* codegen_cuda.c — CUDA C for one configuration of conv2d, depthwise_conv2d,
+ * dense and batch_matmul (see codegen_cuda.h for the mapping).
+ *
+ * The source is written by a small emitter (indented lines into a growing
+ * buffer). Shapes and tile sizes become enumerators at the top of the
+ * translation unit (unused ones draw no NVRTC warnings), so the kernels'
+ * index arithmetic folds at compile time. Loop nests are emitted by one
+ * function that, given the unroll budget, writes each loop as a plain loop, a
+ * `#pragma unroll` loop or (explicit unrolling) one braced block per
+ * iteration with the loop variable bound to a constant; register tiles
+ * indexed by constants then live in registers.
+ */
+#include "dtune/codegen_cuda.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- plans ------------------------------------------------------------------ */
+
+void dt_cuda_limits_default(dt_cuda_limits *limits)
+{
+    limits->max_threads = 1024;
+    limits->max_shared_bytes = 48 * 1024;
+    limits->max_grid_yz = 65535;
+    limits->max_accumulators = DT_CUDA_MAX_ACCUMULATORS;
+}
+
+static void read_split(const dt_space *s, const dt_point *p, const char *name, int parts,
+                       int axis_len, int *out)
+{
+    for (int i = 0; i < parts; i++)
+        out[i] = dt_space_get(s, p, name, i, 1);
+    if (dt_space_knob(s, name) < 0)
+        out[0] = axis_len;
+}
+
+static bool is_conv(const dt_task *t)
+{
+    return t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+}
+
+void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cuda_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->task = space->task;
+    const dt_conv_shape *c = &space->task.conv;
+    const dt_mm_shape *m = &space->task.mm;
+    bool conv = is_conv(&space->task), full = space->task.kind == DT_OP_CONV2D;
+    read_split(space, point, "tile_f", 4, conv ? c->c_out : 1, plan->f);
+    read_split(space, point, "tile_y", 4, conv ? c->oh : m->m, plan->y);
+    read_split(space, point, "tile_x", 4, conv ? c->ow : m->n, plan->x);
+    read_split(space, point, "tile_rc", 2, full ? c->c_in : 1, plan->rc);
+    read_split(space, point, "tile_ry", 2, conv ? c->kh : 1, plan->ry);
+    read_split(space, point, "tile_rx", 2, conv ? c->kw : 1, plan->rx);
+    read_split(space, point, "tile_k", 2, conv ? 1 : m->k, plan->k);
+    plan->unroll_max_step = dt_space_get(space, point, "auto_unroll_max_step", 0, 0);
+    plan->unroll_explicit = dt_space_get(space, point, "unroll_explicit", 0, 0);
+}
+
+static int extent(const int *split)
+{
+    return split[DT_SPLIT_VTHREAD] * split[DT_SPLIT_THREAD] * split[DT_SPLIT_INNER];
+}
+
+static int product(const int *parts, int n)
+{
+    long p = 1;
+    for (int i = 0; i < n; i++)
+        p = p * parts[i] > INT_MAX ? INT_MAX : p * parts[i];
+    return (int)p;
+}
+
+int dt_cuda_plan_threads(const dt_cuda_plan *plan)
+{
+    return plan->f[DT_SPLIT_THREAD] * plan->y[DT_SPLIT_THREAD] * plan->x[DT_SPLIT_THREAD];
+}
+
+int dt_cuda_plan_accumulators(const dt_cuda_plan *plan)
+{
+    const int *f = plan->f, *y = plan->y, *x = plan->x;
+    return f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
+}
+
+/* Input rows (or columns) one block reads per staged reduction step. */
+static int staged_span(int block_extent, int stride, int taps, int dilation)
+{
+    return (block_extent - 1) * stride + (taps - 1) * dilation + 1;
+}
+
+static long shared_bytes(const dt_cuda_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        return 0;
+    if (p->task.kind != DT_OP_CONV2D)
+        return 4L * p->k[DT_SPLIT_STAGED] * (extent(p->y) + extent(p->x));
+    long rci = p->rc[1], ryi = p->ry[1], rxi = p->rx[1];
+    long in_h = staged_span(extent(p->y), c->sh, (int)ryi, c->dh);
+    long in_w = staged_span(extent(p->x), c->sw, (int)rxi, c->dw);
+    return 4L * ((long)extent(p->f) * rci * ryi * rxi + rci * in_h * in_w);
+}
+
+static unsigned batch_of(const dt_task *t)
+{
+    return (unsigned)(is_conv(t) ? t->conv.n : t->mm.b);
+}
+
+void dt_cuda_plan_launch(const dt_cuda_plan *plan, dt_cuda_launch *launch)
+{
+    launch->grid[0] = (unsigned)plan->x[DT_SPLIT_BLOCK];
+    launch->grid[1] = (unsigned)plan->y[DT_SPLIT_BLOCK];
+    launch->grid[2] = batch_of(&plan->task) * (unsigned)plan->f[DT_SPLIT_BLOCK];
+    launch->block[0] = (unsigned)dt_cuda_plan_threads(plan);
+    launch->block[1] = 1;
+    launch->block[2] = 1;
+    launch->shared_bytes = (unsigned)shared_bytes(plan);
+}
+
+static int check_split(const int *split, int parts, int axis_len, const char *name, dt_error *err)
+{
+    for (int i = 0; i < parts; i++)
+        if (split[i] < 1)
+            return dt_error_set(err, DT_EINVAL, "%s has a factor below 1", name);
+    if (product(split, parts) != axis_len)
+        return dt_error_set(err, DT_EINVAL, "%s factors multiply to %d, not the axis %d", name,
+                            product(split, parts), axis_len);
+    return 0;
+}
+
+static int check_tensors(const dt_task *t, dt_error *err)
+{
+    size_t in, w, out;
+    dt_task_tensor_sizes(t, &in, &w, &out);
+    if (in > INT_MAX || w > INT_MAX || out > INT_MAX)
+        return dt_error_set(err, DT_EINVAL, "a tensor of %s has more than INT_MAX elements", t->name);
+    return 0;
+}
+
+/* The structural half of dt_cuda_plan_check: what codegen itself needs. */
+static int check_structure(const dt_cuda_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    const dt_mm_shape *m = &p->task.mm;
+    int rc = check_tensors(&p->task, err);
+    if (rc)
+        return rc;
+    if (!is_conv(&p->task))
+        return (rc = check_split(p->y, 4, m->m, "tile_y", err)) ||
+                       (rc = check_split(p->x, 4, m->n, "tile_x", err)) ||
+                       (rc = check_split(p->k, 2, m->k, "tile_k", err))
+                   ? rc : 0;
+    if ((rc = check_split(p->f, 4, c->c_out, "tile_f", err)) ||
+        (rc = check_split(p->y, 4, c->oh, "tile_y", err)) ||
+        (rc = check_split(p->x, 4, c->ow, "tile_x", err)))
+        return rc;
+    if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        return 0;
+    return (rc = check_split(p->rc, 2, c->c_in, "tile_rc", err)) ||
+                   (rc = check_split(p->ry, 2, c->kh, "tile_ry", err)) ||
+                   (rc = check_split(p->rx, 2, c->kw, "tile_rx", err))
+               ? rc : 0;
+}
+
+int dt_cuda_plan_check(const dt_cuda_plan *plan, const dt_cuda_limits *limits, dt_error *err)
+{
+    dt_cuda_limits defaults;
+    if (!limits) {
+        dt_cuda_limits_default(&defaults);
+        limits = &defaults;
+    }
+    int rc = check_structure(plan, err);
+    if (rc)
+        return rc;
+    dt_cuda_launch l;
+    dt_cuda_plan_launch(plan, &l);
+    if (dt_cuda_plan_threads(plan) > limits->max_threads)
+        return dt_error_set(err, DT_EINVAL, "%d threads per block, over %d",
+                            dt_cuda_plan_threads(plan), limits->max_threads);
+    if (shared_bytes(plan) > limits->max_shared_bytes)
+        return dt_error_set(err, DT_EINVAL, "%ld bytes of shared memory, over %d",
+                            shared_bytes(plan), limits->max_shared_bytes);
+    if (l.grid[1] > (unsigned)limits->max_grid_yz || l.grid[2] > (unsigned)limits->max_grid_yz)
+        return dt_error_set(err, DT_EINVAL, "grid %ux%ux%u over the y/z limit %d", l.grid[0],
+                            l.grid[1], l.grid[2], limits->max_grid_yz);
+    if (dt_cuda_plan_accumulators(plan) > limits->max_accumulators)
+        return dt_error_set(err, DT_EINVAL, "%d accumulators per thread, over %d",
+                            dt_cuda_plan_accumulators(plan), limits->max_accumulators);
+    return 0;
+}
+
+void dt_cuda_plan_str(const dt_cuda_plan *p, char *buf, size_t len)
+{
+    const int *f = p->f, *y = p->y, *x = p->x;
+    if (is_conv(&p->task))
+        snprintf(buf, len,
+                 "f=[%d,%d,%d,%d] y=[%d,%d,%d,%d] x=[%d,%d,%d,%d] rc=[%d,%d] ry=[%d,%d] "
+                 "rx=[%d,%d] unroll=%d explicit=%d",
+                 f[0], f[1], f[2], f[3], y[0], y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->rc[0],
+                 p->rc[1], p->ry[0], p->ry[1], p->rx[0], p->rx[1], p->unroll_max_step,
+                 p->unroll_explicit);
+    else
+        snprintf(buf, len, "m=[%d,%d,%d,%d] n=[%d,%d,%d,%d] k=[%d,%d] unroll=%d explicit=%d", y[0],
+                 y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->k[0], p->k[1], p->unroll_max_step,
+                 p->unroll_explicit);
+}
+
+/* ---- the emitter --------------------------------------------------------------- */
+
+typedef struct emitter {
+    char *text;
+    size_t len, cap;
+    int indent;
+    bool failed;
+    const dt_cuda_plan *plan;
+} emitter;
+
+static bool reserve(emitter *e, size_t more)
+{
+    if (e->len + more + 1 <= e->cap)
+        return true;
+    size_t cap = e->cap ? e->cap : 4096;
+    while (cap < e->len + more + 1)
+        cap *= 2;
+    char *grown = realloc(e->text, cap);
+    if (!grown) {
+        e->failed = true;
+        return false;
+    }
+    e->text = grown;
+    e->cap = cap;
+    return true;
+}
+
+/* Writes one line: indentation, the formatted text, a newline. */
+static void emit(emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void emit(emitter *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    size_t pad = (size_t)e->indent * 4;
+    if (e->failed || n < 0 || !reserve(e, pad + (size_t)n + 1))
+        return;
+    memset(e->text + e->len, ' ', pad);
+    e->len += pad;
+    va_start(ap, fmt);
+    vsnprintf(e->text + e->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    e->len += (size_t)n;
+    e->text[e->len++] = '\n';
+    e->text[e->len] = '\0';
+}
+
+static void open_block(emitter *e, const char *head)
+{
+    emit(e, "%s{", head);
+    e->indent++;
+}
+
+static void close_block(emitter *e)
+{
+    e->indent--;
+    emit(e, "}");
+}
+
+/* ---- loop nests ------------------------------------------------------------------ */
+
+typedef struct loop {
+    const char *var;
+    int extent;
+} loop;
+
+typedef void (*body_fn)(emitter *e, const void *ctx);
+
+typedef struct nest {
+    const loop *loops;
+    int nloops;
+    int first_unrolled;    /* loops at this depth and deeper are unrolled */
+    body_fn body;
+    const void *ctx;
+} nest;
+
+/* AutoTVM's auto-unroll rule as codegen_cuda.h states it: walking outward,
+ * a loop is unrolled while the innermost iterations under it (body_weight per
+ * body) stay within auto_unroll_max_step. */
+static int first_unrolled(const dt_cuda_plan *p, const loop *loops, int n, long body_weight)
+{
+    long steps = body_weight;
+    int d = n;
+    while (d > 0 && p->unroll_max_step > 0) {
+        steps *= loops[d - 1].extent;
+        if (steps > p->unroll_max_step)
+            break;
+        d--;
+    }
+    return d;
+}
+
+static void emit_level(emitter *e, const nest *n, int depth)
+{
+    if (depth == n->nloops) {
+        n->body(e, n->ctx);
+        return;
+    }
+    const loop *l = &n->loops[depth];
+    char head[128];
+    bool unrolled = depth >= n->first_unrolled;
+    if (l->extent == 1 || (unrolled && e->plan->unroll_explicit)) {
+        for (int i = 0; i < l->extent; i++) {
+            snprintf(head, sizeof head, "{ const int %s = %d; ", l->var, i);
+            emit(e, "%s", head);
+            e->indent++;
+            emit_level(e, n, depth + 1);
+            close_block(e);
+        }
+        return;
+    }
+    if (unrolled)
+        emit(e, "#pragma unroll");
+    snprintf(head, sizeof head, "for (int %s = 0; %s < %d; ++%s) ", l->var, l->var, l->extent, l->var);
+    open_block(e, head);
+    emit_level(e, n, depth + 1);
+    close_block(e);
+}
+
+static void emit_nest(emitter *e, const loop *loops, int nloops, long body_weight, body_fn body,
+                      const void *ctx)
+{
+    nest n = { loops, nloops, first_unrolled(e->plan, loops, nloops, body_weight), body, ctx };
+    emit_level(e, &n, 0);
+}
+
+/* ---- shared pieces of every kernel ----------------------------------------------- */
+
+/* Register-tile loops of the three output axes (f, y, x), outer to inner. */
+static const loop tile_loops_template[6] = {
+    { "vf", 0 }, { "fi", 0 }, { "vy", 0 }, { "yi", 0 }, { "vx", 0 }, { "xi", 0 },
+};
+
+static void tile_loops(const dt_cuda_plan *p, loop *out)
+{
+    memcpy(out, tile_loops_template, sizeof tile_loops_template);
+    out[0].extent = p->f[1], out[1].extent = p->f[3];
+    out[2].extent = p->y[1], out[3].extent = p->y[3];
+    out[4].extent = p->x[1], out[5].extent = p->x[3];
+}
+
+static void emit_const(emitter *e, const char *name, long value)
+{
+    emit(e, "enum { %s = %ld };", name, value);
+}
+
+static void emit_tile_consts(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    static const char *const axes[3][4] = {
+        { "NBF", "VF", "TF", "FI" }, { "NBY", "VY", "TY", "YI" }, { "NBX", "VX", "TX", "XI" }
+    };
+    const int *splits[3] = { p->f, p->y, p->x };
+    for (int a = 0; a < 3; a++)
+        for (int i = 0; i < 4; i++)
+            emit_const(e, axes[a][i], splits[a][i]);
+    emit_const(e, "BF", extent(p->f));
+    emit_const(e, "BY", extent(p->y));
+    emit_const(e, "BX", extent(p->x));
+    emit_const(e, "NT", dt_cuda_plan_threads(p));
+}
+
+static void emit_header(emitter *e)
+{
+    char desc[256], shape[128];
+    dt_cuda_plan_str(e->plan, desc, sizeof desc);
+    dt_task_shape_str(&e->plan->task, shape, sizeof shape);
+    emit(e, "// dtune: %s %s (%s)", dt_op_kind_name(e->plan->task.kind), e->plan->task.name, shape);
+    emit(e, "// %s", desc);
+    emit_tile_consts(e);
+}
+
+static void emit_kernel_open(emitter *e)
+{
+    emit(e, "extern \"C\" __global__ void __launch_bounds__(NT)");
+    emit(e, "%s(const float *__restrict__ input, const float *__restrict__ weight,",
+         DT_CUDA_KERNEL_NAME);
+    emit(e, "          float *__restrict__ output)");
+    open_block(e, "");
+    emit(e, "const int tid = threadIdx.x;");
+    emit(e, "const int tx = tid %% TX, ty = (tid / TX) %% TY, tf = tid / (TX * TY);");
+    emit(e, "(void)tf; (void)ty;");
+    emit(e, "const int y0 = blockIdx.y * BY, x0 = blockIdx.x * BX;");
+    emit(e, "const int n = blockIdx.z / NBF, f0 = (blockIdx.z %% NBF) * BF;");
+    emit(e, "(void)f0;");
+}
+
+static void body_zero(emitter *e, const void *ctx)
+{
+    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] = 0.0f;");
+}
+
+static void body_fma(emitter *e, const void *ctx)
+{
+    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] = fmaf(wr[vf * FI + fi], "
+            "ar[vy * YI + yi][vx * XI + xi], acc[vf * FI + fi][vy * YI + yi][vx * XI + xi]);");
+}
+
+/* Writes the register tile to its NCHW output positions. */
+static void body_store_conv(emitter *e, const void *ctx)
+{
+    emit(e, "output[((n * COUT + f0 + (vf * TF + tf) * FI + fi) * OH + y0 + (vy * TY + ty) * YI + yi)"
+            " * OW + x0 + (vx * TX + tx) * XI + xi] = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
+}
+
+static void emit_tile_nest(emitter *e, body_fn body)
+{
+    loop loops[6];
+    tile_loops(e->plan, loops);
+    emit_nest(e, loops, 6, 1, body, NULL);
+}
+
+static void emit_acc_decl(emitter *e)
+{
+    emit(e, "float acc[VF * FI][VY * YI][VX * XI];");
+    emit_tile_nest(e, body_zero);
+}
+
+/* A cooperative copy of `size` elements into shared memory: each of the NT
+ * threads takes elements tid, tid + NT, ...; body_fn writes element i. */
+static void emit_coop_copy(emitter *e, const char *size_name, long size, body_fn body)
+{
+    long nt = dt_cuda_plan_threads(e->plan);
+    long iters = (size + nt - 1) / nt;
+    loop it = { "it", (int)iters };
+    emit(e, "// %s = %ld elements, %ld per thread", size_name, size, iters);
+    open_block(e, "");
+    emit_nest(e, &it, 1, 1, body, size % nt ? size_name : NULL);
+    close_block(e);
+}
+
+/* Opens `if (i < size)` when the copy does not divide evenly (ctx = size name). */
+static bool open_copy_guard(emitter *e, const void *ctx)
+{
+    emit(e, "const int i = it * NT + tid;");
+    if (!ctx)
+        return false;
+    char head[64];
+    snprintf(head, sizeof head, "if (i < %s) ", (const char *)ctx);
+    open_block(e, head);
+    return true;
+}
+
+/* ---- conv2d ---------------------------------------------------------------------- */
+
+static void emit_conv_consts(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    const dt_conv_shape *c = &p->task.conv;
+    const char *names[] = { "BATCH", "CIN", "H", "W", "COUT", "KH", "KW", "SH",
+                            "SW", "PH", "PW", "DH", "DW", "OH", "OW" };
+    const int values[] = { c->n, c->c_in, c->h, c->w, c->c_out, c->kh, c->kw, c->sh,
+                           c->sw, c->ph, c->pw, c->dh, c->dw, c->oh, c->ow };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        emit_const(e, names[i], values[i]);
+    emit_const(e, "MULT", c->c_out / c->c_in);
+}
+
+static void emit_conv2d_consts(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    const dt_conv_shape *c = &p->task.conv;
+    emit_const(e, "RCO", p->rc[0]), emit_const(e, "RCI", p->rc[1]);
+    emit_const(e, "RYO", p->ry[0]), emit_const(e, "RYI", p->ry[1]);
+    emit_const(e, "RXO", p->rx[0]), emit_const(e, "RXI", p->rx[1]);
+    emit_const(e, "IN_H", staged_span(extent(p->y), c->sh, p->ry[1], c->dh));
+    emit_const(e, "IN_W", staged_span(extent(p->x), c->sw, p->rx[1], c->dw));
+    emit(e, "enum { IN_TILE = RCI * IN_H * IN_W, W_TILE = BF * RCI * RYI * RXI };");
+}
+
+static void body_load_input(emitter *e, const void *ctx)
+{
+    bool guarded = open_copy_guard(e, ctx);
+    emit(e, "const int c = i / (IN_H * IN_W), r = (i / IN_W) %% IN_H, s = i %% IN_W;");
+    emit(e, "const int gy = y0 * SH + ryo * RYI * DH - PH + r;");
+    emit(e, "const int gx = x0 * SW + rxo * RXI * DW - PW + s;");
+    emit(e, "in_s[i] = (gy >= 0 && gy < H && gx >= 0 && gx < W)");
+    emit(e, "    ? input[((n * CIN + rco * RCI + c) * H + gy) * W + gx] : 0.0f;");
+    if (guarded)
+        close_block(e);
+}
+
+static void body_load_weight(emitter *e, const void *ctx)
+{
+    bool guarded = open_copy_guard(e, ctx);
+    emit(e, "const int f = i / (RCI * RYI * RXI), c = (i / (RYI * RXI)) %% RCI;");
+    emit(e, "const int r = (i / RXI) %% RYI, s = i %% RXI;");
+    emit(e, "w_s[i] = weight[(((f0 + f) * CIN + rco * RCI + c) * KH + ryo * RYI + r) * KW"
+            " + rxo * RXI + s];");
+    if (guarded)
+        close_block(e);
+}
+
+static void body_conv_wr(emitter *e, const void *ctx)
+{
+    emit(e, "wr[vf * FI + fi] = w_s[((((vf * TF + tf) * FI + fi) * RCI + rc) * RYI + ry) * RXI + rx];");
+}
+
+static void body_conv_ar(emitter *e, const void *ctx)
+{
+    emit(e, "ar[vy * YI + yi][vx * XI + xi] = in_s[(rc * IN_H + ((vy * TY + ty) * YI + yi) * SH"
+            " + ry * DH) * IN_W + ((vx * TX + tx) * XI + xi) * SW + rx * DW];");
+}
+
+static void body_conv_step(emitter *e, const void *ctx)
+{
+    const dt_cuda_plan *p = e->plan;
+    loop f_loops[2] = { { "vf", p->f[1] }, { "fi", p->f[3] } };
+    loop yx_loops[4] = { { "vy", p->y[1] }, { "yi", p->y[3] }, { "vx", p->x[1] }, { "xi", p->x[3] } };
+    emit(e, "float wr[VF * FI], ar[VY * YI][VX * XI];");
+    emit_nest(e, f_loops, 2, 1, body_conv_wr, NULL);
+    emit_nest(e, yx_loops, 4, 1, body_conv_ar, NULL);
+    emit_tile_nest(e, body_fma);
+}
+
+static void emit_conv2d_reduction(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    const dt_conv_shape *c = &p->task.conv;
+    long in_tile = (long)p->rc[1] * staged_span(extent(p->y), c->sh, p->ry[1], c->dh) *
+                   staged_span(extent(p->x), c->sw, p->rx[1], c->dw);
+    long w_tile = (long)extent(p->f) * p->rc[1] * p->ry[1] * p->rx[1];
+    loop inner[3] = { { "rc", p->rc[1] }, { "ry", p->ry[1] }, { "rx", p->rx[1] } };
+    open_block(e, "for (int rco = 0; rco < RCO; ++rco) ");
+    open_block(e, "for (int ryo = 0; ryo < RYO; ++ryo) ");
+    open_block(e, "for (int rxo = 0; rxo < RXO; ++rxo) ");
+    emit(e, "__syncthreads();");
+    emit_coop_copy(e, "IN_TILE", in_tile, body_load_input);
+    emit_coop_copy(e, "W_TILE", w_tile, body_load_weight);
+    emit(e, "__syncthreads();");
+    emit_nest(e, inner, 3, dt_cuda_plan_accumulators(p), body_conv_step, NULL);
+    close_block(e), close_block(e), close_block(e);
+}
+
+static void emit_conv2d(emitter *e)
+{
+    emit_conv_consts(e);
+    emit_conv2d_consts(e);
+    emit_kernel_open(e);
+    emit(e, "extern __shared__ float dt_smem[];");
+    emit(e, "float *in_s = dt_smem;           // [RCI][IN_H][IN_W]");
+    emit(e, "float *w_s = dt_smem + IN_TILE;  // [BF][RCI][RYI][RXI]");
+    emit_acc_decl(e);
+    emit_conv2d_reduction(e);
+    emit_tile_nest(e, body_store_conv);
+    close_block(e);
+}
+
+/* ---- depthwise_conv2d ------------------------------------------------------------ */
+
+static void body_dw_wr(emitter *e, const void *ctx)
+{
+    emit(e, "wr[vf * FI + fi] = weight[((f0 + (vf * TF + tf) * FI + fi) * KH + r) * KW + s];");
+}
+
+static void body_dw_fma(emitter *e, const void *ctx)
+{
+    emit(e, "const int c = f0 + (vf * TF + tf) * FI + fi;");
+    emit(e, "const int gy = (y0 + (vy * TY + ty) * YI + yi) * SH + r * DH - PH;");
+    emit(e, "const int gx = (x0 + (vx * TX + tx) * XI + xi) * SW + s * DW - PW;");
+    emit(e, "const float v = (gy >= 0 && gy < H && gx >= 0 && gx < W)");
+    emit(e, "    ? input[((n * CIN + c / MULT) * H + gy) * W + gx] : 0.0f;");
+    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] = fmaf(v, wr[vf * FI + fi], "
+            "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi]);");
+}
+
+static void body_dw_tap(emitter *e, const void *ctx)
+{
+    const dt_cuda_plan *p = e->plan;
+    loop f_loops[2] = { { "vf", p->f[1] }, { "fi", p->f[3] } };
+    emit(e, "float wr[VF * FI];");
+    emit_nest(e, f_loops, 2, 1, body_dw_wr, NULL);
+    emit_tile_nest(e, body_dw_fma);
+}
+
+static void emit_depthwise(emitter *e)
+{
+    const dt_conv_shape *c = &e->plan->task.conv;
+    loop taps[2] = { { "r", c->kh }, { "s", c->kw } };
+    emit_conv_consts(e);
+    emit_kernel_open(e);
+    emit_acc_decl(e);
+    emit_nest(e, taps, 2, dt_cuda_plan_accumulators(e->plan), body_dw_tap, NULL);
+    emit_tile_nest(e, body_store_conv);
+    close_block(e);
+}
+
+/* ---- dense and batch_matmul ----------------------------------------------------- */
+
+static void emit_mm_consts(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    const dt_mm_shape *m = &p->task.mm;
+    emit_const(e, "BATCH", m->b), emit_const(e, "M", m->m);
+    emit_const(e, "N", m->n), emit_const(e, "K", m->k);
+    emit_const(e, "KO", p->k[0]), emit_const(e, "KI", p->k[1]);
+    emit(e, "enum { A_TILE = BY * KI, B_TILE = BX * KI };");
+}
+
+static void body_load_a(emitter *e, const void *ctx)
+{
+    bool guarded = open_copy_guard(e, ctx);
+    emit(e, "const int m = i / KI, k = i %% KI;");
+    emit(e, "a_s[k * BY + m] = input[(b * M + y0 + m) * K + ko * KI + k];");
+    if (guarded)
+        close_block(e);
+}
+
+static void body_load_b(emitter *e, const void *ctx)
+{
+    bool guarded = open_copy_guard(e, ctx);
+    emit(e, "const int j = i / KI, k = i %% KI;");
+    emit(e, "b_s[k * BX + j] = weight[(b * N + x0 + j) * K + ko * KI + k];");
+    if (guarded)
+        close_block(e);
+}
+
+static void body_mm_ar(emitter *e, const void *ctx)
+{
+    emit(e, "ar[vy * YI + yi] = a_s[k * BY + (vy * TY + ty) * YI + yi];");
+}
+
+static void body_mm_br(emitter *e, const void *ctx)
+{
+    emit(e, "br[vx * XI + xi] = b_s[k * BX + (vx * TX + tx) * XI + xi];");
+}
+
+static void body_mm_fma(emitter *e, const void *ctx)
+{
+    emit(e, "acc[0][vy * YI + yi][vx * XI + xi] = fmaf(ar[vy * YI + yi], br[vx * XI + xi], "
+            "acc[0][vy * YI + yi][vx * XI + xi]);");
+}
+
+static void body_mm_step(emitter *e, const void *ctx)
+{
+    const dt_cuda_plan *p = e->plan;
+    loop y_loops[2] = { { "vy", p->y[1] }, { "yi", p->y[3] } };
+    loop x_loops[2] = { { "vx", p->x[1] }, { "xi", p->x[3] } };
+    loop all[4] = { y_loops[0], y_loops[1], x_loops[0], x_loops[1] };
+    emit(e, "float ar[VY * YI], br[VX * XI];");
+    emit_nest(e, y_loops, 2, 1, body_mm_ar, NULL);
+    emit_nest(e, x_loops, 2, 1, body_mm_br, NULL);
+    emit_nest(e, all, 4, 1, body_mm_fma, NULL);
+}
+
+static void body_store_mm(emitter *e, const void *ctx)
+{
+    emit(e, "output[(b * M + y0 + (vy * TY + ty) * YI + yi) * N + x0 + (vx * TX + tx) * XI + xi]"
+            " = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
+}
+
+static void emit_matmul(emitter *e)
+{
+    const dt_cuda_plan *p = e->plan;
+    loop k_loop = { "k", p->k[1] };
+    emit_mm_consts(e);
+    emit_kernel_open(e);
+    emit(e, "const int b = n;");
+    emit(e, "extern __shared__ float dt_smem[];");
+    emit(e, "float *a_s = dt_smem;           // [KI][BY]");
+    emit(e, "float *b_s = dt_smem + A_TILE;  // [KI][BX]");
+    emit_acc_decl(e);
+    open_block(e, "for (int ko = 0; ko < KO; ++ko) ");
+    emit(e, "__syncthreads();");
+    emit_coop_copy(e, "A_TILE", (long)extent(p->y) * p->k[1], body_load_a);
+    emit_coop_copy(e, "B_TILE", (long)extent(p->x) * p->k[1], body_load_b);
+    emit(e, "__syncthreads();");
+    emit_nest(e, &k_loop, 1, dt_cuda_plan_accumulators(p), body_mm_step, NULL);
+    close_block(e);
+    emit_tile_nest(e, body_store_mm);
+    close_block(e);
+}
+
+/* ---- entry ------------------------------------------------------------------------ */
+
+int dt_codegen_cuda(const dt_cuda_plan *plan, char **source, dt_error *err)
+{
+    *source = NULL;
+    int rc = check_structure(plan, err);
+    if (rc)
+        return rc;
+    emitter e = { .plan = plan };
+    emit_header(&e);
+    if (plan->task.kind == DT_OP_CONV2D)
+        emit_conv2d(&e);
+    else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        emit_depthwise(&e);
+    else
+        emit_matmul(&e);
+    if (e.failed) {
+        free(e.text);
+        return dt_error_set(err, DT_ENOMEM, "out of memory writing the CUDA source of %s",
+                            plan->task.name);
+    }
+    *source = e.text;
+    return 0;
+}
