@@ -1,0 +1,85 @@
+/* report.h — what a run leaves in RUN_DIR for people: model latency over
+ * time (latency.csv, latency.svg) and the best configuration of every task
+ * (best.json), plus SVG line charts of several named curves for the benches.
+ *
+ * The daemon calls dt_report_slot (or the three writers) after every slot
+ * with a snapshot of its run state. latency.svg and best.json are replaced
+ * atomically (temporary file in RUN_DIR, fsync, rename), so the status server
+ * and `dtune best` never see half a file; latency.csv is appended, flushed and
+ * fsync'd.
+ *
+ * Charts are drawn by PLplot's svg device. PLplot keeps global state, so every
+ * chart in the process is drawn under one process-wide mutex; PLplot's own
+ * error messages are captured into the dt_error instead of being printed, and
+ * its "immediate exit" path is turned into a DT_ELIB return.
+ */
+#ifndef DTUNE_REPORT_H
+#define DTUNE_REPORT_H
+
+#include "dtune/error.h"
+#include "dtune/runstate.h"
+
+/* One named curve of a chart: n points (x[i], y[i]). Borrowed, not owned. */
+typedef struct dt_report_curve {
+    const char *name;          /* legend text; may be NULL with one curve */
+    int n;
+    const double *x;
+    const double *y;
+} dt_report_curve;
+
+/* Appends one row for the newest latency point of rs to RUN_DIR/latency.csv:
+ *   elapsed_s,slot,task,model_latency_ms,<best latency ms of each task>
+ * A new (or empty) file first gets the header row with the task names. An
+ * existing file is resumed: its header must name the same tasks (else
+ * DT_EINVAL), and a torn last row left by a crash is cut off before appending.
+ * rs is a snapshot (dt_run_state_copy) or its lock is held by the caller.
+ * Returns 0, DT_EINVAL (no latency point yet, other tasks), DT_EIO. */
+int dt_report_append_csv(const dt_run_state *rs, dt_error *err);
+
+/* Replaces RUN_DIR/latency.svg: model latency (ms) over elapsed time as a
+ * step curve, the target latency as a dashed horizontal line when set, the
+ * moment it was reached as a vertical line with a label, and a title naming
+ * model, target and policy. A run with no points yet gets empty axes.
+ * Returns 0, DT_EIO (file system), DT_ELIB (PLplot failed). */
+int dt_report_write_svg(const dt_run_state *rs, dt_error *err);
+
+/* Replaces RUN_DIR/best.json (format: see dt_report_load_best).
+ * Returns 0, DT_ENOMEM, DT_EIO. */
+int dt_report_write_best(const dt_run_state *rs, dt_error *err);
+
+/* The three writers above, in order: CSV, best.json, SVG. Stops at the first
+ * failure and returns its code. */
+int dt_report_slot(const dt_run_state *rs, dt_error *err);
+
+/* Reads RUN_DIR/best.json into out, which this call initialises (tasks
+ * filled, no latency points; free with dt_run_state_destroy; on failure
+ * out holds nothing to free). best.json holds:
+ *   {"model", "target", "policy", "strategy", "phase", "elapsed_s",
+ *    "budget_s", "slot", "model_latency_ms", "start_latency_ms",
+ *    "target_latency_ms" (null: none), "reached_at_s" (null: not reached),
+ *    "tasks": [{"name", "kind", "shape", "count", "gflop", "best_config"
+ *      (null until tuned), "knobs", "best_gflops", "best_latency_ms",
+ *      "peak_gflops", "trials", "slots", "finished"}]}
+ * Returns 0, DT_ENOTFOUND (no file), DT_EPARSE (not JSON, or a field
+ * missing or of the wrong type; the message names it), DT_ENOMEM. */
+int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err);
+
+/* Draws ncurves (1..DT_REPORT_MAX_CURVES) line curves into one SVG at path,
+ * each in its own colour and named in a legend when there are two or more,
+ * with a dashed horizontal line at y = hline labelled "target" when
+ * hline > 0. Both axes start at 0 (or below, for negative points). The file
+ * is replaced atomically. A curve with n = 0 is only listed in the legend.
+ * Safe to call from several threads (charts are drawn one at a time).
+ * Returns 0, DT_EINVAL (no curves, too many, a non-finite point), DT_EIO,
+ * DT_ELIB. */
+int dt_report_svg_curves(const char *path, const char *title, const char *xlabel,
+                         const char *ylabel, const dt_report_curve *curves, int ncurves,
+                         double hline, dt_error *err);
+
+#define DT_REPORT_MAX_CURVES 12
+
+/* Writes a duration for people: "42.5s", "7m03s", "2h05m00s"; "-" when
+ * seconds is negative or not finite. */
+void dt_report_format_duration(double seconds, char *buf, size_t len);
+
+#endif

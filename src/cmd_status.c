@@ -1,0 +1,134 @@
+/* cmd_status.c — `dtune status [--addr HOST:PORT]`: asks a running
+ * `dtune tune` for GET /status over loopback (dt_server_request, plain
+ * HTTP/1.0 with a time-out) and prints the JSON as a table: the run, its
+ * time and slot, model latency now, at start and the speed-up, the target,
+ * and one row per task.
+ */
+#include "dtune/cli.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/report.h"
+#include "dtune/server.h"
+
+#define STATUS_TIMEOUT_MS 5000
+
+static void usage(FILE *to)
+{
+    fputs("usage: dtune status [--addr HOST:PORT]\n"
+          "\n"
+          "Shows a running tuner's progress, read from its status server (GET /status).\n"
+          "\n"
+          "  --addr HOST:PORT  the tuner's server.listen address (default " DT_SERVER_DEFAULT_LISTEN
+          ")\n"
+          "  -h, --help        show this help\n", to);
+}
+
+/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with *addr. */
+static int parse_args(int argc, char **argv, const char **addr)
+{
+    *addr = DT_SERVER_DEFAULT_LISTEN;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--addr") == 0 && i + 1 < argc) {
+            *addr = argv[++i];
+        } else if (strncmp(argv[i], "--addr=", 7) == 0) {
+            *addr = argv[i] + 7;
+        } else {
+            fprintf(stderr, "dtune status: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return -1;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
+}
+
+/* A number field; NAN when absent or null. */
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void print_run(json_t *st)
+{
+    char elapsed[32], budget[32], reached[32];
+    dt_report_format_duration(num(st, "elapsed_s"), elapsed, sizeof elapsed);
+    dt_report_format_duration(num(st, "budget_s"), budget, sizeof budget);
+    dt_report_format_duration(num(st, "reached_at_s"), reached, sizeof reached);
+    printf("run %s: %s on %s, policy %s, strategy %s, phase %s\n", str(st, "run"),
+           str(st, "model"), str(st, "target"), str(st, "policy"), str(st, "strategy"),
+           str(st, "phase"));
+    printf("elapsed %s of %s, slot %.0f, task %s\n", elapsed, budget, num(st, "slot"),
+           str(st, "current_task"));
+    printf("model latency %.4f ms now, %.4f ms at start, %.2fx faster",
+           num(st, "model_latency_ms"), num(st, "start_latency_ms"), num(st, "speedup"));
+    double target = num(st, "target_latency_ms");
+    if (isfinite(target))
+        printf("; target %.4f ms, %s%s", target,
+               isfinite(num(st, "reached_at_s")) ? "reached after " : "not reached",
+               isfinite(num(st, "reached_at_s")) ? reached : "");
+    printf("\n\n");
+}
+
+static void print_tasks(json_t *st)
+{
+    json_t *tasks = json_object_get(st, "tasks"), *t;
+    size_t i;
+    const char *current = str(st, "current_task");
+    printf("%-16s %-16s %-34s %5s %11s %6s %10s %7s %6s  %s\n", "task", "kind", "shape", "count",
+           "best GFLOPS", "%peak", "best ms", "trials", "slots", "state");
+    json_array_foreach(tasks, i, t) {
+        double peak = num(t, "peak_gflops"), best = num(t, "best_gflops");
+        const char *state = json_is_true(json_object_get(t, "finished")) ? "finished"
+                            : strcmp(str(t, "name"), current) == 0  ? "tuning"
+                                                                    : "";
+        printf("%-16s %-16s %-34s %5.0f %11.1f %5.1f%% %10.4f %7.0f %6.0f  %s\n", str(t, "name"),
+               str(t, "kind"), str(t, "shape"), num(t, "count"), best,
+               peak > 0 ? 100 * best / peak : 0, num(t, "best_latency_ms"), num(t, "trials"),
+               num(t, "slots"), state);
+    }
+}
+
+int dt_cmd_status(int argc, char **argv)
+{
+    const char *addr;
+    int status = parse_args(argc, argv, &addr);
+    if (status >= 0)
+        return status;
+    dt_http_reply reply;
+    dt_error err;
+    int rc = dt_server_request(addr, "GET", "/status", STATUS_TIMEOUT_MS, &reply, &err);
+    if (rc) {
+        fprintf(stderr, "dtune status: %s (is `dtune tune` running with server.listen %s?)\n",
+                err.msg, addr);
+        return rc == DT_EINVAL ? 2 : 1;
+    }
+    json_error_t jerr;
+    json_t *st = reply.status == 200 ? json_loads(reply.body, 0, &jerr) : NULL;
+    if (!json_is_object(st)) {
+        fprintf(stderr, "dtune status: %s answered HTTP %d without a dtune status\n", addr,
+                reply.status);
+        json_decref(st);
+        dt_server_reply_free(&reply);
+        return 1;
+    }
+    print_run(st);
+    print_tasks(st);
+    json_decref(st);
+    dt_server_reply_free(&reply);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,764 @@
+/* server.c — the run's status server and the small HTTP client that asks it
+ * (see server.h).
+ *
+ * Server. libmicrohttpd runs its own polling thread (MHD_USE_INTERNAL_POLLING_
+ * THREAD) bound to the one configured address. Every request is answered on
+ * its first callback, before any body is read: the method is checked (GET and
+ * HEAD only), the path is looked up in a table of pages, and the page is built
+ * from a snapshot of the run state (dt_run_state_copy, so the daemon's lock is
+ * held only for the copy). A page is a malloc'd body handed to MHD, which
+ * frees it after sending.
+ *
+ * Client. dt_server_request resolves HOST:PORT, connects without blocking
+ * (poll with a timeout), sends an HTTP/1.0 request with "Connection: close"
+ * and reads until the server closes, so no chunked decoding is needed.
+ */
+#include "dtune/server.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dtune/report.h"
+
+struct dt_server {
+    struct MHD_Daemon *daemon;
+    dt_run_state *rs;
+    int port;
+};
+
+/* A built page: status, content type and a malloc'd body. */
+typedef struct page {
+    unsigned status;
+    const char *type;
+    char *body;
+    size_t len;
+} page;
+
+typedef int (*page_builder)(const dt_run_state *snap, page *out);
+
+#define MAX_REPLY_BYTES (64u << 20)
+
+/* ---- addresses ------------------------------------------------------------ */
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* Splits "HOST:PORT", "[V6]:PORT" or "PORT" (host 127.0.0.1). */
+static int split_addr(const char *addr, char *host, size_t hlen, char *port, size_t plen,
+                      dt_error *err)
+{
+    const char *colon = strrchr(addr, ':');
+    if (all_digits(addr)) {
+        snprintf(host, hlen, "127.0.0.1");
+        colon = addr - 1;
+    } else if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':' || (size_t)(close - addr - 1) >= hlen)
+            return dt_error_set(err, DT_EINVAL, "address '%s': expected [IPv6]:PORT", addr);
+        snprintf(host, hlen, "%.*s", (int)(close - addr - 1), addr + 1);
+        colon = close + 1;
+    } else {
+        if (!colon || colon == addr || strchr(addr, ':') != colon || (size_t)(colon - addr) >= hlen)
+            return dt_error_set(err, DT_EINVAL,
+                                "address '%s': expected HOST:PORT (IPv6 as [ADDR]:PORT)", addr);
+        snprintf(host, hlen, "%.*s", (int)(colon - addr), addr);
+    }
+    const char *digits = colon + 1;
+    if (!all_digits(digits) || strlen(digits) > 5 || atoi(digits) > 65535)
+        return dt_error_set(err, DT_EINVAL, "address '%s': port must be 0 to 65535", addr);
+    snprintf(port, plen, "%s", digits);
+    return 0;
+}
+
+/* Resolves addr; *res is freed by the caller with freeaddrinfo. */
+static int resolve(const char *addr, struct addrinfo **res, dt_error *err)
+{
+    char host[256], port[8];
+    int rc = split_addr(addr, host, sizeof host, port, sizeof port, err);
+    if (rc)
+        return rc;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICSERV };
+    int gai = getaddrinfo(host, port, &hints, res);
+    if (gai != 0)
+        return dt_error_set(err, DT_EINVAL, "address '%s': %s", addr, gai_strerror(gai));
+    return 0;
+}
+
+/* ---- pages ---------------------------------------------------------------- */
+
+/* Closes the memory stream f that writes *buf and *len, and makes it the page. */
+static int page_from_stream(FILE *f, char **buf, size_t *len, page *out)
+{
+    if (fclose(f) != 0) {
+        free(*buf);
+        return DT_ENOMEM;
+    }
+    out->status = MHD_HTTP_OK;
+    out->body = *buf;
+    out->len = *len;
+    return 0;
+}
+
+static const char *current_task_name(const dt_run_state *rs)
+{
+    int k = rs->current_task;
+    return k >= 0 && k < rs->ntasks ? rs->tasks[k].name : NULL;
+}
+
+static double speedup(const dt_run_state *rs)
+{
+    return rs->latency_ms > 0 && rs->start_latency_ms > 0 ? rs->start_latency_ms / rs->latency_ms
+                                                           : NAN;
+}
+
+static json_t *number_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int put(json_t *obj, const char *key, json_t *value)
+{
+    return json_object_set_new(obj, key, value) != 0;
+}
+
+static json_t *status_task(const dt_task_state *t)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = put(o, "name", json_string(t->name)) | put(o, "kind", json_string(t->kind)) |
+              put(o, "shape", json_string(t->shape)) | put(o, "count", json_integer(t->count)) |
+              put(o, "best_gflops", number_or_null(t->best_gflops)) |
+              put(o, "best_latency_ms", number_or_null(t->best_latency_ms)) |
+              put(o, "peak_gflops", number_or_null(t->peak_gflops)) |
+              put(o, "trials", json_integer(t->trials)) | put(o, "slots", json_integer(t->slots)) |
+              put(o, "finished", json_boolean(t->finished));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *status_json(const dt_run_state *rs)
+{
+    json_t *o = json_object(), *tasks = json_array();
+    const char *current = current_task_name(rs);
+    if (!o || !tasks) {
+        json_decref(o);
+        json_decref(tasks);
+        return NULL;
+    }
+    int bad =
+        put(o, "run", json_string(rs->run_dir)) | put(o, "model", json_string(rs->model)) |
+        put(o, "target", json_string(rs->target)) | put(o, "policy", json_string(rs->policy)) |
+        put(o, "strategy", json_string(rs->strategy)) | put(o, "phase", json_string(rs->phase)) |
+        put(o, "elapsed_s", number_or_null(rs->elapsed)) |
+        put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
+        put(o, "current_task", current ? json_string(current) : json_null()) |
+        put(o, "model_latency_ms", number_or_null(rs->latency_ms)) |
+        put(o, "start_latency_ms", number_or_null(rs->start_latency_ms)) |
+        put(o, "speedup", number_or_null(speedup(rs))) |
+        put(o, "target_latency_ms",
+            rs->target_latency_ms > 0 ? number_or_null(rs->target_latency_ms) : json_null()) |
+        put(o, "reached_at_s", rs->reached_at >= 0 ? number_or_null(rs->reached_at) : json_null()) |
+        put(o, "tasks", tasks);
+    for (int k = 0; k < rs->ntasks && !bad; k++)
+        bad = json_array_append_new(tasks, status_task(&rs->tasks[k])) != 0;
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int build_status(const dt_run_state *rs, page *out)
+{
+    json_t *doc = status_json(rs);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                           JSON_REAL_PRECISION(12))
+                     : NULL;
+    json_decref(doc);
+    if (!text)
+        return DT_ENOMEM;
+    out->status = MHD_HTTP_OK;
+    out->type = "application/json";
+    out->body = text;
+    out->len = strlen(text);
+    return 0;
+}
+
+/* One Prometheus sample value: Go-style NaN and infinities. */
+static void prom_value(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs("NaN", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "+Inf" : "-Inf", f);
+    else
+        fprintf(f, "%.12g", v);
+}
+
+static void prom_gauge(FILE *f, const char *name, const char *help, double v)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s ", name, help, name, name);
+    prom_value(f, v);
+    fputc('\n', f);
+}
+
+/* A label value with \, " and newline escaped as the exposition format asks. */
+static void prom_label(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f);
+        if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+typedef double (*task_field)(const dt_task_state *t);
+
+static double task_best_gflops(const dt_task_state *t) { return t->best_gflops; }
+static double task_best_latency(const dt_task_state *t) { return t->best_latency_ms; }
+static double task_trials(const dt_task_state *t) { return t->trials; }
+static double task_slots(const dt_task_state *t) { return t->slots; }
+static double task_finished(const dt_task_state *t) { return t->finished; }
+
+static void prom_task_gauge(FILE *f, const dt_run_state *rs, const char *name, const char *help,
+                            task_field field)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    for (int k = 0; k < rs->ntasks; k++) {
+        fprintf(f, "%s{task=\"", name);
+        prom_label(f, rs->tasks[k].name);
+        fputs("\"} ", f);
+        prom_value(f, field(&rs->tasks[k]));
+        fputc('\n', f);
+    }
+}
+
+static int build_metrics(const dt_run_state *rs, page *out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return DT_ENOMEM;
+    prom_gauge(f, "dtune_model_latency_ms",
+               "Model latency now: sum over tasks of count x best latency, in ms.", rs->latency_ms);
+    prom_gauge(f, "dtune_start_latency_ms", "Model latency after warm-up, in ms.",
+               rs->start_latency_ms);
+    prom_gauge(f, "dtune_target_latency_ms", "Latency target in ms (0: none).",
+               rs->target_latency_ms);
+    prom_gauge(f, "dtune_target_reached", "1 once the model latency met the target.",
+               rs->reached_at >= 0);
+    prom_gauge(f, "dtune_elapsed_seconds", "Tuning time spent, across resumes.", rs->elapsed);
+    prom_gauge(f, "dtune_budget_seconds", "Tuning time budget of the run.", rs->budget);
+    prom_gauge(f, "dtune_slot", "Index of the current tuning slot.", rs->slot);
+    prom_task_gauge(f, rs, "dtune_task_best_gflops", "Best measured GFLOPS of a task.",
+                    task_best_gflops);
+    prom_task_gauge(f, rs, "dtune_task_best_latency_ms", "Best latency of one run of a task, ms.",
+                    task_best_latency);
+    prom_task_gauge(f, rs, "dtune_task_trials", "Configurations measured for a task.",
+                    task_trials);
+    prom_task_gauge(f, rs, "dtune_task_slots", "Slots a task has been given.", task_slots);
+    prom_task_gauge(f, rs, "dtune_task_finished", "1 once a task's tuning is finished.",
+                    task_finished);
+    out->type = "text/plain; version=0.0.4; charset=utf-8";
+    return page_from_stream(f, &buf, &len, out);
+}
+
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void html_head(FILE *f, const dt_run_state *rs)
+{
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+          "<meta http-equiv=\"refresh\" content=\"5\"><title>dtune: ", f);
+    html_text(f, rs->model);
+    fprintf(f, " %.4g ms</title>\n<style>body{font-family:sans-serif;margin:1.5em}"
+               "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right}"
+               "td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f2f2f2}"
+               "</style></head><body>\n<h1>dtune: ", rs->latency_ms);
+    html_text(f, rs->model);
+    fputs(" on ", f);
+    html_text(f, rs->target);
+    fputs("</h1>\n", f);
+}
+
+static void html_summary(FILE *f, const dt_run_state *rs)
+{
+    char elapsed[32], budget[32], reached[32];
+    const char *current = current_task_name(rs);
+    dt_report_format_duration(rs->elapsed, elapsed, sizeof elapsed);
+    dt_report_format_duration(rs->budget, budget, sizeof budget);
+    dt_report_format_duration(rs->reached_at, reached, sizeof reached);
+    fputs("<p>policy ", f);
+    html_text(f, rs->policy);
+    fputs(", strategy ", f);
+    html_text(f, rs->strategy);
+    fputs(", phase ", f);
+    html_text(f, rs->phase);
+    fprintf(f, "; %s of %s, slot %d, task ", elapsed, budget, rs->slot);
+    html_text(f, current ? current : "-");
+    fprintf(f, "</p>\n<p><b>model latency %.4g ms</b> (%.4g ms at start, %.2fx faster)", rs->latency_ms,
+            rs->start_latency_ms, speedup(rs));
+    if (rs->target_latency_ms > 0)
+        fprintf(f, "; target %.4g ms, %s%s", rs->target_latency_ms,
+                rs->reached_at >= 0 ? "reached after " : "not reached yet",
+                rs->reached_at >= 0 ? reached : "");
+    fputs("</p>\n<p><img src=\"/latency.svg\" alt=\"model latency over time\" width=\"900\"></p>\n",
+          f);
+}
+
+static void html_tasks(FILE *f, const dt_run_state *rs)
+{
+    fputs("<table><tr><th>task</th><th>kind</th><th>shape</th><th>count</th><th>best GFLOPS</th>"
+          "<th>% peak</th><th>best ms</th><th>trials</th><th>slots</th><th>state</th></tr>\n", f);
+    for (int k = 0; k < rs->ntasks; k++) {
+        const dt_task_state *t = &rs->tasks[k];
+        fputs("<tr><td>", f);
+        html_text(f, t->name);
+        fputs("</td><td>", f);
+        html_text(f, t->kind);
+        fputs("</td><td>", f);
+        html_text(f, t->shape);
+        fprintf(f, "</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.4g</td><td>%d</td><td>%d</td>"
+                   "<td>%s</td></tr>\n", t->count, t->best_gflops,
+                t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0,
+                t->best_latency_ms, t->trials, t->slots,
+                t->finished ? "finished" : k == rs->current_task ? "tuning" : "");
+    }
+    fputs("</table>\n<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a>"
+          " &middot; <a href=\"/latency.svg\">/latency.svg</a></p>\n</body></html>\n", f);
+}
+
+static int build_html(const dt_run_state *rs, page *out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return DT_ENOMEM;
+    html_head(f, rs);
+    html_summary(f, rs);
+    html_tasks(f, rs);
+    out->type = "text/html; charset=utf-8";
+    return page_from_stream(f, &buf, &len, out);
+}
+
+static int text_page(page *out, unsigned status, const char *text)
+{
+    out->status = status;
+    out->type = "text/plain; charset=utf-8";
+    out->body = strdup(text);
+    out->len = out->body ? strlen(text) : 0;
+    return out->body ? 0 : DT_ENOMEM;
+}
+
+/* Reads all of fd into a malloc'd buffer. */
+static char *read_fd(int fd, size_t *len)
+{
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap);
+    *len = 0;
+    while (buf) {
+        if (*len == cap) {
+            char *grown = cap < MAX_REPLY_BYTES ? realloc(buf, cap *= 2) : NULL;
+            if (!grown)
+                break;
+            buf = grown;
+        }
+        ssize_t n = read(fd, buf + *len, cap - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            return buf;
+        if (n < 0)
+            break;
+        *len += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+static int build_svg(const dt_run_state *rs, page *out)
+{
+    char path[DT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/latency.svg", rs->run_dir[0] ? rs->run_dir : ".");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return text_page(out, MHD_HTTP_NOT_FOUND, "latency.svg is written after the first slot\n");
+    if (fd < 0)
+        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "latency.svg cannot be read\n");
+    out->body = read_fd(fd, &out->len);
+    close(fd);
+    if (!out->body)
+        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "latency.svg cannot be read\n");
+    out->status = MHD_HTTP_OK;
+    out->type = "image/svg+xml";
+    return 0;
+}
+
+static const struct {
+    const char *path;
+    page_builder build;
+} routes[] = {
+    { "/", build_html },
+    { "/status", build_status },
+    { "/metrics", build_metrics },
+    { "/latency.svg", build_svg },
+};
+
+/* ---- MHD glue ------------------------------------------------------------- */
+
+/* Hands p to MHD (which frees the body) and queues it. */
+static enum MHD_Result send_page(struct MHD_Connection *conn, page *p, const char *allow)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(p->len, p->body,
+                                                                MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(p->body);
+        return MHD_NO;
+    }
+    enum MHD_Result ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->type);
+    if (ok == MHD_YES)
+        ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (ok == MHD_YES && allow)
+        ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (ok == MHD_YES)
+        ok = MHD_queue_response(conn, p->status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static enum MHD_Result serve_route(dt_server *s, struct MHD_Connection *conn, page_builder build)
+{
+    dt_run_state snap;
+    page p = { 0 };
+    if (dt_run_state_copy(&snap, s->rs) != 0)
+        return MHD_NO;
+    int rc = build(&snap, &p);
+    dt_run_state_destroy(&snap);
+    if (rc != 0)
+        return MHD_NO;
+    return send_page(conn, &p, NULL);
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    page p = { 0 };
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+        if (text_page(&p, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are answered here\n"))
+            return MHD_NO;
+        return send_page(conn, &p, "GET, HEAD");
+    }
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strcmp(url, routes[i].path) == 0)
+            return serve_route(cls, conn, routes[i].build);
+    if (text_page(&p, MHD_HTTP_NOT_FOUND, "not found; try /, /status, /metrics or /latency.svg\n"))
+        return MHD_NO;
+    return send_page(conn, &p, NULL);
+}
+
+/* Explains why addr cannot be listened on, by trying to bind it. */
+static int bind_error(const struct addrinfo *ai, const char *addr, dt_error *err)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    int one = 1, e = 0;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1) != 0)
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (e == EADDRINUSE)
+        return dt_error_set(err, DT_EIO,
+                            "status server: %s is already in use (another dtune running? "
+                            "set server.listen to another port, or \"off\")", addr);
+    if (e)
+        return dt_error_set(err, DT_EIO, "status server: cannot listen on %s: %s", addr,
+                            strerror(e));
+    return dt_error_set(err, DT_ELIB, "status server: libmicrohttpd could not start on %s", addr);
+}
+
+static struct MHD_Daemon *start_daemon(const struct addrinfo *ai, dt_server *s)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, s, MHD_OPTION_SOCK_ADDR,
+                            ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+}
+
+int dt_server_start(const char *listen, dt_run_state *rs, dt_server **out, dt_error *err)
+{
+    *out = NULL;
+    if (!listen || !listen[0] || strcmp(listen, "off") == 0)
+        return 0;
+    struct addrinfo *res = NULL;
+    int rc = resolve(listen, &res, err);
+    if (rc)
+        return rc;
+    dt_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        freeaddrinfo(res);
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    s->rs = rs;
+    s->daemon = start_daemon(res, s);
+    const union MHD_DaemonInfo *info =
+        s->daemon ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+    if (!s->daemon)
+        rc = bind_error(res, listen, err);
+    else if (!info)
+        rc = dt_error_set(err, DT_ELIB, "status server: libmicrohttpd reports no port");
+    freeaddrinfo(res);
+    if (rc) {
+        dt_server_stop(s);
+        return rc;
+    }
+    s->port = info->port;
+    *out = s;
+    return 0;
+}
+
+int dt_server_port(const dt_server *server)
+{
+    return server ? server->port : 0;
+}
+
+void dt_server_stop(dt_server *server)
+{
+    if (!server)
+        return;
+    if (server->daemon)
+        MHD_stop_daemon(server->daemon);
+    free(server);
+}
+
+/* ---- client --------------------------------------------------------------- */
+
+/* Waits for events on fd; returns 0, or -1 with errno (ETIMEDOUT on time-out). */
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = events };
+    int n;
+    do
+        n = poll(&pfd, 1, timeout_ms);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        errno = ETIMEDOUT;
+    return n > 0 ? 0 : -1;
+}
+
+/* A connected socket to one resolved address, or -1 with errno. */
+static int connect_one(const struct addrinfo *ai, int timeout_ms)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    int so_error = 0;
+    socklen_t len = sizeof so_error;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, timeout_ms) != 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 || so_error != 0) {
+            int e = so_error ? so_error : errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+    }
+    return fd;
+}
+
+static int connect_addr(const char *addr, int timeout_ms, dt_error *err)
+{
+    struct addrinfo *res = NULL;
+    int rc = resolve(addr, &res, err);
+    if (rc)
+        return rc;
+    int fd = -1, e = ECONNREFUSED;
+    for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        fd = connect_one(ai, timeout_ms);
+        if (fd < 0)
+            e = errno;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return dt_error_set(err, DT_EIO, "cannot connect to %s: %s", addr, strerror(e));
+    return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len, int timeout_ms)
+{
+    while (len > 0) {
+        if (wait_fd(fd, POLLOUT, timeout_ms) != 0)
+            return -1;
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads until the peer closes; returns a malloc'd NUL-terminated buffer. */
+static char *recv_all(int fd, int timeout_ms, size_t *len)
+{
+    size_t cap = 1 << 14;
+    char *buf = malloc(cap);
+    *len = 0;
+    while (buf) {
+        if (*len + 1 >= cap) {
+            char *grown = cap < MAX_REPLY_BYTES ? realloc(buf, cap *= 2) : NULL;
+            if (!grown)
+                break;
+            buf = grown;
+        }
+        if (wait_fd(fd, POLLIN, timeout_ms) != 0)
+            break;
+        ssize_t n = recv(fd, buf + *len, cap - *len - 1, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n < 0)
+            break;
+        if (n == 0) {
+            buf[*len] = '\0';
+            return buf;
+        }
+        *len += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Splits raw ("HTTP/1.x NNN ...\r\nheaders\r\n\r\nbody") into reply. */
+static int parse_reply(char *raw, size_t len, dt_http_reply *reply)
+{
+    char *line_end = strstr(raw, "\r\n");
+    char *blank = strstr(raw, "\r\n\r\n");
+    int status = 0;
+    if (!line_end || !blank || sscanf(raw, "HTTP/%*d.%*d %d", &status) != 1 || status < 100)
+        return -1;
+    size_t head_len = (size_t)(blank + 2 - (line_end + 2));
+    reply->status = status;
+    reply->headers = strndup(line_end + 2, head_len);
+    reply->body_len = len - (size_t)(blank + 4 - raw);
+    reply->body = malloc(reply->body_len + 1);
+    if (!reply->headers || !reply->body)
+        return -2;
+    memcpy(reply->body, blank + 4, reply->body_len);
+    reply->body[reply->body_len] = '\0';
+    return 0;
+}
+
+static int exchange(int fd, const char *addr, const char *request, int timeout_ms,
+                    dt_http_reply *reply, dt_error *err)
+{
+    size_t len = 0;
+    if (send_all(fd, request, strlen(request), timeout_ms) != 0)
+        return dt_error_set(err, DT_EIO, "%s: sending the request: %s", addr, strerror(errno));
+    char *raw = recv_all(fd, timeout_ms, &len);
+    if (!raw)
+        return dt_error_set(err, DT_EIO, "%s: reading the reply: %s", addr,
+                            errno ? strerror(errno) : "too large");
+    int rc = parse_reply(raw, len, reply);
+    free(raw);
+    if (rc == -2)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    if (rc)
+        return dt_error_set(err, DT_EIO, "%s: not an HTTP reply", addr);
+    return 0;
+}
+
+int dt_server_request(const char *addr, const char *method, const char *path, int timeout_ms,
+                      dt_http_reply *reply, dt_error *err)
+{
+    char request[1024];
+    memset(reply, 0, sizeof *reply);
+    if ((size_t)snprintf(request, sizeof request,
+                         "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n"
+                         "User-Agent: dtune\r\n\r\n",
+                         method, path, addr) >= sizeof request)
+        return dt_error_set(err, DT_EINVAL, "request line too long");
+    int fd = connect_addr(addr, timeout_ms, err);
+    if (fd < 0)
+        return fd;
+    errno = 0;
+    int rc = exchange(fd, addr, request, timeout_ms, reply, err);
+    close(fd);
+    if (rc)
+        dt_server_reply_free(reply);
+    return rc;
+}
+
+void dt_server_reply_free(dt_http_reply *reply)
+{
+    if (!reply)
+        return;
+    free(reply->headers);
+    free(reply->body);
+    reply->headers = NULL;
+    reply->body = NULL;
+}
+
+int dt_server_reply_header(const dt_http_reply *reply, const char *name, char *buf, size_t len)
+{
+    size_t nlen = strlen(name);
+    for (const char *line = reply->headers; line && *line;) {
+        const char *end = strstr(line, "\r\n");
+        if (!end)
+            end = line + strlen(line);
+        if (strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            const char *v = line + nlen + 1;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            snprintf(buf, len, "%.*s", (int)(end - v), v);
+            return 0;
+        }
+        line = *end ? end + 2 : end;
+    }
+    return -1;
+}

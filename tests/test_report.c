@@ -1,0 +1,515 @@
+/* test_report.c — latency.csv (header, rows, resume, torn rows, another
+ * model's file), best.json (round trip through jansson, missing and garbled
+ * files), latency.svg and multi-curve SVGs drawn by PLplot (valid-looking SVG,
+ * title and legend text, no stray output, bad input, several threads at once)
+ * and `dtune report`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtune/cli.h"
+#include "dtune/report.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *make_run_dir(void)
+{
+    char *dir = strdup("/tmp/dtune_test_report_XXXXXX");
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_run_dir(char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    char path[1024];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        assert_int_equal(unlink(path), 0);
+    }
+    closedir(d);
+    assert_int_equal(rmdir(dir), 0);
+    free(dir);
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void append_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+/* PLplot writes text as character references (&#x72;); turns the ASCII ones
+ * back into characters so tests can search for words. */
+static char *decode_char_refs(const char *svg)
+{
+    char *out = malloc(strlen(svg) + 1), *o = out;
+    assert_non_null(out);
+    while (*svg) {
+        unsigned code;
+        int used = 0;
+        if (sscanf(svg, "&#x%x;%n", &code, &used) == 1 && used > 0 && code < 128) {
+            *o++ = (char)code;
+            svg += used;
+        } else {
+            *o++ = *svg++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static const char *const task_names[] = { "conv1", "layer1,3x3", "fc" };
+
+/* A three-task run of model "tiny" on cpu, with npoints latency points. */
+static void fill_run(dt_run_state *rs, const char *dir, int npoints)
+{
+    assert_int_equal(dt_run_state_init_empty(rs, 3), 0);
+    snprintf(rs->run_dir, sizeof rs->run_dir, "%s", dir);
+    snprintf(rs->model, sizeof rs->model, "tiny");
+    snprintf(rs->target, sizeof rs->target, "cpu");
+    snprintf(rs->policy, sizeof rs->policy, "dynatune");
+    snprintf(rs->strategy, sizeof rs->strategy, "chameleon");
+    snprintf(rs->phase, sizeof rs->phase, "tuning");
+    rs->budget = 3600;
+    rs->target_latency_ms = 1.37;
+    rs->start_latency_ms = 2.913;
+    for (int k = 0; k < 3; k++) {
+        dt_task_state *t = &rs->tasks[k];
+        snprintf(t->name, sizeof t->name, "%s", task_names[k]);
+        snprintf(t->kind, sizeof t->kind, k == 2 ? "dense" : "conv2d");
+        snprintf(t->shape, sizeof t->shape, "1x%dx56x56 k3x3 s1 p1 -> 64", 16 + k);
+        t->count = k + 1;
+        t->gflop = 0.231 * (k + 1);
+        t->best_latency_ms = 0.4137 / (k + 1);
+        t->peak_gflops = 1234.5;
+    }
+    rs->tasks[0].best_gflops = 558.31;
+    rs->tasks[0].best_config = 9876543210ULL;
+    snprintf(rs->tasks[0].best_knobs, sizeof rs->tasks[0].best_knobs, "tile_co=16 vec=8");
+    rs->tasks[0].trials = 417;
+    rs->tasks[0].slots = 7;
+    rs->tasks[0].finished = true;
+    for (int i = 0; i < npoints; i++) {
+        dt_latency_point p = { 37.25 * (i + 1), i, i % 3, 2.913 - 0.23 * i };
+        assert_int_equal(dt_run_state_add_point(rs, &p), 0);
+    }
+    rs->elapsed = 37.25 * npoints + 3.5;
+    rs->slot = npoints - 1;
+    rs->latency_ms = npoints ? rs->points[npoints - 1].model_latency_ms : 0;
+}
+
+static void path_in(char *buf, size_t len, const char *dir, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* ---- latency.csv ---------------------------------------------------------- */
+
+static void test_csv_header_and_rows(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state rs;
+    dt_error err;
+    fill_run(&rs, dir, 0);
+    assert_int_equal(dt_report_append_csv(&rs, &err), DT_EINVAL); /* no point yet */
+    dt_run_state_destroy(&rs);
+    fill_run(&rs, dir, 1);
+    assert_int_equal(dt_report_append_csv(&rs, &err), 0);
+    dt_latency_point p = { 81.625, 1, 2, 2.4567 };
+    assert_int_equal(dt_run_state_add_point(&rs, &p), 0);
+    rs.tasks[2].best_latency_ms = 0.0917;
+    assert_int_equal(dt_report_append_csv(&rs, &err), 0);
+    path_in(path, sizeof path, dir, "latency.csv");
+    char *text = read_text(path);
+    assert_string_equal(text, "elapsed_s,slot,task,model_latency_ms,conv1,\"layer1,3x3\",fc\n"
+                              "37.250,0,conv1,2.913,0.4137,0.20685,0.1379\n"
+                              "81.625,1,fc,2.4567,0.4137,0.20685,0.0917\n");
+    free(text);
+    dt_run_state_destroy(&rs);
+    remove_run_dir(dir);
+}
+
+static void test_csv_resume(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state rs;
+    dt_error err;
+    fill_run(&rs, dir, 2);
+    assert_int_equal(dt_report_append_csv(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    path_in(path, sizeof path, dir, "latency.csv");
+    append_text(path, "99.1,7,con"); /* torn row: the process died mid-write */
+    fill_run(&rs, dir, 3);           /* the resumed run */
+    assert_int_equal(dt_report_append_csv(&rs, &err), 0);
+    char *text = read_text(path);
+    assert_int_equal(count_lines(text), 3);
+    assert_null(strstr(text, "99.1"));
+    assert_ptr_equal(strstr(text, "elapsed_s"), text);
+    assert_null(strstr(text + 1, "elapsed_s")); /* one header only */
+    assert_non_null(strstr(text, "\n111.750,2,fc,2.453,"));
+    free(text);
+    snprintf(rs.tasks[1].name, sizeof rs.tasks[1].name, "other");
+    assert_int_equal(dt_report_append_csv(&rs, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "latency.csv"));
+    dt_run_state_destroy(&rs);
+    remove_run_dir(dir);
+}
+
+/* ---- best.json ------------------------------------------------------------ */
+
+static void assert_close(double got, double want)
+{
+    if (fabs(got - want) > 1e-9 * fabs(want))
+        fail_msg("got %.17g, want %.17g", got, want);
+}
+
+static void test_best_round_trip(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state rs, back;
+    dt_error err;
+    fill_run(&rs, dir, 4);
+    rs.reached_at = 133.375;
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    assert_int_equal(dt_report_load_best(dir, &back, &err), 0);
+    assert_string_equal(back.model, "tiny");
+    assert_string_equal(back.policy, "dynatune");
+    assert_int_equal(back.ntasks, 3);
+    assert_int_equal(back.slot, 3);
+    assert_close(back.elapsed, rs.elapsed);
+    assert_close(back.latency_ms, rs.latency_ms);
+    assert_close(back.start_latency_ms, 2.913);
+    assert_close(back.target_latency_ms, 1.37);
+    assert_close(back.reached_at, 133.375);
+    for (int k = 0; k < 3; k++) {
+        assert_string_equal(back.tasks[k].name, rs.tasks[k].name);
+        assert_string_equal(back.tasks[k].shape, rs.tasks[k].shape);
+        assert_int_equal(back.tasks[k].count, rs.tasks[k].count);
+        assert_close(back.tasks[k].best_latency_ms, rs.tasks[k].best_latency_ms);
+        assert_close(back.tasks[k].peak_gflops, 1234.5);
+    }
+    assert_true(back.tasks[0].best_config == 9876543210ULL);
+    assert_string_equal(back.tasks[0].best_knobs, "tile_co=16 vec=8");
+    assert_close(back.tasks[0].best_gflops, 558.31);
+    assert_int_equal(back.tasks[0].trials, 417);
+    assert_int_equal(back.tasks[0].slots, 7);
+    assert_true(back.tasks[0].finished);
+    assert_false(back.tasks[1].finished);
+    dt_run_state_destroy(&back);
+
+    path_in(path, sizeof path, dir, "best.json");
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    assert_non_null(doc);
+    json_t *tasks = json_object_get(doc, "tasks");
+    assert_int_equal(json_array_size(tasks), 3);
+    assert_true(json_is_null(json_object_get(json_array_get(tasks, 1), "best_config")));
+    assert_true(json_is_integer(json_object_get(json_array_get(tasks, 0), "best_config")));
+    json_decref(doc);
+    assert_int_equal(count_files(dir), 1); /* no temporary file left behind */
+    dt_run_state_destroy(&rs);
+    remove_run_dir(dir);
+}
+
+static void test_best_bad_files(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state back;
+    dt_error err;
+    assert_int_equal(dt_report_load_best(dir, &back, &err), DT_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "best.json"));
+    path_in(path, sizeof path, dir, "best.json");
+    append_text(path, "{\"model\": \"tiny\",\n \"tasks\": [");
+    assert_int_equal(dt_report_load_best(dir, &back, &err), DT_EPARSE);
+    assert_non_null(strstr(err.msg, "best.json:"));
+    assert_int_equal(unlink(path), 0);
+    append_text(path, "{\"model\": \"tiny\", \"tasks\": [{\"name\": 3}]}");
+    assert_int_equal(dt_report_load_best(dir, &back, &err), DT_EPARSE);
+    assert_non_null(strstr(err.msg, "target")); /* the first missing field is named */
+    remove_run_dir(dir);
+}
+
+/* ---- SVG ------------------------------------------------------------------ */
+
+static void assert_svg_like(const char *svg)
+{
+    assert_true(strncmp(svg, "<?xml", 5) == 0 || strncmp(svg, "<svg", 4) == 0);
+    assert_non_null(strstr(svg, "<svg"));
+    assert_non_null(strstr(svg, "</svg>"));
+    assert_true(strstr(svg, "<polyline") != NULL || strstr(svg, "<path") != NULL);
+}
+
+/* Runs render with stdout and stderr sent to a file; returns bytes printed. */
+static long output_of(int (*render)(const dt_run_state *, dt_error *), const dt_run_state *rs,
+                      int *rc, dt_error *err)
+{
+    char capture[] = "/tmp/dtune_test_report_out_XXXXXX";
+    int fd = mkstemp(capture);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    assert_true(dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0);
+    *rc = render(rs, err);
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(saved_out, 1) >= 0 && dup2(saved_err, 2) >= 0);
+    close(saved_out);
+    close(saved_err);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    close(fd);
+    unlink(capture);
+    return (long)st.st_size;
+}
+
+static void test_latency_svg(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state rs;
+    dt_error err;
+    int rc;
+    fill_run(&rs, dir, 6);
+    rs.reached_at = 150.5;
+    assert_int_equal(output_of(dt_report_write_svg, &rs, &rc, &err), 0); /* PLplot is quiet */
+    if (rc)
+        fail_msg("%s", err.msg);
+    path_in(path, sizeof path, dir, "latency.svg");
+    char *svg = read_text(path), *text = decode_char_refs(svg);
+    assert_svg_like(svg);
+    assert_non_null(strstr(text, "tiny on cpu, policy dynatune"));
+    assert_non_null(strstr(text, "target 1.37 ms"));
+    assert_non_null(strstr(text, "target reached at"));
+    assert_non_null(strstr(text, "model latency (ms)"));
+    free(svg);
+    free(text);
+    assert_int_equal(count_files(dir), 1);
+
+    dt_run_state_destroy(&rs);
+    fill_run(&rs, dir, 0); /* before the first slot: empty axes, still a file */
+    assert_int_equal(dt_report_write_svg(&rs, &err), 0);
+    svg = read_text(path);
+    assert_svg_like(svg);
+    free(svg);
+    dt_run_state_destroy(&rs);
+    remove_run_dir(dir);
+}
+
+static void test_svg_curves(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[1024];
+    double x[4] = { 0, 61.5, 123.25, 300.75 };
+    double y1[4] = { 9.81, 7.25, 5.125, 4.0625 }, y2[4] = { 9.81, 8.5, 6.75, 3.3125 };
+    dt_report_curve curves[3] = { { "sequential", 4, x, y1 }, { "dynatune", 4, x, y2 },
+                           { "round_#robin", 0, NULL, NULL } };
+    dt_error err;
+    path_in(path, sizeof path, dir, "compare.svg");
+    int rc = dt_report_svg_curves(path, "resnet18: policies", "time (s)", "latency (ms)",
+                                  curves, 3, 4.5, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    char *svg = read_text(path), *text = decode_char_refs(svg);
+    assert_svg_like(svg);
+    assert_non_null(strstr(text, "resnet18: policies"));
+    assert_non_null(strstr(text, "sequential"));
+    assert_non_null(strstr(text, "dynatune"));
+    assert_non_null(strstr(text, "round_#robin")); /* '#' is not a PLplot escape here */
+    free(svg);
+    free(text);
+
+    assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", curves, 0, 0, &err), DT_EINVAL);
+    double bad[4] = { 1, NAN, 2, 3 };
+    dt_report_curve nan_curve = { "nan", 4, x, bad };
+    assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", &nan_curve, 1, 0, &err),
+                     DT_EINVAL);
+    assert_int_equal(dt_report_svg_curves("/nonexistent_dir_dtune/x.svg", "t", "x", "y", curves,
+                                          1, 0, &err),
+                     DT_EIO);
+    /* PLplot is usable again after refusals. */
+    assert_int_equal(dt_report_svg_curves(path, "again", "x", "y", curves, 2, 0, &err), 0);
+    assert_int_equal(count_files(dir), 1);
+    remove_run_dir(dir);
+}
+
+typedef struct chart_job {
+    char path[1024];
+    int rc;
+} chart_job;
+
+static void *draw_charts(void *arg)
+{
+    chart_job *job = arg;
+    double x[3] = { 0, 10.5, 20.25 }, y[3] = { 3.5, 2.25, 1.125 };
+    dt_report_curve curve = { "a", 3, x, y };
+    dt_error err;
+    for (int i = 0; i < 4 && job->rc == 0; i++)
+        job->rc = dt_report_svg_curves(job->path, "threads", "x", "y", &curve, 1, 0, &err);
+    return NULL;
+}
+
+static void test_charts_from_threads(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir();
+    chart_job jobs[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(jobs[i].path, sizeof jobs[i].path, "%s/chart%d.svg", dir, i);
+        jobs[i].rc = 0;
+        assert_int_equal(pthread_create(&threads[i], NULL, draw_charts, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_int_equal(jobs[i].rc, 0);
+        char *svg = read_text(jobs[i].path);
+        assert_svg_like(svg);
+        free(svg);
+    }
+    assert_int_equal(count_files(dir), 3);
+    remove_run_dir(dir);
+}
+
+/* ---- dtune report --------------------------------------------------------- */
+
+/* Runs dtune report with argv, stdout and stderr captured into out. */
+static int run_report(char **argv, int argc, char *out, size_t len)
+{
+    char capture[] = "/tmp/dtune_test_report_out_XXXXXX";
+    int fd = mkstemp(capture);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    assert_true(dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0);
+    int status = dt_cmd_report(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(saved_out, 1) >= 0 && dup2(saved_err, 2) >= 0);
+    close(saved_out);
+    close(saved_err);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(capture);
+    return status;
+}
+
+static void test_report_command(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), out[8192];
+    char *help[] = { "report", "--help", NULL };
+    char *missing[] = { "report", "/nonexistent_dir_dtune", NULL };
+    char *run[] = { "report", dir, NULL };
+    assert_int_equal(run_report(help, 2, out, sizeof out), 0);
+    assert_non_null(strstr(out, "usage: dtune report RUN_DIR"));
+    assert_int_equal(run_report(missing, 2, out, sizeof out), 2);
+    assert_non_null(strstr(out, "/nonexistent_dir_dtune"));
+    assert_int_equal(run_report(run, 2, out, sizeof out), 2); /* no best.json yet */
+    assert_non_null(strstr(out, "best.json"));
+
+    dt_run_state rs;
+    dt_error err;
+    fill_run(&rs, dir, 3);
+    rs.latency_ms = 0.4137 * 3; /* each task's share: count x latency / model */
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    assert_int_equal(run_report(run, 2, out, sizeof out), 0);
+    assert_non_null(strstr(out, "tiny on cpu, policy dynatune"));
+    assert_non_null(strstr(out, "1.2411 ms now, 2.9130 ms at start (2.35x faster)"));
+    assert_non_null(strstr(out, "%latency"));
+    const char *conv1 = strstr(out, "\nconv1 ");
+    assert_non_null(conv1);
+    assert_non_null(strstr(conv1, "558.3  45.2%    33.3%      7     417  finished"));
+    assert_non_null(strstr(out, "\nlayer1,3x3 "));
+    dt_run_state_destroy(&rs);
+    remove_run_dir(dir);
+}
+
+static void test_format_duration(void **state)
+{
+    (void)state;
+    char buf[32];
+    dt_report_format_duration(42.46, buf, sizeof buf);
+    assert_string_equal(buf, "42.5s");
+    dt_report_format_duration(423.4, buf, sizeof buf);
+    assert_string_equal(buf, "7m03s");
+    dt_report_format_duration(7500.2, buf, sizeof buf);
+    assert_string_equal(buf, "2h05m00s");
+    dt_report_format_duration(-1, buf, sizeof buf);
+    assert_string_equal(buf, "-");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_header_and_rows), cmocka_unit_test(test_csv_resume),
+        cmocka_unit_test(test_best_round_trip),     cmocka_unit_test(test_best_bad_files),
+        cmocka_unit_test(test_latency_svg),         cmocka_unit_test(test_svg_curves),
+        cmocka_unit_test(test_charts_from_threads), cmocka_unit_test(test_report_command),
+        cmocka_unit_test(test_format_duration),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

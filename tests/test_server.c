@@ -1,0 +1,401 @@
+/* test_server.c — the status server on loopback: /status as JSON with the
+ * run's numbers (and live updates), /metrics in Prometheus text format, /,
+ * /latency.svg, 404 and 405, HEAD, concurrent clients, a port in use, bad
+ * addresses, and `dtune status` against it. Only 127.0.0.1 and ::1 are used. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtune/cli.h"
+#include "dtune/report.h"
+#include "dtune/server.h"
+
+#define TIMEOUT_MS 3000
+
+typedef struct fixture {
+    char dir[64];
+    char addr[64];
+    dt_run_state rs;
+    dt_server *server;
+} fixture;
+
+static void fill_state(dt_run_state *rs, const char *dir)
+{
+    static const char *const names[] = { "conv1", "we\"ird<b>", "fc" };
+    assert_int_equal(dt_run_state_init_empty(rs, 3), 0);
+    snprintf(rs->run_dir, sizeof rs->run_dir, "%s", dir);
+    snprintf(rs->model, sizeof rs->model, "tiny");
+    snprintf(rs->target, sizeof rs->target, "cpu");
+    snprintf(rs->policy, sizeof rs->policy, "dynatune");
+    snprintf(rs->strategy, sizeof rs->strategy, "chameleon");
+    snprintf(rs->phase, sizeof rs->phase, "tuning");
+    rs->elapsed = 417.25;
+    rs->budget = 3600;
+    rs->slot = 11;
+    rs->current_task = 2;
+    rs->start_latency_ms = 5.8125;
+    rs->latency_ms = 2.34375;
+    rs->target_latency_ms = 2.5;
+    rs->reached_at = 390.5;
+    for (int k = 0; k < 3; k++) {
+        dt_task_state *t = &rs->tasks[k];
+        snprintf(t->name, sizeof t->name, "%s", names[k]);
+        snprintf(t->kind, sizeof t->kind, "conv2d");
+        snprintf(t->shape, sizeof t->shape, "1x%dx28x28 k3x3 s1 p1 -> 32", 8 * (k + 1));
+        t->count = k + 1;
+        t->best_gflops = 123.4375 * (k + 1);
+        t->best_latency_ms = 0.390625 * (k + 1);
+        t->peak_gflops = 1500;
+        t->trials = 64 * (k + 1);
+        t->slots = 3 + k;
+    }
+    for (int i = 0; i < 5; i++) {
+        dt_latency_point p = { 80.5 * (i + 1), i, i % 3, 5.8125 - 0.8 * i };
+        assert_int_equal(dt_run_state_add_point(rs, &p), 0);
+    }
+}
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/dtune_test_server_XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    fill_state(&fx->rs, fx->dir);
+    dt_error err;
+    int rc = dt_server_start("127.0.0.1:0", &fx->rs, &fx->server, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    assert_true(dt_server_port(fx->server) > 0);
+    snprintf(fx->addr, sizeof fx->addr, "127.0.0.1:%d", dt_server_port(fx->server));
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    char path[128];
+    dt_server_stop(fx->server);
+    dt_run_state_destroy(&fx->rs);
+    snprintf(path, sizeof path, "%s/latency.svg", fx->dir);
+    unlink(path);
+    rmdir(fx->dir);
+    free(fx);
+    return 0;
+}
+
+static void get(const fixture *fx, const char *method, const char *path, dt_http_reply *reply)
+{
+    dt_error err;
+    int rc = dt_server_request(fx->addr, method, path, TIMEOUT_MS, reply, &err);
+    if (rc)
+        fail_msg("%s %s: %s", method, path, err.msg);
+}
+
+static void assert_header(const dt_http_reply *reply, const char *name, const char *prefix)
+{
+    char value[256];
+    if (dt_server_reply_header(reply, name, value, sizeof value) != 0)
+        fail_msg("no %s header in:\n%s", name, reply->headers);
+    if (strncmp(value, prefix, strlen(prefix)) != 0)
+        fail_msg("%s is '%s', expected '%s...'", name, value, prefix);
+}
+
+static void test_status_json(void **state)
+{
+    fixture *fx = *state;
+    dt_http_reply reply;
+    get(fx, "GET", "/status", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_header(&reply, "Content-Type", "application/json");
+    json_error_t jerr;
+    json_t *st = json_loads(reply.body, 0, &jerr);
+    if (!st)
+        fail_msg("not JSON: %s\n%s", jerr.text, reply.body);
+    assert_true(fabs(json_number_value(json_object_get(st, "model_latency_ms")) - 2.34375) < 1e-12);
+    assert_true(fabs(json_number_value(json_object_get(st, "start_latency_ms")) - 5.8125) < 1e-12);
+    assert_true(fabs(json_number_value(json_object_get(st, "speedup")) - 5.8125 / 2.34375) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(st, "reached_at_s")) - 390.5) < 1e-12);
+    assert_string_equal(json_string_value(json_object_get(st, "model")), "tiny");
+    assert_string_equal(json_string_value(json_object_get(st, "policy")), "dynatune");
+    assert_string_equal(json_string_value(json_object_get(st, "current_task")), "fc");
+    assert_int_equal(json_integer_value(json_object_get(st, "slot")), 11);
+    json_t *tasks = json_object_get(st, "tasks");
+    assert_int_equal(json_array_size(tasks), 3);
+    json_t *t1 = json_array_get(tasks, 1);
+    assert_string_equal(json_string_value(json_object_get(t1, "name")), "we\"ird<b>");
+    assert_int_equal(json_integer_value(json_object_get(t1, "trials")), 128);
+    json_decref(st);
+    dt_server_reply_free(&reply);
+}
+
+static void test_status_follows_the_run(void **state)
+{
+    fixture *fx = *state;
+    pthread_mutex_lock(&fx->rs.lock);
+    fx->rs.latency_ms = 1.953125;
+    fx->rs.slot = 12;
+    pthread_mutex_unlock(&fx->rs.lock);
+    dt_http_reply reply;
+    get(fx, "GET", "/status", &reply);
+    json_t *st = json_loads(reply.body, 0, NULL);
+    assert_non_null(st);
+    assert_true(fabs(json_number_value(json_object_get(st, "model_latency_ms")) - 1.953125) < 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(st, "slot")), 12);
+    json_decref(st);
+    dt_server_reply_free(&reply);
+}
+
+/* The value of the sample line "name value" in a metrics page. */
+static double metric(const char *text, const char *name)
+{
+    char key[256];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *line = strstr(text, key);
+    if (!line)
+        fail_msg("no sample %s in:\n%s", name, text);
+    return strtod(line + strlen(key), NULL);
+}
+
+static void test_metrics(void **state)
+{
+    fixture *fx = *state;
+    dt_http_reply reply;
+    get(fx, "GET", "/metrics", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_header(&reply, "Content-Type", "text/plain; version=0.0.4");
+    const char *m = reply.body;
+    assert_non_null(strstr(m, "# HELP dtune_model_latency_ms "));
+    assert_non_null(strstr(m, "# TYPE dtune_model_latency_ms gauge\n"));
+    assert_true(fabs(metric(m, "dtune_model_latency_ms") - 2.34375) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_elapsed_seconds") - 417.25) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_slot") - 11) < 1e-9);
+    assert_non_null(strstr(m, "# TYPE dtune_task_best_gflops gauge\n"));
+    assert_true(fabs(metric(m, "dtune_task_best_gflops{task=\"conv1\"}") - 123.4375) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_task_trials{task=\"fc\"}") - 192) < 1e-9);
+    assert_non_null(strstr(m, "{task=\"we\\\"ird<b>\"}")); /* quote escaped in the label */
+    /* Every sample line belongs to a family announced by HELP and TYPE. */
+    for (const char *line = m; *line; line = strchr(line, '\n') + 1) {
+        if (line[0] != '#') {
+            char family[64], key[96];
+            sscanf(line, "%63[a-z_]", family);
+            snprintf(key, sizeof key, "# TYPE %s gauge\n", family);
+            assert_non_null(strstr(m, key));
+        }
+        if (!strchr(line, '\n'))
+            break;
+    }
+    dt_server_reply_free(&reply);
+}
+
+static void test_not_found_and_method(void **state)
+{
+    fixture *fx = *state;
+    dt_http_reply reply;
+    get(fx, "GET", "/nope", &reply);
+    assert_int_equal(reply.status, 404);
+    dt_server_reply_free(&reply);
+    get(fx, "POST", "/status", &reply);
+    assert_int_equal(reply.status, 405);
+    assert_header(&reply, "Allow", "GET");
+    dt_server_reply_free(&reply);
+    get(fx, "DELETE", "/nope", &reply);
+    assert_int_equal(reply.status, 405);
+    dt_server_reply_free(&reply);
+    get(fx, "HEAD", "/status", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_int_equal(reply.body_len, 0);
+    dt_server_reply_free(&reply);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    char *buf = malloc(*len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+static void test_latency_svg_and_page(void **state)
+{
+    fixture *fx = *state;
+    dt_http_reply reply;
+    get(fx, "GET", "/latency.svg", &reply);
+    assert_int_equal(reply.status, 404); /* not written yet */
+    dt_server_reply_free(&reply);
+
+    dt_error err;
+    int rc = dt_report_write_svg(&fx->rs, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    char path[128];
+    size_t len;
+    snprintf(path, sizeof path, "%s/latency.svg", fx->dir);
+    char *file = read_file(path, &len);
+    get(fx, "GET", "/latency.svg", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_header(&reply, "Content-Type", "image/svg+xml");
+    assert_int_equal(reply.body_len, len);
+    assert_memory_equal(reply.body, file, len);
+    free(file);
+    dt_server_reply_free(&reply);
+
+    get(fx, "GET", "/", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_header(&reply, "Content-Type", "text/html");
+    assert_non_null(strstr(reply.body, "http-equiv=\"refresh\""));
+    assert_non_null(strstr(reply.body, "<img src=\"/latency.svg\""));
+    assert_non_null(strstr(reply.body, "we&quot;ird&lt;b&gt;"));
+    assert_null(strstr(reply.body, "<b>\""));
+    assert_non_null(strstr(reply.body, "2.344 ms"));
+    dt_server_reply_free(&reply);
+}
+
+static void *hammer(void *arg)
+{
+    const fixture *fx = arg;
+    for (int i = 0; i < 15; i++) {
+        dt_http_reply reply;
+        dt_error err;
+        if (dt_server_request(fx->addr, "GET", i % 2 ? "/status" : "/metrics", TIMEOUT_MS, &reply,
+                              &err) != 0 ||
+            reply.status != 200) {
+            return (void *)1;
+        }
+        dt_server_reply_free(&reply);
+    }
+    return NULL;
+}
+
+static void test_concurrent_clients(void **state)
+{
+    fixture *fx = *state;
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, hammer, fx), 0);
+    for (int i = 0; i < 30; i++) { /* the daemon keeps writing meanwhile */
+        pthread_mutex_lock(&fx->rs.lock);
+        dt_latency_point p = { 500.0 + i, 20 + i, i % 3, 2.0 - 0.01 * i };
+        assert_int_equal(dt_run_state_add_point(&fx->rs, &p), 0);
+        fx->rs.latency_ms = p.model_latency_ms;
+        pthread_mutex_unlock(&fx->rs.lock);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *failed = (void *)1;
+        assert_int_equal(pthread_join(threads[i], &failed), 0);
+        assert_null(failed);
+    }
+}
+
+static void test_port_in_use_and_bad_addresses(void **state)
+{
+    fixture *fx = *state;
+    dt_server *other = NULL;
+    dt_error err;
+    assert_int_equal(dt_server_start(fx->addr, &fx->rs, &other, &err), DT_EIO);
+    assert_null(other);
+    assert_non_null(strstr(err.msg, fx->addr));
+    assert_non_null(strstr(err.msg, "already in use"));
+    assert_int_equal(dt_server_start("off", &fx->rs, &other, &err), 0);
+    assert_null(other);
+    assert_int_equal(dt_server_port(other), 0);
+    dt_server_stop(other);
+    assert_int_equal(dt_server_start("nonsense", &fx->rs, &other, &err), DT_EINVAL);
+    assert_int_equal(dt_server_start("127.0.0.1:99999", &fx->rs, &other, &err), DT_EINVAL);
+    assert_int_equal(dt_server_start("::1:8080", &fx->rs, &other, &err), DT_EINVAL);
+}
+
+static void test_ipv6_loopback(void **state)
+{
+    fixture *fx = *state;
+    dt_server *v6 = NULL;
+    dt_error err;
+    if (dt_server_start("[::1]:0", &fx->rs, &v6, &err) != 0) {
+        print_message("no IPv6 loopback here (%s); skipped\n", err.msg);
+        skip();
+    }
+    char addr[64];
+    snprintf(addr, sizeof addr, "[::1]:%d", dt_server_port(v6));
+    dt_http_reply reply;
+    assert_int_equal(dt_server_request(addr, "GET", "/status", TIMEOUT_MS, &reply, &err), 0);
+    assert_int_equal(reply.status, 200);
+    dt_server_reply_free(&reply);
+    dt_server_stop(v6);
+}
+
+/* Runs dt_cmd_status with stdout and stderr captured; returns its status. */
+static int run_status(const char *addr, char *out, size_t len)
+{
+    char capture[] = "/tmp/dtune_test_server_out_XXXXXX";
+    char *argv[] = { "status", "--addr", (char *)addr, NULL };
+    int fd = mkstemp(capture);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    assert_true(dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0);
+    int status = dt_cmd_status(3, argv);
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(saved_out, 1) >= 0 && dup2(saved_err, 2) >= 0);
+    close(saved_out);
+    close(saved_err);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(capture);
+    return status;
+}
+
+static void test_status_command(void **state)
+{
+    fixture *fx = *state;
+    char out[8192];
+    assert_int_equal(run_status(fx->addr, out, sizeof out), 0);
+    assert_non_null(strstr(out, "tiny on cpu"));
+    assert_non_null(strstr(out, "2.3438 ms now"));
+    assert_non_null(strstr(out, "2.48x faster"));
+    assert_non_null(strstr(out, "\nconv1 "));
+    assert_non_null(strstr(out, "tuning")); /* fc holds the slot */
+
+    dt_server_stop(fx->server); /* nothing listens any more */
+    fx->server = NULL;
+    assert_int_equal(run_status(fx->addr, out, sizeof out), 1);
+    assert_non_null(strstr(out, fx->addr));
+    assert_non_null(strstr(out, "cannot connect"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_follows_the_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_found_and_method, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_latency_svg_and_page, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_port_in_use_and_bad_addresses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_command, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
