@@ -85,6 +85,12 @@ bench: setup
 	@sh scripts/setup.sh --bench
 	@$(MAKE) --no-print-directory build $(BENCH_BIN)
 
+# Extra libraries of individual benches (vendor baselines).
+BENCH_LIBS_measure = -ldnnl -lopenblas
+
+bundle: all
+	@sh scripts/bundle.sh
+
 run: all
 	./bin/dtune tune -c config.yaml
 

@@ -1,9 +1,13 @@
 /* backend.c — the table of measurement backends, chosen by name. */
 #include "dtune/backend.h"
+#include "dtune/backend_cpu.h"
+#include "dtune/backend_cuda.h"
 
 #include <string.h>
 
 static const dt_backend_i *const backends[] = {
+    &dt_backend_cpu,
+    &dt_backend_cuda,
     &dt_backend_replay,
 };
 

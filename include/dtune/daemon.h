@@ -1,0 +1,45 @@
+/* daemon.h — one tuning run: `dtune tune`.
+ *
+ * dt_daemon_run loads the model of cfg, resumes from RUN_DIR/tuning.jsonl if
+ * it exists, warms every task up to one valid measurement, then runs slots —
+ * the scheduler picks a task, that task's tuner measures for one slot — until
+ * the model latency reaches the target, the budget is spent, every task is
+ * finished, or SIGINT/SIGTERM arrives. Every measurement is in the log before
+ * the next one starts; after every slot latency.csv, latency.svg and best.json
+ * are rewritten and the status server (if any) sees the new state.
+ */
+#ifndef DTUNE_DAEMON_H
+#define DTUNE_DAEMON_H
+
+#include <stdbool.h>
+
+#include "dtune/config.h"
+#include "dtune/error.h"
+
+typedef enum dt_stop_reason {
+    DT_STOP_NONE = 0,
+    DT_STOP_TARGET,       /* model latency reached target_latency_ms */
+    DT_STOP_BUDGET,       /* total_seconds spent */
+    DT_STOP_FINISHED,     /* every task finished or exhausted */
+    DT_STOP_SIGNAL        /* SIGINT or SIGTERM */
+} dt_stop_reason;
+
+typedef struct dt_daemon_result {
+    dt_stop_reason reason;
+    int slots;                 /* slot count at the end (across resumes) */
+    int measurements;          /* measured in this process */
+    int resumed_records;       /* measurements read back from the log */
+    double elapsed;            /* run seconds at the end (across resumes) */
+    double start_latency_ms;
+    double latency_ms;
+} dt_daemon_result;
+
+/* Runs to a stop. Installs SIGINT/SIGTERM handlers for its duration (a second
+ * SIGINT exits the process at once). Returns 0 (see result->reason), or an
+ * error: DT_EINVAL for bad input (the log does not match the model, ...),
+ * DT_ENODEV (no CUDA device), others for runtime failures. */
+int dt_daemon_run(const dt_config *cfg, dt_daemon_result *result, dt_error *err);
+
+const char *dt_stop_reason_name(dt_stop_reason r);
+
+#endif

@@ -1,0 +1,79 @@
+/* daemon_internal.h — the run's state, shared by daemon.c (the loop),
+ * daemon_setup.c (open, resume, close) and daemon_publish.c (belief,
+ * reports, status line). Not for callers outside the daemon. */
+#ifndef DTUNE_DAEMON_INTERNAL_H
+#define DTUNE_DAEMON_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtune/config.h"
+#include "dtune/measure.h"
+#include "dtune/model.h"
+#include "dtune/runstate.h"
+#include "dtune/scheduler.h"
+#include "dtune/server.h"
+#include "dtune/space.h"
+#include "dtune/tunelog.h"
+#include "dtune/tuner.h"
+
+typedef struct dt_task_run {
+    dt_space space;
+    dt_tuner *tuner;
+    int group;                 /* similarity group for the gradient policy */
+    int trials;                /* measured, every result class */
+    double best_gflops;        /* 0 until a valid measurement */
+    uint64_t best_index;
+    int last_improvement;      /* trial number of the last new best */
+    double warm_latency_ms;    /* latency of the first valid measurement */
+    double peak_gflops;        /* the target's peak for the belief's normalisation */
+    int slots;
+    bool dead;                 /* no valid config found in warm-up */
+    double *curve;             /* best-so-far GFLOPS after each trial */
+    int ncurve, capcurve;
+    int nhistory;
+    double latency_history[DT_SCHED_WINDOW];
+    double pred_gflops;        /* belief prediction at the next slot's end */
+    bool pred_ok;
+    double last_slot_trials;   /* trials of this task's last slot (horizon) */
+} dt_task_run;
+
+typedef struct dt_run {
+    const dt_config *cfg;
+    dt_model *model;
+    dt_task_run *tasks;
+    dt_tunelog *log;
+    dt_measurer *measurer;
+    dt_scheduler *sched;
+    dt_server *server;
+    dt_run_state state;
+    bool state_ready;
+    char run_dir[DT_PATH_MAX];
+    double elapsed_base;       /* run seconds before this process started */
+    double t0;                 /* monotonic seconds at this process's start */
+    int slot;                  /* last slot number; -1 before warm-up ends */
+    int measured_now;
+    int resumed_records;
+    double decision_seconds;   /* scheduling overhead */
+    double tuner_overhead;     /* tuner's non-measurement seconds */
+    bool tty;
+    void *belief;              /* daemon_belief.c's dt_belief_pool */
+} dt_run;
+
+int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
+void dt_run_close(dt_run *r);
+
+double dt_run_elapsed(const dt_run *r);
+double dt_run_model_latency(const dt_run *r);
+int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial);
+int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms);
+
+/* Fills pred_gflops / pred_ok of every task from the belief model. */
+int dt_run_predict(dt_run *r, dt_error *err);
+void dt_run_belief_free(dt_run *r);
+
+/* After a live slot (csv_row true) appends its latency.csv row; always
+ * rewrites latency.svg and best.json and prints the status line. */
+int dt_run_publish(dt_run *r, bool csv_row, dt_error *err);
+
+#endif

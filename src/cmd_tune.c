@@ -1,0 +1,107 @@
+/* cmd_tune.c — `dtune tune`: the config, command-line overrides, the run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dtune/cli.h"
+#include "dtune/config.h"
+#include "dtune/daemon.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dtune tune [-c config.yaml] [--model F] [--target T] [--budget S]\n"
+            "                  [--target-latency MS] [--policy P] [--strategy S] [--out DIR]\n"
+            "                  [--seed N] [--backend B] [--listen HOST:PORT|off]\n"
+            "Tunes every task of the model until the model latency reaches the target,\n"
+            "the budget (seconds) is spent, every task is finished, or SIGINT/SIGTERM.\n"
+            "Started again on the same --out directory, it resumes from tuning.jsonl.\n"
+            "Reports: OUT/latency.csv, OUT/latency.svg, OUT/best.json; `dtune report OUT`.\n");
+}
+
+/* Flag -> config key. */
+static const struct { const char *flag, *key; } overrides[] = {
+    { "--model", "model" },
+    { "--target", "target" },
+    { "--budget", "budget.total_seconds" },
+    { "--target-latency", "budget.target_latency_ms" },
+    { "--policy", "scheduler.policy" },
+    { "--strategy", "tuner.strategy" },
+    { "--out", "output.dir" },
+    { "--seed", "seed" },
+    { "--backend", "backend" },
+    { "--listen", "server.listen" },
+    { "--slot-seconds", "budget.slot_seconds" },
+    { "--slot-trials", "budget.slot_trials" },
+    { "--max-slots", "budget.max_slots" },
+    { "--finish-after", "scheduler.finish_after" },
+};
+
+static const char *override_key(const char *flag)
+{
+    for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
+        if (strcmp(flag, overrides[i].flag) == 0)
+            return overrides[i].key;
+    return NULL;
+}
+
+static int load_config(int argc, char **argv, dt_config *cfg)
+{
+    const char *path = "config.yaml";
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0)
+            path = argv[i + 1];
+    dt_error err;
+    int rc = dt_config_load_report(path, cfg, false, stderr, &err);
+    if (rc)
+        return dt_error_exit_status(rc);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            i++;
+            continue;
+        }
+        const char *key = override_key(argv[i]);
+        if (!key || i + 1 >= argc) {
+            fprintf(stderr, "dtune tune: %s '%s'\n", key ? "missing value after" : "unknown option", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if ((rc = dt_config_set(cfg, key, argv[++i], &err))) {
+            fprintf(stderr, "dtune tune: %s: %s\n", argv[i - 1], err.msg);
+            return 2;
+        }
+    }
+    if ((rc = dt_config_validate(cfg, &err))) {
+        fprintf(stderr, "dtune tune: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+int dt_cmd_tune(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    }
+    dt_config cfg;
+    int status = load_config(argc, argv, &cfg);
+    if (status)
+        return status;
+    dt_daemon_result res;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = dt_daemon_run(&cfg, &res, &err);
+    if (rc) {
+        fprintf(stderr, "dtune tune: %s\n", err.msg);
+        return dt_error_exit_status(rc);
+    }
+    printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
+           dt_stop_reason_name(res.reason), res.slots, res.elapsed, res.latency_ms,
+           res.start_latency_ms, res.latency_ms > 0 ? res.start_latency_ms / res.latency_ms : 0.0);
+    if (res.reason == DT_STOP_TARGET)
+        printf("dtune: target latency %.4f ms reached\n", cfg.budget.target_latency_ms);
+    printf("dtune: reports in %s (latency.csv, latency.svg, best.json)\n", cfg.output_dir);
+    return 0;
+}

@@ -1,0 +1,389 @@
+/* daemon.c — the tuning run (see daemon.h).
+ *
+ * One scheduler loop in this thread. Each task has a space, a tuner whose
+ * state lives for the whole run, and its best-so-far curve. The tuner measures
+ * through measure_batch, which hands the batch to the measurer (builder pool +
+ * runner) and writes every result to the log, fsync'd, before the tuner sees
+ * it; so a crash loses at most the batch in flight, and a resume never
+ * measures a logged config again (the tuner is fed the log first).
+ *
+ * Signals only set a flag; the tuner checks it between batches, so the
+ * measurement in flight finishes and is logged. A second SIGINT exits at once.
+ */
+#include "dtune/daemon.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/backend.h"
+#include "dtune/daemon_internal.h"
+#include "dtune/measure.h"
+#include "dtune/tunelog.h"
+
+#define WARMUP_BATCH 4
+#define WARMUP_MAX_TRIALS 64
+
+/* The only mutable statics: what signal handlers may touch. */
+static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t interrupts;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGINT && interrupts++ > 0)
+        _exit(130);
+    stop_requested = 1;
+}
+
+const char *dt_stop_reason_name(dt_stop_reason r)
+{
+    static const char *const names[] = { "none", "target latency reached", "budget spent",
+                                         "every task finished", "signal" };
+    return (int)r >= 0 && r <= DT_STOP_SIGNAL ? names[r] : "?";
+}
+
+/* ---- time ------------------------------------------------------------------- */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double dt_run_elapsed(const dt_run *r)
+{
+    return r->elapsed_base + (now_seconds() - r->t0);
+}
+
+/* ---- bookkeeping of one measurement ----------------------------------------- */
+
+static int push_curve(dt_task_run *tr, double best)
+{
+    if (tr->ncurve == tr->capcurve) {
+        int cap = tr->capcurve ? tr->capcurve * 2 : 256;
+        double *grown = realloc(tr->curve, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return DT_ENOMEM;
+        tr->curve = grown;
+        tr->capcurve = cap;
+    }
+    tr->curve[tr->ncurve++] = best;
+    return 0;
+}
+
+/* Updates a task's statistics and the shared run state with one result. */
+int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial)
+{
+    dt_task_run *tr = &r->tasks[k];
+    const dt_task *t = &r->model->tasks[k];
+    tr->trials = trial;
+    bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops;
+    if (improved) {
+        tr->best_gflops = m->gflops;
+        tr->best_index = index;
+        tr->last_improvement = trial;
+        if (tr->warm_latency_ms <= 0)
+            tr->warm_latency_ms = t->flops / (m->gflops * 1e9) * 1e3;
+    }
+    if (push_curve(tr, tr->best_gflops))
+        return DT_ENOMEM;
+    pthread_mutex_lock(&r->state.lock);
+    dt_task_state *ts = &r->state.tasks[k];
+    ts->trials = trial;
+    if (improved) {
+        dt_point p;
+        ts->best_gflops = tr->best_gflops;
+        ts->best_latency_ms = t->flops / (tr->best_gflops * 1e9) * 1e3;
+        ts->best_config = index;
+        dt_space_point(&tr->space, index, &p);
+        dt_space_point_str(&tr->space, &p, ts->best_knobs, sizeof ts->best_knobs);
+    }
+    r->state.latency_ms = dt_run_state_model_latency(&r->state);
+    pthread_mutex_unlock(&r->state.lock);
+    return 0;
+}
+
+static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure_result *m,
+                           dt_error *err)
+{
+    dt_task_run *tr = &r->tasks[k];
+    dt_measure_record rec;
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.task, sizeof rec.task, "%s", r->model->tasks[k].name);
+    rec.task_index = k;
+    rec.config = dt_space_index(&tr->space, p);
+    dt_space_point_str(&tr->space, p, rec.knobs, sizeof rec.knobs);
+    rec.m = *m;
+    rec.slot = r->slot;
+    rec.trial = tr->trials + 1;
+    rec.time = dt_run_elapsed(r);
+    int rc = dt_tunelog_append_measure(r->log, &rec, err);
+    if (rc)
+        return rc;
+    r->measured_now++;
+    return dt_run_account(r, k, rec.config, m, rec.trial);
+}
+
+typedef struct measure_ctx {
+    dt_run *run;
+    int task;
+} measure_ctx;
+
+/* dt_measure_fn for the tuners: measure, then log each result durably. */
+static int measure_batch(void *ctx, const dt_space *space, const dt_point *points, int n,
+                         dt_measure_result *results, dt_error *err)
+{
+    measure_ctx *mc = ctx;
+    int rc = dt_measurer_run(mc->run->measurer, space, points, n, results, err);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
+    return rc;
+}
+
+/* ---- one slot ----------------------------------------------------------------- */
+
+static bool task_finished(const dt_run *r, int k)
+{
+    const dt_task_run *tr = &r->tasks[k];
+    return tr->trials - tr->last_improvement >= r->cfg->scheduler.finish_after;
+}
+
+static void fill_sched(dt_run *r, dt_sched_task *st)
+{
+    for (int k = 0; k < r->model->ntasks; k++) {
+        dt_task_run *tr = &r->tasks[k];
+        dt_sched_task *s = &st[k];
+        s->weight = r->model->tasks[k].count;
+        s->flops = r->model->tasks[k].flops;
+        s->group = tr->group;
+        s->best_gflops = tr->best_gflops;
+        s->pred_gflops = tr->pred_gflops;
+        s->pred_ok = tr->pred_ok;
+        s->slots = tr->slots;
+        s->finished = task_finished(r, k);
+        s->exhausted = tr->dead || dt_tuner_exhausted(tr->tuner);
+        s->nhistory = tr->nhistory;
+        memcpy(s->latency_history, tr->latency_history, sizeof s->latency_history);
+    }
+}
+
+static void push_latency_history(dt_task_run *tr, double latency_ms)
+{
+    if (tr->nhistory == DT_SCHED_WINDOW) {
+        memmove(tr->latency_history, tr->latency_history + 1,
+                (DT_SCHED_WINDOW - 1) * sizeof tr->latency_history[0]);
+        tr->nhistory--;
+    }
+    tr->latency_history[tr->nhistory++] = latency_ms;
+}
+
+static double task_latency_ms(const dt_run *r, int k)
+{
+    const dt_task_run *tr = &r->tasks[k];
+    return tr->best_gflops > 0 ? r->model->tasks[k].flops / (tr->best_gflops * 1e9) * 1e3 : INFINITY;
+}
+
+double dt_run_model_latency(const dt_run *r)
+{
+    double total = 0;
+    for (int k = 0; k < r->model->ntasks; k++)
+        total += r->model->tasks[k].count * task_latency_ms(r, k);
+    return total;
+}
+
+/* Bookkeeping after a slot, live or replayed from the log. */
+int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms)
+{
+    if (k >= 0) {
+        r->tasks[k].slots++;
+        push_latency_history(&r->tasks[k], task_latency_ms(r, k));
+    }
+    pthread_mutex_lock(&r->state.lock);
+    r->state.slot = slot;
+    r->state.elapsed = elapsed;
+    r->state.latency_ms = latency_ms;
+    if (k >= 0)
+        r->state.tasks[k].slots = r->tasks[k].slots;
+    for (int i = 0; i < r->model->ntasks; i++)
+        r->state.tasks[i].finished = task_finished(r, i);
+    dt_latency_point pt = { .elapsed = elapsed, .slot = slot, .task = k, .model_latency_ms = latency_ms };
+    int rc = dt_run_state_add_point(&r->state, &pt);
+    if (r->cfg->budget.target_latency_ms > 0 && latency_ms <= r->cfg->budget.target_latency_ms &&
+        r->state.reached_at < 0)
+        r->state.reached_at = elapsed;
+    pthread_mutex_unlock(&r->state.lock);
+    return rc;
+}
+
+static double slot_seconds_left(const dt_run *r)
+{
+    double left = r->cfg->budget.total_seconds - dt_run_elapsed(r);
+    double slot = r->cfg->budget.slot_trials > 0 ? 0 : r->cfg->budget.slot_seconds;
+    if (slot <= 0 || slot > left)
+        slot = left;
+    return slot > 0.001 ? slot : 0.001;
+}
+
+static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
+{
+    measure_ctx mc = { r, k };
+    dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = (const volatile int *)&stop_requested };
+    dt_tuner_stats stats;
+    int before = r->tasks[k].trials;
+    int rc = dt_tuner_run(r->tasks[k].tuner, &b, measure_batch, &mc, &stats, err);
+    r->tuner_overhead += stats.overhead_seconds;
+    if (r->slot >= 0)
+        r->tasks[k].last_slot_trials = r->tasks[k].trials - before;
+    return rc;
+}
+
+static int write_slot(dt_run *r, int k, const double *scores, double decision_ms, dt_error *err)
+{
+    dt_slot_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.slot = r->slot;
+    rec.task_index = k;
+    snprintf(rec.task, sizeof rec.task, "%s", k >= 0 ? r->model->tasks[k].name : "warm-up");
+    rec.time = dt_run_elapsed(r);
+    rec.model_latency_ms = dt_run_model_latency(r);
+    rec.decision_ms = decision_ms;
+    rec.nscores = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
+    for (int i = 0; i < rec.nscores; i++)
+        rec.scores[i] = scores && isfinite(scores[i]) ? scores[i] : 0.0;
+    int rc = dt_tunelog_append_slot(r->log, &rec, err);
+    if (rc)
+        return rc;
+    if ((rc = dt_run_close_slot(r, r->slot, k, rec.time, rec.model_latency_ms)))
+        return dt_error_set(err, rc, "out of memory");
+    return dt_run_publish(r, true, err);
+}
+
+/* ---- warm-up ------------------------------------------------------------------ */
+
+static int warm_up(dt_run *r, dt_error *err)
+{
+    int rc = 0;
+    snprintf(r->state.phase, sizeof r->state.phase, "warm-up");
+    for (int k = 0; k < r->model->ntasks && !stop_requested; k++) {
+        dt_task_run *tr = &r->tasks[k];
+        while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested) {
+            if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner)) {
+                fprintf(stderr, "dtune: task %s: no valid config in %d trials; it is left out\n",
+                        r->model->tasks[k].name, tr->trials);
+                tr->dead = true;
+                break;
+            }
+            rc = run_task(r, k, WARMUP_BATCH, 0, err);
+        }
+    }
+    if (rc == 0 && !stop_requested && r->slot < 0) {
+        r->slot = 0;
+        rc = write_slot(r, -1, NULL, 0, err);
+        r->state.start_latency_ms = dt_run_model_latency(r);
+    }
+    return rc;
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static dt_stop_reason should_stop(const dt_run *r)
+{
+    if (stop_requested)
+        return DT_STOP_SIGNAL;
+    double target = r->cfg->budget.target_latency_ms;
+    if (target > 0 && dt_run_model_latency(r) <= target)
+        return DT_STOP_TARGET;
+    if (dt_run_elapsed(r) >= r->cfg->budget.total_seconds)
+        return DT_STOP_BUDGET;
+    if (r->cfg->budget.max_slots > 0 && r->slot >= r->cfg->budget.max_slots)
+        return DT_STOP_BUDGET;
+    return DT_STOP_NONE;
+}
+
+static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
+{
+    int n = r->model->ntasks, rc;
+    double t0 = now_seconds();
+    if (dt_scheduler_needs_belief(r->sched) && (rc = dt_run_predict(r, err)))
+        return rc;
+    dt_sched_task st[n];
+    double scores[n];
+    fill_sched(r, st);
+    int k = dt_scheduler_pick(r->sched, r->slot + 1, st, n, scores);
+    double decision_ms = (now_seconds() - t0) * 1e3;
+    r->decision_seconds += decision_ms / 1e3;
+    if (k < 0) {
+        *reason = DT_STOP_FINISHED;
+        return 0;
+    }
+    r->slot++;
+    pthread_mutex_lock(&r->state.lock);
+    r->state.current_task = k;
+    pthread_mutex_unlock(&r->state.lock);
+    rc = run_task(r, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
+    if (rc == 0)
+        rc = write_slot(r, k, scores, decision_ms, err);
+    return rc;
+}
+
+static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
+{
+    int rc = warm_up(r, err);
+    snprintf(r->state.phase, sizeof r->state.phase, "tuning");
+    dt_stop_reason reason = rc ? DT_STOP_NONE : should_stop(r);
+    while (rc == 0 && reason == DT_STOP_NONE) {
+        rc = one_slot(r, &reason, err);
+        if (rc == 0 && reason == DT_STOP_NONE)
+            reason = should_stop(r);
+    }
+    res->reason = reason;
+    snprintf(r->state.phase, sizeof r->state.phase, "done");
+    return rc;
+}
+
+/* ---- set-up and tear-down -------------------------------------------------------- */
+
+static void install_signals(struct sigaction *old_int, struct sigaction *old_term)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    interrupts = 0;
+    sigaction(SIGINT, &sa, old_int);
+    sigaction(SIGTERM, &sa, old_term);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
+{
+    memset(res, 0, sizeof *res);
+    dt_run *r = NULL;
+    int rc = dt_run_open(cfg, &r, err);
+    if (rc)
+        return rc;
+    res->resumed_records = r->resumed_records;
+    struct sigaction old_int, old_term;
+    install_signals(&old_int, &old_term);
+    r->t0 = now_seconds();
+    rc = main_loop(r, res, err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    res->slots = r->slot;
+    res->measurements = r->measured_now;
+    res->elapsed = dt_run_elapsed(r);
+    res->start_latency_ms = r->state.start_latency_ms;
+    res->latency_ms = dt_run_model_latency(r);
+    if (rc == 0)
+        rc = dt_run_publish(r, false, err);
+    dt_run_close(r);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* daemon_belief.c — the belief model between slots: every active task's
+ * best-so-far curve, normalised by the target's peak, goes to the belief pool
+ * (fits in parallel threads); the prediction at the end of the task's next
+ * slot becomes best + expected improvement, the perf_pred of DynaTune's
+ * reward. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/belief.h"
+#include "dtune/daemon_internal.h"
+
+static int open_pool(dt_run *r, dt_error *err)
+{
+    const dt_belief_config *bc = &r->cfg->scheduler.belief;
+    dt_belief_params p = dt_belief_default_params();
+    int rc = dt_curve_parse(bc->curve, &p.family, err);
+    if (rc)
+        return rc;
+    p.walkers = bc->walkers;
+    p.steps = bc->steps;
+    p.burn_in = bc->burn_in;
+    p.jump_threshold = bc->jump_threshold;
+    p.min_segment_points = bc->min_segment_points;
+    p.seed = r->cfg->seed;
+    dt_belief_pool *pool;
+    if ((rc = dt_belief_pool_new(&p, bc->threads, &pool, err)))
+        return rc;
+    r->belief = pool;
+    return 0;
+}
+
+void dt_run_belief_free(dt_run *r)
+{
+    dt_belief_pool_free(r->belief);
+    r->belief = NULL;
+}
+
+/* Trials the task's next slot is expected to take. */
+static double next_slot_trials(const dt_run *r, const dt_task_run *tr)
+{
+    if (r->cfg->budget.slot_trials > 0)
+        return r->cfg->budget.slot_trials;
+    if (tr->last_slot_trials > 0)
+        return tr->last_slot_trials;
+    return r->cfg->tuner.batch_size;
+}
+
+int dt_run_predict(dt_run *r, dt_error *err)
+{
+    int n = r->model->ntasks, rc = 0;
+    if (!r->belief && (rc = open_pool(r, err)))
+        return rc;
+    dt_belief_history *hist = calloc((size_t)n, sizeof *hist);
+    dt_belief_prediction *pred = calloc((size_t)n, sizeof *pred);
+    double **ys = calloc((size_t)n, sizeof *ys);
+    if (!hist || !pred || !ys) {
+        rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n; k++) {
+        dt_task_run *tr = &r->tasks[k];
+        if (!(ys[k] = malloc((size_t)(tr->ncurve ? tr->ncurve : 1) * sizeof **ys))) {
+            rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+            goto done;
+        }
+        if (tr->ncurve > 0 && (rc = dt_belief_normalize(tr->curve, tr->ncurve, tr->peak_gflops, ys[k], err)))
+            goto done;
+        hist[k] = (dt_belief_history){ .x = NULL, .y = ys[k], .n = tr->ncurve,
+                                       .horizon = tr->ncurve + next_slot_trials(r, tr),
+                                       .stream = (uint64_t)k * 7919u + (uint64_t)(r->slot + 1) };
+    }
+    if ((rc = dt_belief_pool_predict(r->belief, hist, n, pred, err)))
+        goto done;
+    for (int k = 0; k < n; k++) {
+        dt_task_run *tr = &r->tasks[k];
+        tr->pred_ok = pred[k].ok;
+        tr->pred_gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
+    }
+done:
+    for (int k = 0; ys && k < n; k++)
+        free(ys[k]);
+    free(ys);
+    free(hist);
+    free(pred);
+    return rc;
+}

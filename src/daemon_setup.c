@@ -1,0 +1,266 @@
+/* daemon_setup.c — opening a run: model, spaces, tuners, measurer,
+ * scheduler, status server; resuming from the run's own tuning.jsonl and
+ * warm-starting from another run's; and closing it all again.
+ *
+ * Resume replays the log through the same bookkeeping as a live run
+ * (dt_run_account, dt_run_close_slot) and feeds every measured config to its
+ * task's tuner, which retrains its cost model on them and never proposes a
+ * visited config again: nothing completed is lost or measured twice.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/backend.h"
+#include "dtune/daemon_internal.h"
+
+/* mkdir -p */
+static int make_dirs(const char *path, dt_error *err)
+{
+    char buf[DT_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return dt_error_set(err, DT_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    return 0;
+}
+
+static int similarity_group(const dt_task *t)
+{
+    int kernel = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D ? t->conv.kh * 16 + t->conv.kw : 0;
+    return (int)t->kind * 4096 + kernel;
+}
+
+static int open_tasks(dt_run *r, dt_error *err)
+{
+    int n = r->model->ntasks;
+    r->tasks = calloc((size_t)n, sizeof *r->tasks);
+    if (!r->tasks)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    for (int k = 0; k < n; k++) {
+        dt_task_run *tr = &r->tasks[k];
+        const dt_task *t = &r->model->tasks[k];
+        int rc = dt_space_init(&tr->space, t, r->cfg->target, err);
+        if (rc == 0)
+            rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
+                              &tr->tuner, err);
+        if (rc)
+            return rc;
+        tr->group = similarity_group(t);
+        tr->peak_gflops = dt_measurer_peak_gflops(r->measurer, t);
+        if (tr->peak_gflops <= 0)
+            tr->peak_gflops = 1.0;
+        r->state.tasks[k].peak_gflops = tr->peak_gflops;
+    }
+    return 0;
+}
+
+/* ---- replaying logs --------------------------------------------------------- */
+
+typedef struct replay_ctx {
+    dt_run *run;
+    const char *path;
+    bool own_log;          /* the run's own log (slots count) or a warm start */
+    int line;              /* records read so far (1-based number of the current one) */
+    dt_error *err;
+} replay_ctx;
+
+static int replay_run(void *ctx, const dt_run_record *rec)
+{
+    replay_ctx *rc = ctx;
+    rc->line++;
+    return 0;
+}
+
+static int replay_measure(void *ctx, const dt_measure_record *rec)
+{
+    replay_ctx *rc = ctx;
+    dt_run *r = rc->run;
+    int k = rec->task_index;
+    rc->line++;
+    if (k < 0 || k >= r->model->ntasks || strcmp(r->model->tasks[k].name, rec->task) != 0)
+        k = dt_model_find_task(r->model, rec->task);
+    if (k < 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
+                            rc->path, rc->line, rec->task, r->model->name);
+    dt_task_run *tr = &r->tasks[k];
+    if (rec->config >= tr->space.size)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of %llu",
+                            rc->path, rc->line, (unsigned long long)rec->config, rec->task,
+                            (unsigned long long)tr->space.size);
+    dt_point p;
+    dt_space_point(&tr->space, rec->config, &p);
+    if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0)
+        return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
+    if (rc->own_log) {
+        r->resumed_records++;
+        if (rec->time > r->elapsed_base)
+            r->elapsed_base = rec->time;
+    }
+    return dt_run_account(r, k, rec->config, &rec->m, tr->trials + 1);
+}
+
+static int replay_slot(void *ctx, const dt_slot_record *rec)
+{
+    replay_ctx *rc = ctx;
+    dt_run *r = rc->run;
+    rc->line++;
+    if (!rc->own_log)
+        return 0;
+    int k = rec->task_index;
+    if (k >= r->model->ntasks)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot %d names task %d of %d", rc->path,
+                            rc->line, rec->slot, k, r->model->ntasks);
+    r->slot = rec->slot;
+    if (rec->time > r->elapsed_base)
+        r->elapsed_base = rec->time;
+    if (rec->slot == 0)
+        r->state.start_latency_ms = rec->model_latency_ms;
+    int code = dt_run_close_slot(r, rec->slot, k, rec->time, dt_run_model_latency(r));
+    return code ? dt_error_set(rc->err, code, "out of memory") : 0;
+}
+
+static int replay_log(dt_run *r, const char *path, bool own, dt_error *err)
+{
+    replay_ctx ctx = { r, path, own, 0, err };
+    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx };
+    dt_tunelog_stats stats;
+    dt_error_clear(err);
+    int rc = dt_tunelog_replay(path, &v, &stats, err);
+    if (rc == 0 && stats.dropped_tail)
+        fprintf(stderr, "dtune: %s: dropped a torn last line (%s)\n", path, stats.tail_message);
+    return rc;
+}
+
+static int open_log(dt_run *r, dt_error *err)
+{
+    char path[DT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", r->run_dir);
+    int rc;
+    if (r->cfg->warm_start[0] && (rc = replay_log(r, r->cfg->warm_start, false, err)))
+        return rc;
+    bool resume = access(path, F_OK) == 0;
+    if (resume && (rc = replay_log(r, path, true, err)))
+        return rc;
+    if ((rc = dt_tunelog_open(path, &r->log, err)))
+        return rc;
+    if (resume) {
+        fprintf(stderr, "dtune: resuming %s: %d measurements, %d slots, %.0f s elapsed\n", path,
+                r->resumed_records, r->slot > 0 ? r->slot : 0, r->elapsed_base);
+        return 0;
+    }
+    dt_run_record run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.model, sizeof run.model, "%s", r->cfg->model);
+    snprintf(run.target, sizeof run.target, "%s", dt_target_name(r->cfg->target));
+    run.seed = r->cfg->seed;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(run.started, sizeof run.started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return dt_tunelog_append_run(r->log, &run, err);
+}
+
+/* ---- open / close ---------------------------------------------------------------- */
+
+static void fill_state_header(dt_run *r)
+{
+    dt_run_state *s = &r->state;
+    const dt_config *c = r->cfg;
+    snprintf(s->run_dir, sizeof s->run_dir, "%s", r->run_dir);
+    snprintf(s->target, sizeof s->target, "%s", dt_target_name(c->target));
+    snprintf(s->policy, sizeof s->policy, "%s", c->scheduler.policy);
+    snprintf(s->strategy, sizeof s->strategy, "%s", c->tuner.strategy);
+    snprintf(s->phase, sizeof s->phase, "starting");
+    s->budget = c->budget.total_seconds;
+    s->target_latency_ms = c->budget.target_latency_ms;
+}
+
+static int open_measurer(dt_run *r, dt_error *err)
+{
+    const char *name = r->cfg->backend[0] ? r->cfg->backend : dt_target_name(r->cfg->target);
+    const dt_backend_i *b = dt_backend_find(name);
+    if (!b)
+        return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", name);
+    return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);
+}
+
+static int open_server(dt_run *r, dt_error *err)
+{
+    const char *listen = r->cfg->server_listen;
+    if (!listen[0] || strcmp(listen, "off") == 0)
+        return 0;
+    int rc = dt_server_start(listen, &r->state, &r->server, err);
+    if (rc == 0)
+        fprintf(stderr, "dtune: status at http://%s/ (port %d)\n", listen, dt_server_port(r->server));
+    return rc;
+}
+
+int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
+{
+    *out = NULL;
+    dt_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    r->cfg = cfg;
+    r->slot = -1;
+    r->tty = isatty(STDERR_FILENO);
+    snprintf(r->run_dir, sizeof r->run_dir, "%s", cfg->output_dir);
+    int rc = make_dirs(r->run_dir, err);
+    if (rc == 0)
+        rc = dt_model_load(cfg->model, &r->model, err);
+    if (rc == 0 && dt_run_state_init(&r->state, r->model) != 0)
+        rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+    if (rc == 0) {
+        r->state_ready = true;
+        fill_state_header(r);
+        rc = open_measurer(r, err);
+    }
+    if (rc == 0)
+        rc = open_tasks(r, err);
+    if (rc == 0)
+        rc = dt_scheduler_new(cfg->scheduler.policy, &cfg->scheduler, cfg->seed, &r->sched, err);
+    if (rc == 0)
+        rc = open_log(r, err);
+    if (rc == 0)
+        rc = open_server(r, err);
+    if (rc) {
+        dt_run_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void dt_run_close(dt_run *r)
+{
+    if (!r)
+        return;
+    dt_server_stop(r->server);
+    for (int k = 0; r->tasks && k < r->model->ntasks; k++) {
+        dt_tuner_free(r->tasks[k].tuner);
+        dt_space_free(&r->tasks[k].space);
+        free(r->tasks[k].curve);
+    }
+    free(r->tasks);
+    dt_scheduler_free(r->sched);
+    dt_measurer_free(r->measurer);
+    dt_tunelog_close(r->log);
+    if (r->state_ready)
+        dt_run_state_destroy(&r->state);
+    dt_model_free(r->model);
+    dt_run_belief_free(r);
+    free(r);
+}

@@ -1,0 +1,350 @@
+/* scheduler.c — slot policies (see scheduler.h for the list).
+ *
+ * Each policy is a pick function in one table. Policies that keep state (the
+ * round-robin cursor, the sequential task) keep it in the dt_scheduler, and
+ * each scheduler owns its gsl_rng, so runs are repeatable by seed.
+ */
+#include "dtune/scheduler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+struct dt_scheduler;
+typedef int (*pick_fn)(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                       double *scores);
+
+typedef struct policy {
+    const char *name;
+    pick_fn pick;
+    bool needs_belief;
+} policy;
+
+struct dt_scheduler {
+    const policy *policy;
+    dt_scheduler_config cfg;
+    gsl_rng *rng;
+    int cursor;           /* round robin: last task picked */
+    int current;          /* sequential: task being tuned */
+};
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static double latency_ms(double flops, double gflops)
+{
+    return gflops > 0 ? flops / (gflops * 1e9) * 1e3 : INFINITY;
+}
+
+double dt_sched_expected_reduction(const dt_sched_task *k)
+{
+    if (!k->pred_ok || k->best_gflops <= 0 || k->pred_gflops <= k->best_gflops)
+        return 0.0;
+    return k->weight * (latency_ms(k->flops, k->best_gflops) - latency_ms(k->flops, k->pred_gflops));
+}
+
+static bool pickable(const dt_sched_task *k, bool skip_finished)
+{
+    return !k->exhausted && !(skip_finished && k->finished);
+}
+
+static int count_pickable(const dt_sched_task *tasks, int n, bool skip_finished)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += pickable(&tasks[i], skip_finished);
+    return c;
+}
+
+/* The j-th pickable task (0-based), or -1. */
+static int nth_pickable(const dt_sched_task *tasks, int n, bool skip_finished, int j)
+{
+    for (int i = 0; i < n; i++)
+        if (pickable(&tasks[i], skip_finished) && j-- == 0)
+            return i;
+    return -1;
+}
+
+static void clear_scores(double *scores, int n)
+{
+    for (int i = 0; scores && i < n; i++)
+        scores[i] = -INFINITY;
+}
+
+static int argmax(const double *v, const dt_sched_task *tasks, int n, bool skip_finished)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (pickable(&tasks[i], skip_finished) && (best < 0 || v[i] > v[best]))
+            best = i;
+    return best;
+}
+
+/* ---- policies --------------------------------------------------------------- */
+
+static int pick_dynatune(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                         double *scores)
+{
+    double u[n];
+    for (int i = 0; i < n; i++) {
+        const dt_sched_task *k = &tasks[i];
+        u[i] = k->slots == 0 ? s->cfg.gamma
+                             : dt_sched_expected_reduction(k) +
+                                   sqrt(s->cfg.ucb_c * log((double)(t > 1 ? t : 1)) / k->slots);
+        if (scores)
+            scores[i] = pickable(k, true) ? u[i] : -INFINITY;
+    }
+    return argmax(u, tasks, n, true);
+}
+
+static int pick_sequential(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                           double *scores)
+{
+    clear_scores(scores, n);
+    if (s->current < 0 || s->current >= n || !pickable(&tasks[s->current], true))
+        s->current = nth_pickable(tasks, n, true, 0);
+    if (scores && s->current >= 0)
+        scores[s->current] = 1.0;
+    return s->current;
+}
+
+static int round_robin(struct dt_scheduler *s, const dt_sched_task *tasks, int n,
+                       double *scores, bool skip_finished)
+{
+    clear_scores(scores, n);
+    for (int step = 1; step <= n; step++) {
+        int i = (s->cursor + step) % n;
+        if (pickable(&tasks[i], skip_finished)) {
+            s->cursor = i;
+            if (scores)
+                scores[i] = 1.0;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int pick_round_robin(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                            double *scores)
+{
+    return round_robin(s, tasks, n, scores, false);
+}
+
+static int pick_da_round_robin(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                               double *scores)
+{
+    return round_robin(s, tasks, n, scores, true);
+}
+
+static int uniform(struct dt_scheduler *s, const dt_sched_task *tasks, int n, double *scores,
+                   bool skip_finished)
+{
+    int c = count_pickable(tasks, n, skip_finished);
+    clear_scores(scores, n);
+    if (c == 0)
+        return -1;
+    for (int i = 0; scores && i < n; i++)
+        if (pickable(&tasks[i], skip_finished))
+            scores[i] = 1.0 / c;
+    return nth_pickable(tasks, n, skip_finished, (int)gsl_rng_uniform_int(s->rng, (unsigned long)c));
+}
+
+static int pick_random(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                       double *scores)
+{
+    return uniform(s, tasks, n, scores, false);
+}
+
+static int pick_da_random(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                          double *scores)
+{
+    return uniform(s, tasks, n, scores, true);
+}
+
+/* Largest deficit between the task's FLOP share and its slot share. */
+static int pick_linear(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                       double *scores)
+{
+    double total = 0, d[n];
+    for (int i = 0; i < n; i++)
+        total += tasks[i].weight * tasks[i].flops;
+    for (int i = 0; i < n; i++) {
+        double share = total > 0 ? tasks[i].weight * tasks[i].flops / total : 1.0 / n;
+        d[i] = share * t - tasks[i].slots;
+        if (scores)
+            scores[i] = pickable(&tasks[i], false) ? d[i] : -INFINITY;
+    }
+    return argmax(d, tasks, n, false);
+}
+
+static int pick_eps_greedy(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                           double *scores)
+{
+    double r[n];
+    for (int i = 0; i < n; i++) {
+        r[i] = tasks[i].slots == 0 ? s->cfg.gamma : dt_sched_expected_reduction(&tasks[i]);
+        if (scores)
+            scores[i] = pickable(&tasks[i], true) ? r[i] : -INFINITY;
+    }
+    if (gsl_rng_uniform(s->rng) < s->cfg.epsilon)
+        return uniform(s, tasks, n, NULL, true);
+    return argmax(r, tasks, n, true);
+}
+
+static int pick_softmax(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                        double *scores)
+{
+    double r[n], p[n], rmax = 0, sum = 0;
+    clear_scores(scores, n);
+    for (int i = 0; i < n; i++) {
+        if (pickable(&tasks[i], true) && tasks[i].slots == 0) {
+            if (scores)
+                scores[i] = 1.0;
+            return i;  /* every task is tried once before sampling */
+        }
+        r[i] = dt_sched_expected_reduction(&tasks[i]);
+        if (pickable(&tasks[i], true) && r[i] > rmax)
+            rmax = r[i];
+    }
+    double scale = s->cfg.softmax_temperature * (rmax > 0 ? rmax : 1.0);
+    for (int i = 0; i < n; i++) {
+        p[i] = pickable(&tasks[i], true) ? exp((r[i] - rmax) / scale) : 0.0;
+        sum += p[i];
+    }
+    if (sum <= 0)
+        return -1;
+    double u = gsl_rng_uniform(s->rng) * sum;
+    int pick = -1;
+    for (int i = 0; i < n; i++) {
+        if (scores && p[i] > 0)
+            scores[i] = p[i] / sum;
+        if (pick < 0 && p[i] > 0 && (u -= p[i]) <= 0)
+            pick = i;
+    }
+    return pick >= 0 ? pick : argmax(p, tasks, n, true);
+}
+
+/* Ansor: df/dt_i = w_i (alpha * backward + (1 - alpha) * forward), where the
+ * backward difference is over the last `window` slots and the forward guess is
+ * min(-g_i / t_i, beta * C_i / max_{k in N(i)} V_k - g_i); the task with the
+ * most negative gradient gets the slot. Untuned tasks go first. */
+#define ANSOR_ALPHA 0.2
+#define ANSOR_BETA 2.0
+#define ANSOR_WINDOW 3
+
+static double ansor_gradient(const dt_sched_task *tasks, int n, int i)
+{
+    const dt_sched_task *k = &tasks[i];
+    double g = k->nhistory ? k->latency_history[k->nhistory - 1] : latency_ms(k->flops, k->best_gflops);
+    double backward = 0;
+    if (k->nhistory > ANSOR_WINDOW) {
+        double old = k->latency_history[k->nhistory - 1 - ANSOR_WINDOW];
+        backward = (g - old) / ANSOR_WINDOW;
+    }
+    double best_speed = 0;  /* max V_k over the group: flop per ms */
+    for (int j = 0; j < n; j++) {
+        if (tasks[j].group != k->group || tasks[j].best_gflops <= 0)
+            continue;
+        double v = tasks[j].flops / latency_ms(tasks[j].flops, tasks[j].best_gflops);
+        best_speed = v > best_speed ? v : best_speed;
+    }
+    double forward = -g / (k->slots > 0 ? k->slots : 1);
+    if (best_speed > 0) {
+        double guess = ANSOR_BETA * k->flops / best_speed - g;
+        forward = guess < forward ? guess : forward;
+    }
+    return k->weight * (ANSOR_ALPHA * backward + (1 - ANSOR_ALPHA) * forward);
+}
+
+static int pick_gradient(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                         double *scores)
+{
+    double neg[n];
+    for (int i = 0; i < n; i++) {
+        neg[i] = tasks[i].slots == 0 || tasks[i].best_gflops <= 0 ? INFINITY
+                                                                  : -ansor_gradient(tasks, n, i);
+        if (scores)
+            scores[i] = pickable(&tasks[i], true) ? neg[i] : -INFINITY;
+    }
+    if (gsl_rng_uniform(s->rng) < s->cfg.epsilon)
+        return uniform(s, tasks, n, NULL, true);
+    return argmax(neg, tasks, n, true);
+}
+
+static const policy policies[] = {
+    { "dynatune", pick_dynatune, true },
+    { "sequential", pick_sequential, false },
+    { "round_robin", pick_round_robin, false },
+    { "random", pick_random, false },
+    { "linear", pick_linear, false },
+    { "da_random", pick_da_random, false },
+    { "da_round_robin", pick_da_round_robin, false },
+    { "eps_greedy", pick_eps_greedy, true },
+    { "softmax", pick_softmax, true },
+    { "gradient", pick_gradient, false },
+};
+
+#define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
+
+const char *dt_scheduler_policies(void)
+{
+    return "dynatune, sequential, round_robin, random, linear, da_random, da_round_robin, "
+           "eps_greedy, softmax, gradient";
+}
+
+static const policy *find_policy(const char *name)
+{
+    for (int i = 0; i < NPOLICIES; i++)
+        if (strcmp(policies[i].name, name) == 0)
+            return &policies[i];
+    return NULL;
+}
+
+bool dt_scheduler_known(const char *name)
+{
+    return find_policy(name) != NULL;
+}
+
+int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t seed,
+                     dt_scheduler **out, dt_error *err)
+{
+    *out = NULL;
+    const policy *p = find_policy(name);
+    if (!p)
+        return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
+                            dt_scheduler_policies());
+    dt_scheduler *s = calloc(1, sizeof *s);
+    if (!s || !(s->rng = gsl_rng_alloc(gsl_rng_mt19937))) {
+        free(s);
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    gsl_rng_set(s->rng, (unsigned long)(seed ^ 0x5ced5ced5cedULL));
+    s->policy = p;
+    s->cfg = *cfg;
+    s->cursor = -1;
+    s->current = -1;
+    *out = s;
+    return 0;
+}
+
+void dt_scheduler_free(dt_scheduler *s)
+{
+    if (!s)
+        return;
+    gsl_rng_free(s->rng);
+    free(s);
+}
+
+bool dt_scheduler_needs_belief(const dt_scheduler *s)
+{
+    return s->policy->needs_belief;
+}
+
+int dt_scheduler_pick(dt_scheduler *s, int t, const dt_sched_task *tasks, int ntasks,
+                      double *scores)
+{
+    if (ntasks <= 0)
+        return -1;
+    return s->policy->pick(s, t, tasks, ntasks, scores);
+}

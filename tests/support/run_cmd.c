@@ -1,0 +1,121 @@
+/* run_cmd.c — test support for tests that run the real binary. */
+#include "run_cmd.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *dt_test_dtune(void)
+{
+    const char *bin = getenv("DTUNE_BIN");
+    return bin && *bin ? bin : "bin/dtune";
+}
+
+static void exec_dtune(char *const argv[])
+{
+    int n = 0;
+    while (argv[n])
+        n++;
+    char **args = calloc((size_t)n + 1, sizeof *args);
+    if (!args)
+        _exit(127);
+    args[0] = (char *)dt_test_dtune();
+    for (int i = 1; i < n; i++)
+        args[i] = argv[i];
+    execv(args[0], args);
+    _exit(127);
+}
+
+int dt_test_wait(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int dt_test_run(char *const argv[], char *out, size_t len)
+{
+    char path[] = "/tmp/dtune_out_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        exec_dtune(argv);
+    }
+    close(fd);
+    int status = dt_test_wait(pid);
+    char *text = dt_test_slurp(path);
+    snprintf(out, len, "%s", text ? text : "");
+    free(text);
+    unlink(path);
+    return status;
+}
+
+pid_t dt_test_spawn(char *const argv[], const char *log_path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        setpgid(0, 0);
+        exec_dtune(argv);
+    }
+    return pid;
+}
+
+void dt_test_tmpdir(char *buf, size_t len)
+{
+    snprintf(buf, len, "/tmp/dtune_test_XXXXXX");
+    if (!mkdtemp(buf))
+        buf[0] = '\0';
+}
+
+char *dt_test_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+int dt_test_count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[8192];
+    int count = 0;
+    while (fgets(line, sizeof line, f))
+        count += strstr(line, needle) != NULL;
+    fclose(f);
+    return count;
+}

@@ -1,0 +1,31 @@
+/* run_cmd.h — test support: run the real dtune binary and capture its output. */
+#ifndef DTUNE_TEST_RUN_CMD_H
+#define DTUNE_TEST_RUN_CMD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Path of the dtune binary under test ($DTUNE_BIN, else bin/dtune). */
+const char *dt_test_dtune(void);
+
+/* Runs argv (argv[0] is replaced by the dtune binary), waits, returns its exit
+ * status (128 + signal if killed). stdout and stderr together go into out
+ * (NUL-terminated, truncated to len). */
+int dt_test_run(char *const argv[], char *out, size_t len);
+
+/* Starts argv in the background with stdout+stderr to log_path; returns the pid. */
+pid_t dt_test_spawn(char *const argv[], const char *log_path);
+
+/* Waits for pid; returns its exit status as dt_test_run does. */
+int dt_test_wait(pid_t pid);
+
+/* Makes a fresh directory under /tmp; writes its path into buf. */
+void dt_test_tmpdir(char *buf, size_t len);
+
+/* Reads a whole file into a malloc'd string (NULL if it cannot). */
+char *dt_test_slurp(const char *path);
+
+/* Counts lines of path containing needle. */
+int dt_test_count_lines(const char *path, const char *needle);
+
+#endif

@@ -1,0 +1,211 @@
+/* test_scheduler.c — slot policies on hand-made task states. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "dtune/scheduler.h"
+
+static dt_scheduler_config sched_cfg(void)
+{
+    dt_scheduler_config c;
+    memset(&c, 0, sizeof c);
+    c.ucb_c = 2.0;
+    c.gamma = 1e9;
+    c.epsilon = 0.05;
+    c.softmax_temperature = 1.0;
+    c.finish_after = 200;
+    return c;
+}
+
+static dt_scheduler *make(const char *name)
+{
+    dt_scheduler_config c = sched_cfg();
+    dt_scheduler *s = NULL;
+    dt_error err;
+    if (dt_scheduler_new(name, &c, 42, &s, &err) != 0)
+        fail_msg("%s", err.msg);
+    return s;
+}
+
+static dt_sched_task task(double weight, double gflop, double best, double pred, int slots)
+{
+    dt_sched_task t;
+    memset(&t, 0, sizeof t);
+    t.weight = weight;
+    t.flops = gflop * 1e9;
+    t.best_gflops = best;
+    t.pred_gflops = pred;
+    t.pred_ok = pred > 0;
+    t.slots = slots;
+    return t;
+}
+
+static void test_expected_reduction(void **state)
+{
+    (void)state;
+    /* 0.2 GFLOP at 20 -> 25 GFLOPS: 10 ms -> 8 ms, times weight 3 = 6 ms */
+    dt_sched_task t = task(3, 0.2, 20, 25, 1);
+    assert_true(fabs(dt_sched_expected_reduction(&t) - 6.0) < 1e-9);
+    t.pred_gflops = 19;  /* a prediction below the best is no reduction */
+    assert_true(dt_sched_expected_reduction(&t) == 0.0);
+}
+
+static void test_dynatune_ucb(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("dynatune");
+    assert_true(dt_scheduler_needs_belief(s));
+    dt_sched_task tasks[3] = { task(1, 0.2, 20, 25, 4), task(1, 0.2, 20, 21, 4),
+                               task(1, 0.1, 10, 30, 0) };
+    double scores[3];
+    /* an unplayed task scores gamma and goes first */
+    assert_int_equal(dt_scheduler_pick(s, 9, tasks, 3, scores), 2);
+    assert_true(scores[2] == 1e9);
+    tasks[2].slots = 4;
+    tasks[2].pred_gflops = 10.5;
+    /* equal play counts: the larger expected reduction (task 0: 2 ms) wins */
+    assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 0);
+    double bonus = sqrt(2.0 * log(13.0) / 4);
+    assert_true(fabs(scores[0] - (2.0 + bonus)) < 1e-9);
+    /* a task played once gets a bonus big enough to be explored over one
+     * played 40 times: 0.48 + sqrt(2 ln 13) = 2.74 > 2 + sqrt(2 ln 13 / 40) = 2.36 */
+    tasks[0].slots = 40;
+    tasks[1].slots = 1;
+    assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 1);
+    /* finished tasks are skipped */
+    tasks[1].finished = true;
+    assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 0);
+    assert_true(isinf(scores[1]) && scores[1] < 0);
+    dt_scheduler_free(s);
+}
+
+static void test_sequential_until_finished(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("sequential");
+    dt_sched_task tasks[3] = { task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0) };
+    for (int t = 1; t <= 5; t++)
+        assert_int_equal(dt_scheduler_pick(s, t, tasks, 3, NULL), 0);
+    tasks[0].finished = true;
+    assert_int_equal(dt_scheduler_pick(s, 6, tasks, 3, NULL), 1);
+    tasks[1].exhausted = true;
+    assert_int_equal(dt_scheduler_pick(s, 7, tasks, 3, NULL), 2);
+    tasks[2].finished = true;
+    assert_int_equal(dt_scheduler_pick(s, 8, tasks, 3, NULL), -1);
+    dt_scheduler_free(s);
+}
+
+static void test_round_robin_static_and_dynamic(void **state)
+{
+    (void)state;
+    dt_sched_task tasks[3] = { task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0) };
+    tasks[1].finished = true;
+    dt_scheduler *rr = make("round_robin"), *da = make("da_round_robin");
+    int seq_rr[6], seq_da[6];
+    for (int t = 0; t < 6; t++) {
+        seq_rr[t] = dt_scheduler_pick(rr, t + 1, tasks, 3, NULL);
+        seq_da[t] = dt_scheduler_pick(da, t + 1, tasks, 3, NULL);
+    }
+    const int want_rr[6] = { 0, 1, 2, 0, 1, 2 }, want_da[6] = { 0, 2, 0, 2, 0, 2 };
+    assert_memory_equal(seq_rr, want_rr, sizeof want_rr);
+    assert_memory_equal(seq_da, want_da, sizeof want_da);
+    tasks[2].exhausted = true;
+    assert_int_equal(dt_scheduler_pick(rr, 7, tasks, 3, NULL), 0);
+    assert_int_equal(dt_scheduler_pick(rr, 8, tasks, 3, NULL), 1);
+    dt_scheduler_free(rr);
+    dt_scheduler_free(da);
+}
+
+static void test_linear_follows_flops(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("linear");
+    dt_sched_task tasks[3] = { task(1, 0.6, 1, 0, 0), task(2, 0.1, 1, 0, 0), task(1, 0.2, 1, 0, 0) };
+    int counts[3] = { 0 };
+    for (int t = 1; t <= 100; t++) {
+        int k = dt_scheduler_pick(s, t, tasks, 3, NULL);
+        assert_true(k >= 0);
+        tasks[k].slots++;
+        counts[k]++;
+    }
+    /* shares 0.6 : 0.2 : 0.2 */
+    assert_true(abs(counts[0] - 60) <= 1);
+    assert_true(abs(counts[1] - 20) <= 1);
+    assert_true(abs(counts[2] - 20) <= 1);
+    dt_scheduler_free(s);
+}
+
+static void test_random_policies_pick_only_pickable(void **state)
+{
+    (void)state;
+    const char *names[] = { "random", "da_random", "eps_greedy", "softmax", "gradient" };
+    for (size_t p = 0; p < sizeof names / sizeof names[0]; p++) {
+        dt_scheduler *s = make(names[p]);
+        dt_sched_task tasks[4] = { task(1, 0.2, 20, 22, 2), task(1, 0.2, 20, 30, 2),
+                                   task(1, 0.2, 20, 25, 2), task(1, 0.2, 20, 40, 2) };
+        tasks[3].exhausted = true;
+        int seen[4] = { 0 };
+        for (int t = 1; t <= 300; t++) {
+            int k = dt_scheduler_pick(s, t, tasks, 4, NULL);
+            assert_true(k >= 0 && k < 3);
+            seen[k]++;
+        }
+        assert_int_equal(seen[3], 0);
+        if (strcmp(names[p], "eps_greedy") == 0)
+            assert_true(seen[1] > 250);  /* greedy on the largest reduction */
+        if (strcmp(names[p], "random") == 0)
+            assert_true(seen[0] > 60 && seen[1] > 60 && seen[2] > 60);
+        dt_scheduler_free(s);
+    }
+}
+
+static void test_gradient_prefers_steep_descent(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("gradient");
+    dt_sched_task tasks[2] = { task(1, 0.2, 20, 0, 5), task(1, 0.2, 20, 0, 5) };
+    tasks[0].group = tasks[1].group = 0;
+    /* same latency now (10 ms); task 1 fell from 16 ms over its last 3 slots */
+    const double flat[5] = { 10.2, 10.1, 10.1, 10.0, 10.0 }, steep[5] = { 20, 16, 13, 11, 10.0 };
+    memcpy(tasks[0].latency_history, flat, sizeof flat);
+    memcpy(tasks[1].latency_history, steep, sizeof steep);
+    tasks[0].nhistory = tasks[1].nhistory = 5;
+    int ones = 0;
+    for (int t = 1; t <= 100; t++)
+        ones += dt_scheduler_pick(s, t, tasks, 2, NULL) == 1;
+    assert_true(ones > 90);
+    dt_scheduler_free(s);
+}
+
+static void test_unknown_policy(void **state)
+{
+    (void)state;
+    dt_scheduler_config c = sched_cfg();
+    dt_scheduler *s = NULL;
+    dt_error err;
+    assert_int_equal(dt_scheduler_new("bandit", &c, 1, &s, &err), DT_ENOTFOUND);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "dynatune"));
+    assert_true(dt_scheduler_known("da_round_robin"));
+    assert_false(dt_scheduler_known("greedy"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expected_reduction),
+        cmocka_unit_test(test_dynatune_ucb),
+        cmocka_unit_test(test_sequential_until_finished),
+        cmocka_unit_test(test_round_robin_static_and_dynamic),
+        cmocka_unit_test(test_linear_follows_flops),
+        cmocka_unit_test(test_random_policies_pick_only_pickable),
+        cmocka_unit_test(test_gradient_prefers_steep_descent),
+        cmocka_unit_test(test_unknown_policy),
+    };
+    return cmocka_run_group_tests_name("scheduler", tests, NULL, NULL);
+}

@@ -1,0 +1,282 @@
+/* test_tune.c — `dtune tune` as a real process on the replay backend: stop
+ * conditions, SIGTERM, kill -9 and resume without loss or repeats, the status
+ * server while tuning, and dynatune against sequential on resnet18. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/server.h"
+#include "support/run_cmd.h"
+
+static char out[1 << 16];
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until path has at least n lines containing needle (or timeout). */
+static bool wait_lines(const char *path, const char *needle, int n, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        if (dt_test_count_lines(path, needle) >= n)
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+/* Every measure record of a log: "task#config" strings; fails on duplicates. */
+static int measured_configs(const char *log, char ***keys_out)
+{
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[8192];
+    int n = 0, cap = 1024;
+    char **keys = malloc((size_t)cap * sizeof *keys);
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        if (!rec)
+            continue; /* a torn last line after kill -9 */
+        if (strcmp(json_string_value(json_object_get(rec, "type")), "measure") == 0) {
+            char key[128];
+            snprintf(key, sizeof key, "%s#%lld", json_string_value(json_object_get(rec, "task")),
+                     (long long)json_integer_value(json_object_get(rec, "config")));
+            for (int i = 0; i < n; i++)
+                if (strcmp(keys[i], key) == 0)
+                    fail_msg("%s measured twice", key);
+            if (n == cap)
+                keys = realloc(keys, (size_t)(cap *= 2) * sizeof *keys);
+            keys[n++] = strdup(key);
+        }
+        json_decref(rec);
+    }
+    fclose(f);
+    *keys_out = keys;
+    return n;
+}
+
+static void free_keys(char **keys, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+#define TUNE(dir, ...) \
+    (char *[]){ "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay", \
+                "--strategy", "random", "--out", dir, "--listen", "off", __VA_ARGS__, NULL }
+
+static void test_target_latency_stops(void **state)
+{
+    (void)state;
+    char dir[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "60", "--slot-seconds", "1", "--target-latency", "1000"),
+                         out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "target latency reached"));
+    char path[128];
+    snprintf(path, sizeof path, "%s/best.json", dir);
+    char *best = dt_test_slurp(path);
+    assert_non_null(best);
+    free(best);
+    snprintf(path, sizeof path, "%s/latency.svg", dir);
+    char *svg = dt_test_slurp(path);
+    assert_non_null(svg);
+    assert_non_null(strstr(svg, "<svg"));
+    free(svg);
+}
+
+static void test_budget_stops_and_reports(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "3", "--slot-trials", "8", "--finish-after", "1000000"), out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "stopped: budget spent"));
+    snprintf(path, sizeof path, "%s/latency.csv", dir);
+    assert_true(dt_test_count_lines(path, ",") >= 3);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "depthwise"));
+    rc = dt_test_run((char *[]){ "dtune", "best", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "best_gflops"));
+}
+
+static void test_sigterm_is_graceful(void **state)
+{
+    (void)state;
+    char dir[64], log[128], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/stdout.txt", dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    pid_t pid = dt_test_spawn(TUNE(dir, "--budget", "120", "--slot-trials", "4"), log);
+    assert_true(wait_lines(path, "\"slot\"", 3, 20000));
+    kill(pid, SIGTERM);
+    int rc = dt_test_wait(pid);
+    char *text = dt_test_slurp(log);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, text);
+    assert_non_null(strstr(text, "stopped: signal"));
+    free(text);
+    char **keys;
+    int n = measured_configs(path, &keys);
+    assert_true(n > 0);
+    free_keys(keys, n);
+}
+
+static void test_kill9_and_resume(void **state)
+{
+    (void)state;
+    char dir[64], log[128], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/stdout.txt", dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    pid_t pid = dt_test_spawn(TUNE(dir, "--budget", "120", "--slot-trials", "4"), log);
+    assert_true(wait_lines(path, "\"measure\"", 40, 20000));
+    kill(pid, SIGKILL);
+    assert_int_equal(dt_test_wait(pid), 128 + SIGKILL);
+    char **before;
+    int nbefore = measured_configs(path, &before);
+    int rc = dt_test_run(TUNE(dir, "--budget", "120", "--slot-trials", "4", "--max-slots", "12"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "resuming"));
+    char **after;
+    int nafter = measured_configs(path, &after); /* fails on any config measured twice */
+    assert_true(nafter > nbefore);
+    for (int i = 0; i < nbefore; i++)
+        assert_string_equal(before[i], after[i]);
+    free_keys(before, nbefore);
+    free_keys(after, nafter);
+}
+
+static void test_status_server_while_tuning(void **state)
+{
+    (void)state;
+    char dir[64], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/stdout.txt", dir);
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay",
+                     "--strategy", "random", "--out", dir, "--listen", "127.0.0.1:0",
+                     "--budget", "60", "--slot-trials", "4", NULL };
+    pid_t pid = dt_test_spawn(argv, log);
+    assert_true(wait_lines(log, "(port ", 1, 20000));
+    char *text = dt_test_slurp(log);
+    int port = atoi(strstr(text, "(port ") + 6);
+    free(text);
+    assert_true(port > 0);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    snprintf(out, sizeof out, "%s/tuning.jsonl", dir);
+    assert_true(wait_lines(out, "\"slot\"", 2, 20000));
+    dt_http_reply reply;
+    dt_error err;
+    assert_int_equal(dt_server_request(addr, "GET", "/status", 2000, &reply, &err), 0);
+    assert_int_equal(reply.status, 200);
+    json_error_t jerr;
+    json_t *status = json_loads(reply.body, 0, &jerr);
+    assert_non_null(status);
+    assert_string_equal(json_string_value(json_object_get(status, "model")), "tiny");
+    json_decref(status);
+    dt_server_reply_free(&reply);
+    assert_int_equal(dt_server_request(addr, "GET", "/metrics", 2000, &reply, &err), 0);
+    assert_non_null(strstr(reply.body, "dtune_model_latency_ms "));
+    dt_server_reply_free(&reply);
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+}
+
+/* Latency after the first slot at which latency.csv's model latency is <= level. */
+static int slot_reaching(const char *csv, double level)
+{
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    char line[8192];
+    int found = -1;
+    fgets(line, sizeof line, f);  /* header */
+    while (found < 0 && fgets(line, sizeof line, f)) {
+        double elapsed, lat;
+        int slot;
+        char task[64];
+        if (sscanf(line, "%lf,%d,%63[^,],%lf", &elapsed, &slot, task, &lat) == 4 && lat <= level)
+            found = slot;
+    }
+    fclose(f);
+    return found;
+}
+
+static double final_latency(const char *csv)
+{
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    char line[8192];
+    double lat = -1;
+    while (fgets(line, sizeof line, f)) {
+        double elapsed, v;
+        int slot;
+        char task[64];
+        if (sscanf(line, "%lf,%d,%63[^,],%lf", &elapsed, &slot, task, &v) == 4)
+            lat = v;
+    }
+    fclose(f);
+    return lat;
+}
+
+static void test_dynatune_beats_sequential_on_replay(void **state)
+{
+    (void)state;
+    char dyn[64], seq[64], csv_dyn[128], csv_seq[128];
+    dt_test_tmpdir(dyn, sizeof dyn);
+    dt_test_tmpdir(seq, sizeof seq);
+    const char *policies[2] = { "dynatune", "sequential" };
+    char *dirs[2] = { dyn, seq };
+    for (int i = 0; i < 2; i++) {
+        char *argv[] = { "dtune", "tune", "--model", "models/resnet18.yaml", "--backend", "replay",
+                         "--strategy", "random", "--out", dirs[i], "--listen", "off",
+                         "--policy", (char *)policies[i], "--budget", "300", "--slot-trials", "16",
+                         "--max-slots", "60", "--finish-after", "64", NULL };
+        int rc = dt_test_run(argv, out, sizeof out);
+        if (rc != 0)
+            fail_msg("%s exit %d: %s", policies[i], rc, out);
+    }
+    snprintf(csv_dyn, sizeof csv_dyn, "%s/latency.csv", dyn);
+    snprintf(csv_seq, sizeof csv_seq, "%s/latency.csv", seq);
+    double level = final_latency(csv_seq);
+    int s_dyn = slot_reaching(csv_dyn, level), s_seq = slot_reaching(csv_seq, level);
+    print_message("sequential's final latency %.3f ms: dynatune at slot %d, sequential at slot %d\n",
+                  level, s_dyn, s_seq);
+    assert_true(s_dyn > 0);
+    assert_true(s_dyn < s_seq);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_target_latency_stops),
+        cmocka_unit_test(test_budget_stops_and_reports),
+        cmocka_unit_test(test_sigterm_is_graceful),
+        cmocka_unit_test(test_kill9_and_resume),
+        cmocka_unit_test(test_status_server_while_tuning),
+        cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
+    };
+    return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
+}
