@@ -79,6 +79,30 @@ static void free_keys(char **keys, int n)
     (char *[]){ "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay", \
                 "--strategy", "random", "--out", dir, "--listen", "off", __VA_ARGS__, NULL }
 
+/* The real CPU backend end to end: generated kernels compiled, checked and
+ * timed, on the tiny model, within 60 s. */
+static void test_tiny_on_cpu_end_to_end(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--out", dir, "--listen", "off",
+                     "--budget", "20", "--slot-seconds", "4", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "stopped: budget spent"));
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    const char *tasks[] = { "\"task\":\"conv\"", "\"task\":\"depthwise\"", "\"task\":\"fc\"" };
+    for (int i = 0; i < 3; i++)
+        assert_true(dt_test_count_lines(path, tasks[i]) > 0);
+    assert_true(dt_test_count_lines(path, "\"result\":\"ok\"") >= 3);
+    assert_int_equal(dt_test_count_lines(path, "\"result\":\"wrong_output\""), 0);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "faster"));
+}
+
 static void test_target_latency_stops(void **state)
 {
     (void)state;
@@ -271,6 +295,7 @@ static void test_dynatune_beats_sequential_on_replay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiny_on_cpu_end_to_end),
         cmocka_unit_test(test_target_latency_stops),
         cmocka_unit_test(test_budget_stops_and_reports),
         cmocka_unit_test(test_sigterm_is_graceful),
