@@ -27,29 +27,7 @@ static void usage(FILE *to)
 /* Returns the exit status: 0 help shown, 2 usage error, -1 go on with *run_dir. */
 static int parse_args(int argc, char **argv, const char **run_dir)
 {
-    int i = 1;
-    *run_dir = NULL;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        fprintf(stderr, "dtune best: unknown option '%s'\n", argv[i]);
-        usage(stderr);
-        return 2;
-    }
-    if (argc - i != 1) {
-        fprintf(stderr, "dtune best: %s\n", argc - i < 1 ? "RUN_DIR is missing"
-                                                         : "expects one RUN_DIR");
-        usage(stderr);
-        return 2;
-    }
-    *run_dir = argv[i];
-    return -1;
+    return dt_cli_one_path(argc, argv, "best", usage, run_dir);
 }
 
 /* Copies in to stdout; returns the exit status. */

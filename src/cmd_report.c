@@ -29,28 +29,7 @@ static void usage(FILE *to)
 /* Returns the exit status: 0 help shown, 2 usage error, -1 go on with *run_dir. */
 static int parse_args(int argc, char **argv, const char **run_dir)
 {
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        fprintf(stderr, "dtune report: unknown option '%s'\n", argv[i]);
-        usage(stderr);
-        return 2;
-    }
-    if (argc - i != 1) {
-        fprintf(stderr, "dtune report: %s\n", argc - i < 1 ? "RUN_DIR is missing"
-                                                           : "expects one RUN_DIR");
-        usage(stderr);
-        return 2;
-    }
-    *run_dir = argv[i];
-    return -1;
+    return dt_cli_one_path(argc, argv, "report", usage, run_dir);
 }
 
 static void print_header(const dt_run_state *rs)

@@ -25,32 +25,12 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/runner.h"
+#include "support/run_cmd.h"
 
 typedef struct fixture {
     char dir[64];
     dt_measure_config measure;
 } fixture;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char child[512];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            struct stat st;
-            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-                remove_tree(child);
-            else
-                unlink(child);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
 
 static int setup(void **state)
 {
@@ -72,7 +52,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    remove_tree(f->dir);
+    dt_test_remove_tree(f->dir);
     free(f);
     return 0;
 }

@@ -24,6 +24,7 @@
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
+#include "support/run_cmd.h"
 
 static const char tiny_model[] =
     "name: tiny_test\n"
@@ -59,15 +60,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    int rc = nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    int rc = dt_test_remove_tree(fx->dir);
     free(fx);
     return rc;
 }

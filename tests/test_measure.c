@@ -24,6 +24,7 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/runner.h"
+#include "support/run_cmd.h"
 
 typedef struct fixture {
     char dir[64];
@@ -31,27 +32,6 @@ typedef struct fixture {
     dt_task task;               /* dense 4x16 * 8x16^T */
     void *cpu;
 } fixture;
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char child[512];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            struct stat st;
-            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-                remove_tree(child);
-            else
-                unlink(child);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
 
 static int setup(void **state)
 {
@@ -80,7 +60,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     dt_backend_cpu.close(f->cpu);
-    remove_tree(f->dir);
+    dt_test_remove_tree(f->dir);
     free(f);
     return 0;
 }

@@ -29,6 +29,7 @@
 
 #include "dtune/cli.h"
 #include "dtune/tunelog.h"
+#include "support/run_cmd.h"
 
 #define MAX_SEEN 16
 #define CRASH_RECORDS 20000
@@ -56,15 +57,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    int rc = nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    int rc = dt_test_remove_tree(fx->dir);
     free(fx);
     return rc;
 }

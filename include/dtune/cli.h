@@ -12,4 +12,11 @@ int dt_cmd_models(int argc, char **argv);
 int dt_cmd_measure(int argc, char **argv);
 int dt_cmd_check(int argc, char **argv);
 
+#include <stdio.h>
+
+/* For subcommands taking `[-h] [--] RUN_DIR`: returns 0 (help shown), 2
+ * (usage error, message and usage on stderr) or -1 with *path set. */
+int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
+                    const char **path);
+
 #endif

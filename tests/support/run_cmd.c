@@ -2,6 +2,7 @@
 #include "run_cmd.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,4 +119,17 @@ int dt_test_count_lines(const char *path, const char *needle)
         count += strstr(line, needle) != NULL;
     fclose(f);
     return count;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int dt_test_remove_tree(const char *path)
+{
+    return nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }

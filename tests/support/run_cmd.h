@@ -22,6 +22,9 @@ int dt_test_wait(pid_t pid);
 /* Makes a fresh directory under /tmp; writes its path into buf. */
 void dt_test_tmpdir(char *buf, size_t len);
 
+/* Removes path and everything below it; returns 0 or -1. */
+int dt_test_remove_tree(const char *path);
+
 /* Reads a whole file into a malloc'd string (NULL if it cannot). */
 char *dt_test_slurp(const char *path);
 
