@@ -1,13 +1,17 @@
 /* measure.c — the measurer: a builder thread pool, the runner (the calling
  * thread), and the CV early-stopping rule shared by every backend.
  *
- * dt_measurer_run works in two phases. Build: the batch's points are claimed
- * one by one (an atomic counter) by `measure.builders` threads, each calling
- * backend->build, so compiles run in parallel on every core. Run: the calling
- * thread then times the artifacts one at a time with backend->run. Builders
- * sleep on a condition variable during the run phase, so no compile ever
- * disturbs a timing (the CPU backend additionally pins its measurement
- * process to its own core). The builders share one batch and claim from one
+ * The batch's points are claimed one by one (an atomic counter) by
+ * `measure.builders` threads, each calling backend->build; the calling thread
+ * times the artifacts one at a time with backend->run. Two schedules:
+ *   pipelined — when the machine has more cores than the runner's kernel
+ *     threads, the builders are pinned to the cores the runner does not use
+ *     (the CPU backend pins its measurement process to the last
+ *     `measure.threads` cores), and the runner times artifact i as soon as it
+ *     is built while the builders compile the rest of the batch;
+ *   two-phase — otherwise, every point is built first and the builders sleep
+ *     on a condition variable while the runner times, so no compile ever
+ *     shares a core with a timing. The builders share one batch and claim from one
  * counter instead of owning a queue each: the batch is small and uneven in
  * compile time, and a shared counter balances it without stealing logic.
  *
@@ -22,6 +26,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -78,6 +83,10 @@ struct dt_measurer {
     unsigned long generation;
     bool stopping;
     int active;                  /* builders still working on the batch */
+    bool pipelined;              /* builders pinned off the runner's cores */
+    cpu_set_t builder_cpus;
+    pthread_cond_t ready_cv;     /* the runner waits for artifact i */
+    unsigned char *ready;        /* per point: built */
 
     /* the batch being built */
     const dt_space *space;
@@ -118,6 +127,12 @@ static void build_claimed(dt_measurer *m)
         if (i >= m->n)
             return;
         build_one(m, i);
+        if (m->pipelined) {
+            pthread_mutex_lock(&m->mu);
+            m->ready[i] = 1;
+            pthread_cond_broadcast(&m->ready_cv);
+            pthread_mutex_unlock(&m->mu);
+        }
     }
 }
 
@@ -125,6 +140,8 @@ static void *builder_main(void *arg)
 {
     dt_measurer *m = arg;
     unsigned long seen = 0;
+    if (m->pipelined)
+        pthread_setaffinity_np(pthread_self(), sizeof m->builder_cpus, &m->builder_cpus);
     pthread_mutex_lock(&m->mu);
     for (;;) {
         while (m->generation == seen && !m->stopping)
@@ -140,6 +157,26 @@ static void *builder_main(void *arg)
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
+}
+
+/* Pipelined when some allowed core is left after the runner's last
+ * `threads` cores (the ones the CPU backend pins its runner to). */
+static void choose_schedule(dt_measurer *m, int threads)
+{
+    cpu_set_t allowed;
+    int want = threads < 1 ? 1 : threads;
+    CPU_ZERO(&m->builder_cpus);
+    if (m->nbuilders == 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 ||
+        CPU_COUNT(&allowed) <= want)
+        return;
+    int skipped = 0;
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        if (skipped++ >= want)
+            CPU_SET(cpu, &m->builder_cpus);
+    }
+    m->pipelined = CPU_COUNT(&m->builder_cpus) > 0;
 }
 
 /* Builders block every signal: the daemon's handlers run on its own thread. */
@@ -174,6 +211,7 @@ int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work_cv, NULL);
     pthread_cond_init(&m->done_cv, NULL);
+    pthread_cond_init(&m->ready_cv, NULL);
     dt_backend_params params = { .measure = cfg, .work_dir = work_dir, .seed = seed };
     int rc = backend->open(&params, &m->state, err);
     if (rc < 0)
@@ -183,6 +221,7 @@ int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
         goto fail;
     }
+    choose_schedule(m, cfg->threads);
     if ((rc = start_builders(m, err)) < 0)
         goto fail;
     *out = m;
@@ -206,6 +245,7 @@ void dt_measurer_free(dt_measurer *m)
         m->backend->close(m->state);
     pthread_cond_destroy(&m->work_cv);
     pthread_cond_destroy(&m->done_cv);
+    pthread_cond_destroy(&m->ready_cv);
     pthread_mutex_destroy(&m->mu);
     free(m->threads);
     free(m);
@@ -257,6 +297,48 @@ static int run_one(dt_measurer *m, const dt_space *space, const dt_point *point,
     return 0;
 }
 
+/* Pipelined: builders (pinned off the runner's cores) go through the batch
+ * while the runner times each artifact as soon as it is ready. */
+static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *points, int n,
+                         dt_artifact *artifacts, dt_measure_result *results, dt_error *err)
+{
+    unsigned char *ready = calloc((size_t)n, 1);
+    if (!ready)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    pthread_mutex_lock(&m->mu);
+    m->space = space;
+    m->points = points;
+    m->artifacts = artifacts;
+    m->ready = ready;
+    m->n = n;
+    m->failure = 0;
+    atomic_store(&m->next, 0);
+    m->active = m->nstarted;
+    m->generation++;
+    pthread_cond_broadcast(&m->work_cv);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        while (!ready[i] && m->failure == 0)
+            pthread_cond_wait(&m->ready_cv, &m->mu);
+        if (m->failure < 0) {
+            rc = m->failure;
+            if (err)
+                *err = m->failure_err;
+            break;
+        }
+        pthread_mutex_unlock(&m->mu);
+        rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
+        pthread_mutex_lock(&m->mu);
+    }
+    atomic_store(&m->next, n);  /* on an error, builders stop claiming */
+    while (m->active > 0)
+        pthread_cond_wait(&m->done_cv, &m->mu);
+    m->ready = NULL;
+    pthread_mutex_unlock(&m->mu);
+    free(ready);
+    return rc;
+}
+
 int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
                     int n, dt_measure_result *results, dt_error *err)
 {
@@ -265,8 +347,9 @@ int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *point
     dt_artifact *artifacts = calloc((size_t)n, sizeof *artifacts);
     if (!artifacts)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = build_batch(m, space, points, n, artifacts, err);
-    for (int i = 0; rc == 0 && i < n; i++)
+    int rc = m->pipelined ? run_pipelined(m, space, points, n, artifacts, results, err)
+                          : build_batch(m, space, points, n, artifacts, err);
+    for (int i = 0; !m->pipelined && rc == 0 && i < n; i++)
         rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
     free(artifacts);
     return rc;
