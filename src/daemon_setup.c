@@ -124,6 +124,7 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot %d names task %d of %d", rc->path,
                             rc->line, rec->slot, k, r->model->ntasks);
     r->slot = rec->slot;
+    dt_scheduler_replay(r->sched, k);
     if (rec->time > r->elapsed_base)
         r->elapsed_base = rec->time;
     if (rec->slot == 0)

@@ -336,6 +336,14 @@ void dt_scheduler_free(dt_scheduler *s)
     free(s);
 }
 
+void dt_scheduler_replay(dt_scheduler *s, int k)
+{
+    if (k < 0)
+        return;
+    s->cursor = k;
+    s->current = k;
+}
+
 bool dt_scheduler_needs_belief(const dt_scheduler *s)
 {
     return s->policy->needs_belief;

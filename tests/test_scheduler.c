@@ -121,6 +121,20 @@ static void test_round_robin_static_and_dynamic(void **state)
     dt_scheduler_free(da);
 }
 
+static void test_replay_restores_position(void **state)
+{
+    (void)state;
+    dt_sched_task tasks[3] = { task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0), task(1, 1, 1, 0, 0) };
+    dt_scheduler *rr = make("round_robin"), *seq = make("sequential");
+    dt_scheduler_replay(rr, 1);
+    dt_scheduler_replay(seq, 2);
+    assert_int_equal(dt_scheduler_pick(rr, 5, tasks, 3, NULL), 2);
+    assert_int_equal(dt_scheduler_pick(rr, 6, tasks, 3, NULL), 0);
+    assert_int_equal(dt_scheduler_pick(seq, 5, tasks, 3, NULL), 2);
+    dt_scheduler_free(rr);
+    dt_scheduler_free(seq);
+}
+
 static void test_linear_follows_flops(void **state)
 {
     (void)state;
@@ -202,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_dynatune_ucb),
         cmocka_unit_test(test_sequential_until_finished),
         cmocka_unit_test(test_round_robin_static_and_dynamic),
+        cmocka_unit_test(test_replay_restores_position),
         cmocka_unit_test(test_linear_follows_flops),
         cmocka_unit_test(test_random_policies_pick_only_pickable),
         cmocka_unit_test(test_gradient_prefers_steep_descent),

@@ -63,6 +63,11 @@ bool dt_scheduler_needs_belief(const dt_scheduler *s);
 int dt_scheduler_pick(dt_scheduler *s, int t, const dt_sched_task *tasks, int ntasks,
                       double *scores);
 
+/* Tells the policy that slot went to task k without asking it (a resumed
+ * run replaying its log), so stateful policies continue where they were:
+ * round robin after k, sequential on k. */
+void dt_scheduler_replay(dt_scheduler *s, int k);
+
 /* Expected latency reduction r_k (ms) of one more slot of task k. */
 double dt_sched_expected_reduction(const dt_sched_task *task);
 
