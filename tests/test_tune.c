@@ -68,6 +68,25 @@ static int measured_configs(const char *log, char ***keys_out)
     return n;
 }
 
+/* Largest "time" (run seconds) in a log. */
+static double last_time(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[8192];
+    double t = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        json_t *v = rec ? json_object_get(rec, "time") : NULL;
+        if (v && json_number_value(v) > t)
+            t = json_number_value(v);
+        json_decref(rec);
+    }
+    fclose(f);
+    return t;
+}
+
 static void free_keys(char **keys, int n)
 {
     for (int i = 0; i < n; i++)
@@ -179,8 +198,9 @@ static void test_kill9_and_resume(void **state)
     assert_int_equal(dt_test_wait(pid), 128 + SIGKILL);
     char **before;
     int nbefore = measured_configs(path, &before);
-    int rc = dt_test_run(TUNE(dir, "--budget", "120", "--slot-trials", "4", "--max-slots", "12"), out,
-                         sizeof out);
+    char budget[32];
+    snprintf(budget, sizeof budget, "%.3f", last_time(path) + 2.0);
+    int rc = dt_test_run(TUNE(dir, "--budget", budget, "--slot-trials", "4"), out, sizeof out);
     if (rc != 0)
         fail_msg("resume exit %d: %s", rc, out);
     assert_non_null(strstr(out, "resuming"));
