@@ -213,6 +213,44 @@ static void test_kill9_and_resume(void **state)
     free_keys(after, nafter);
 }
 
+/* A new run warm-started from another run's log starts from its bests and
+ * never measures its configs again. */
+static void test_warm_start(void **state)
+{
+    (void)state;
+    char first[64], second[64], cfg[160], log1[160], log2[160], cwd[512];
+    dt_test_tmpdir(first, sizeof first);
+    dt_test_tmpdir(second, sizeof second);
+    int rc = dt_test_run(TUNE(first, "--budget", "60", "--slot-trials", "8", "--max-slots", "6"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(log1, sizeof log1, "%s/tuning.jsonl", first);
+    snprintf(cfg, sizeof cfg, "%s/warm.yaml", second);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "model: %s/models/tiny.yaml\nbackend: replay\nserver: {listen: \"off\"}\n"
+               "tuner: {strategy: random}\noutput: {dir: %s/run, warm_start: %s}\n", cwd, second, log1);
+    fclose(f);
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "60", "--slot-trials", "8",
+                                 "--max-slots", "3", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("warm-started run exit %d: %s", rc, out);
+    snprintf(log2, sizeof log2, "%s/run/tuning.jsonl", second);
+    char **a, **b;
+    int na = measured_configs(log1, &a), nb = measured_configs(log2, &b);
+    assert_true(na > 0 && nb > 0);
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if (strcmp(a[i], b[j]) == 0)
+                fail_msg("%s measured again after warm start", a[i]);
+    /* the warm-started run needs no warm-up measurements: slot 0 comes first */
+    assert_true(dt_test_count_lines(log2, "\"slot\":-1") == 0);
+    free_keys(a, na);
+    free_keys(b, nb);
+}
+
 static void test_status_server_while_tuning(void **state)
 {
     (void)state;
@@ -320,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_budget_stops_and_reports),
         cmocka_unit_test(test_sigterm_is_graceful),
         cmocka_unit_test(test_kill9_and_resume),
+        cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_status_server_while_tuning),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };
