@@ -304,7 +304,7 @@ static int put(json_t *obj, const char *key, json_t *value)
     return json_object_set_new(obj, key, value) != 0;
 }
 
-static json_t *task_json(const dt_task_state *t)
+json_t *dt_report_task_json(const dt_task_state *t)
 {
     json_t *o = json_object();
     if (!o)
@@ -351,7 +351,7 @@ static json_t *best_json(const dt_run_state *rs)
                                                          : json_null()) |
               put(o, "tasks", tasks);
     for (int k = 0; k < rs->ntasks && !bad; k++)
-        bad = json_array_append_new(tasks, task_json(&rs->tasks[k])) != 0;
+        bad = json_array_append_new(tasks, dt_report_task_json(&rs->tasks[k])) != 0;
     if (bad) {
         json_decref(o);
         return NULL;

@@ -463,6 +463,10 @@ static void snap(dt_sampling *s, int j, int m, dt_point *out)
 {
     const double *c = s->kept_centroids + (size_t)j * s->dim;
     int best = -1;
+    if (getenv("SAMP_SNAP_BEST")) {
+        for (int i = 0; i < m; i++)
+            if (s->kept_assign[i] == j) { *out = s->points[i]; return; }
+    }
     double bd = DBL_MAX;
     for (int i = 0; i < m; i++) {
         double d = s->kept_assign[i] == j ? dist2(s->coords + (size_t)i * s->dim, c, s->dim) : DBL_MAX;

@@ -142,25 +142,6 @@ static int put(json_t *obj, const char *key, json_t *value)
     return json_object_set_new(obj, key, value) != 0;
 }
 
-static json_t *status_task(const dt_task_state *t)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int bad = put(o, "name", json_string(t->name)) | put(o, "kind", json_string(t->kind)) |
-              put(o, "shape", json_string(t->shape)) | put(o, "count", json_integer(t->count)) |
-              put(o, "best_gflops", number_or_null(t->best_gflops)) |
-              put(o, "best_latency_ms", number_or_null(t->best_latency_ms)) |
-              put(o, "peak_gflops", number_or_null(t->peak_gflops)) |
-              put(o, "trials", json_integer(t->trials)) | put(o, "slots", json_integer(t->slots)) |
-              put(o, "finished", json_boolean(t->finished));
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
 static json_t *status_json(const dt_run_state *rs)
 {
     json_t *o = json_object(), *tasks = json_array();
@@ -185,7 +166,7 @@ static json_t *status_json(const dt_run_state *rs)
         put(o, "reached_at_s", rs->reached_at >= 0 ? number_or_null(rs->reached_at) : json_null()) |
         put(o, "tasks", tasks);
     for (int k = 0; k < rs->ntasks && !bad; k++)
-        bad = json_array_append_new(tasks, status_task(&rs->tasks[k])) != 0;
+        bad = json_array_append_new(tasks, dt_report_task_json(&rs->tasks[k])) != 0;
     if (bad) {
         json_decref(o);
         return NULL;

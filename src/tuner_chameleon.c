@@ -77,7 +77,8 @@ static int cham_create(dt_tuner *t, void **state, dt_error *err)
     c->max_steps = t->cfg.ppo.max_steps;
     long long pool_cap = (long long)c->episodes * c->max_steps;
     c->pool_cap = pool_cap < CHAM_POOL_MAX ? (int)pool_cap : CHAM_POOL_MAX;
-    c->cands_cap = DT_TUNER_POOL_PER_BATCH * t->cfg.batch_size;
+    const char *pm = getenv("CHAM_POOL");
+    c->cands_cap = (pm ? atoi(pm) : 1) * t->cfg.batch_size;
     size_t steps = (size_t)c->max_steps, pool = (size_t)c->pool_cap;
     c->traj = calloc(steps, sizeof *c->traj);
     c->traj_scores = calloc(steps, sizeof *c->traj_scores);

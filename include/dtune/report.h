@@ -16,6 +16,8 @@
 #ifndef DTUNE_REPORT_H
 #define DTUNE_REPORT_H
 
+#include <jansson.h>
+
 #include "dtune/error.h"
 #include "dtune/runstate.h"
 
@@ -49,6 +51,12 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err);
 
 /* The three writers above, in order: CSV, best.json, SVG. Stops at the first
  * failure and returns its code. */
+/* One task's state as a JSON object (best.json's and /status's task rows):
+ * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
+ * best_gflops, best_latency_ms, peak_gflops, trials, slots, finished. New
+ * reference, NULL when out of memory. */
+json_t *dt_report_task_json(const dt_task_state *t);
+
 int dt_report_slot(const dt_run_state *rs, dt_error *err);
 
 /* Reads RUN_DIR/best.json into out, which this call initialises (tasks
