@@ -11,6 +11,7 @@
  * next run; a child whose context was lost exits after answering.
  */
 #include "dtune/backend_cuda.h"
+#include "dtune/ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -351,54 +352,6 @@ typedef struct msg_reply {
     char error[DT_ERROR_MSG_MAX];  /* PHASE_FAILED: the session's own failure */
 } msg_reply;
 
-static bool send_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
-/* Reads len bytes, waiting at most timeout_s in all (< 0: no limit).
- * Returns 1 when read, 0 on end of stream or error, -1 on timeout. */
-static int recv_all(int fd, void *buf, size_t len, double timeout_s)
-{
-    char *p = buf;
-    double deadline = now_seconds() + timeout_s;
-    while (len > 0) {
-        int wait_ms = -1;
-        if (timeout_s >= 0) {
-            double left = deadline - now_seconds();
-            if (left <= 0)
-                return -1;
-            wait_ms = left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1e3) + 1;
-        }
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int ready = poll(&pfd, 1, wait_ms);
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready < 0)
-            return 0;
-        if (ready == 0)
-            continue;
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 0;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 1;
-}
-
 /* ---- the measurement process: child side ----------------------------------------- */
 
 typedef struct child_ctx {
@@ -410,7 +363,7 @@ static void announce_ready(void *arg)
 {
     child_ctx *c = arg;
     msg_reply ready = { .magic = MSG_MAGIC, .phase = PHASE_READY };
-    if (!send_all(c->fd, &ready, sizeof ready))
+    if (!dt_ipc_send_all(c->fd, &ready, sizeof ready))
         c->send_failed = true;
 }
 
@@ -445,7 +398,7 @@ static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *r
     if (!image) {
         announce_ready(c);
         reply.result.result = DT_RESULT_RUNNER_ERROR;
-        return send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
+        return dt_ipc_send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
     }
     dt_cuda_job job = { &req->task, &req->launch, image, &req->measure, req->seed, announce_ready, c };
     bool lost = false;
@@ -457,7 +410,7 @@ static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *r
         snprintf(reply.error, sizeof reply.error, "%s", err.msg);
     }
     reply.context_lost = lost;
-    bool sent = send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
+    bool sent = dt_ipc_send_all(c->fd, &reply, sizeof reply) && !c->send_failed;
     return sent && !lost && rc == 0;
 }
 
@@ -467,7 +420,7 @@ static int child_hello(int fd, dt_cuda_session **s)
     dt_error err = { 0 };
     hello.status = dt_cuda_session_open(s, &hello.device, &err);
     snprintf(hello.detail, sizeof hello.detail, "%s", hello.status ? err.msg : "");
-    bool sent = send_all(fd, &hello, sizeof hello);
+    bool sent = dt_ipc_send_all(fd, &hello, sizeof hello);
     return sent && hello.status == 0 ? 0 : 1;
 }
 
@@ -492,7 +445,7 @@ int dt_cuda_runner_main(int argc, char **argv)
     child_ctx c = { .fd = fd };
     msg_request req;
     int status = 0;
-    while (recv_all(fd, &req, sizeof req, -1) == 1) {
+    while (dt_ipc_recv_all(fd, &req, sizeof req, -1) == 1) {
         if (req.magic != MSG_MAGIC) {
             status = 1;
             break;
@@ -583,7 +536,7 @@ static int start_child(cuda_backend *b, dt_error *err)
         return rc;
     }
     msg_hello hello;
-    int got = recv_all(b->sock, &hello, sizeof hello, HELLO_TIMEOUT_S);
+    int got = dt_ipc_recv_all(b->sock, &hello, sizeof hello, HELLO_TIMEOUT_S);
     if (got == 1 && hello.magic == MSG_MAGIC && hello.status == 0)
         return 0;
     reap_child(b, true);
@@ -627,7 +580,7 @@ static void timed_out(cuda_backend *b, dt_measure_result *out, const char *phase
 static int await(cuda_backend *b, int phase, double timeout_s, msg_reply *reply,
                  dt_measure_result *out, dt_error *err)
 {
-    int got = recv_all(b->sock, reply, sizeof *reply, timeout_s);
+    int got = dt_ipc_recv_all(b->sock, reply, sizeof *reply, timeout_s);
     if (got < 0) {
         timed_out(b, out, phase == PHASE_READY ? "preparing the task" : "the candidate");
         return 0;
@@ -645,7 +598,7 @@ static int await(cuda_backend *b, int phase, double timeout_s, msg_reply *reply,
 
 static int exchange(cuda_backend *b, const msg_request *req, dt_measure_result *out, dt_error *err)
 {
-    if (!send_all(b->sock, req, sizeof *req)) {
+    if (!dt_ipc_send_all(b->sock, req, sizeof *req)) {
         child_gone(b, out);
         return 0;
     }

@@ -16,6 +16,7 @@
  * unloading it with a kernel would unmap the code its idle threads sleep in.
  */
 #include "dtune/runner.h"
+#include "dtune/ipc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -60,51 +61,6 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC_RAW, &t);
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Reads exactly len bytes; 1 done, 0 EOF or error, -1 timeout (timeout_s < 0: none). */
-static int read_full(int fd, void *buf, size_t len, double timeout_s)
-{
-    char *p = buf;
-    double deadline = now_s() + timeout_s;
-    while (len > 0) {
-        if (timeout_s >= 0) {
-            double left = deadline - now_s();
-            if (left <= 0)
-                return -1;
-            struct pollfd pfd = { .fd = fd, .events = POLLIN };
-            int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-            if (pr < 0 && errno == EINTR)
-                continue;
-            if (pr < 0)
-                return 0;
-            if (pr == 0)
-                continue;
-        }
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 0;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 1;
 }
 
 /* ---- shared helpers ---------------------------------------------------------- */
@@ -297,7 +253,7 @@ static int send_reply(int fd, uint32_t type, const dt_measure_result *res)
     reply_msg m = { .magic = MSG_MAGIC, .type = type };
     if (res)
         m.result = *res;
-    return write_full(fd, &m, sizeof m);
+    return dt_ipc_send_all(fd, &m, sizeof m) ? 0 : -1;
 }
 
 static int serve(child_state *c, const dt_runner_request *req)
@@ -353,7 +309,7 @@ int dt_runner_main(int argc, char **argv)
     if (argc >= 5 && strcmp(argv[3], "--cpus") == 0)
         pin_to(argv[4]);
     request_msg m;
-    while (read_full(c.fd, &m, sizeof m, -1) == 1) {
+    while (dt_ipc_recv_all(c.fd, &m, sizeof m, -1) == 1) {
         if (m.magic != MSG_MAGIC || serve(&c, &m.req) < 0)
             break;
     }
@@ -518,7 +474,7 @@ static int send_request(dt_runner *r, const dt_runner_request *req, dt_error *er
             if (rc < 0)
                 return rc;
         }
-        if (write_full(r->fd, &m, sizeof m) == 0)
+        if (dt_ipc_send_all(r->fd, &m, sizeof m))
             return 0;
         reap(r, true, NULL);
         r->restarts++;
@@ -531,7 +487,7 @@ static int send_request(dt_runner *r, const dt_runner_request *req, dt_error *er
 static int await(dt_runner *r, uint32_t type, double timeout_s, reply_msg *m,
                  dt_measure_result *out)
 {
-    int got = read_full(r->fd, m, sizeof *m, timeout_s);
+    int got = dt_ipc_recv_all(r->fd, m, sizeof *m, timeout_s);
     if (got == 1 && m->magic == MSG_MAGIC && m->type == type)
         return 0;
     if (got == 1 && m->magic == MSG_MAGIC && m->type == MSG_RESULT) {

@@ -18,6 +18,7 @@
 #include "tuner_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ typedef struct cham_state {
     int *order;
     double *record_scores;
     double reward_mean, reward_scale;
+    long steps_total;
 } cham_state;
 
 static void cham_destroy(void *state)
@@ -185,6 +187,7 @@ static int episode(cham_state *c, dt_tuner *t, const dt_point *start, dt_error *
 {
     bool terminal;
     int steps = walk(c, t, start, &terminal);
+    c->steps_total += steps;
     int rc = dt_costmodel_predict_points(t->model, t->space, c->traj, steps, c->traj_scores, err);
     if (rc)
         return rc;
@@ -228,6 +231,7 @@ static int explore(cham_state *c, dt_tuner *t, dt_error *err)
     int valid = dt_tuner_best_records(t, c->order);
     int top = valid < CHAM_TOP_STARTS ? valid : CHAM_TOP_STARTS;
     c->pool_n = 0;
+    c->steps_total = 0;
     dt_sampling_set_clear(&c->seen);
     for (int e = 0; e < c->episodes; e++) {
         dt_point start;
@@ -254,7 +258,11 @@ static int cham_propose(void *state, dt_tuner *t, int max, dt_point *out, int *n
     if (rc)
         return rc;
     int m = best_candidates(c);
-    rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
+    dt_sampling_info info;
+    rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, &info, err);
+    if (getenv("CHAM_DEBUG"))
+        fprintf(stderr, "round n=%d pool=%d steps=%ld cands=%d k=%d synth=%d nb=%d best=%.2f\n", t->n, c->pool_n,
+                c->steps_total, m, info.k, info.synthesised, info.neighbours, t->best_gflops);
     for (int i = 0; !rc && i < *n; i++)
         if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[i])) < 0)
             rc = dt_error_set(err, DT_ENOMEM, "chameleon: out of memory");
