@@ -327,6 +327,20 @@ static void emit_entry(sbuf *b, const dt_cpu_plan *p, size_t ws_floats, const ch
     emit(b, "%s}\n", image_step);
 }
 
+/* The entry of both convolutions: per image, pack the input after the packed
+ * weights in the workspace, compute into the packed output, unpack to NCHW. */
+static void emit_conv_entry(sbuf *b, const dt_cpu_plan *p, size_t wsz, size_t xsz, size_t ysz)
+{
+    char step[512];
+    snprintf(step, sizeof step,
+             "    for (int n = 0; n < NB; n++) {\n"
+             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
+             "        compute(ws, ws + %zu, ws + %zu);\n"
+             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
+             wsz, wsz, wsz + xsz, wsz + xsz);
+    emit_entry(b, p, wsz + xsz + ysz, step);
+}
+
 /* ---- conv2d ------------------------------------------------------------------ */
 
 static const char *const conv_order_loops[DT_CPU_CONV_ORDERS][5] = {
@@ -474,14 +488,7 @@ static void emit_conv2d(sbuf *b, const dt_cpu_plan *p)
                inside ? "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);"
                       : "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o, ci_o);");
     emit(b, "}\n\n");
-    char step[512];
-    snprintf(step, sizeof step,
-             "    for (int n = 0; n < NB; n++) {\n"
-             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
-             "        compute(ws, ws + %zu, ws + %zu);\n"
-             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
-             wsz, wsz, wsz + xsz, wsz + xsz);
-    emit_entry(b, p, wsz + xsz + ysz, step);
+    emit_conv_entry(b, p, wsz, xsz, ysz);
 }
 
 /* ---- depthwise_conv2d ---------------------------------------------------------- */
@@ -559,14 +566,7 @@ static void emit_depthwise(sbuf *b, const dt_cpu_plan *p)
     emit(b, "static void compute(const float *restrict wp, const float *restrict xp, float *restrict yb)\n{\n");
     emit_loops(b, p, loops, bounds, 4, 0, "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);");
     emit(b, "}\n\n");
-    char step[512];
-    snprintf(step, sizeof step,
-             "    for (int n = 0; n < NB; n++) {\n"
-             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
-             "        compute(ws, ws + %zu, ws + %zu);\n"
-             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
-             wsz, wsz, wsz + xsz, wsz + xsz);
-    emit_entry(b, p, wsz + xsz + ysz, step);
+    emit_conv_entry(b, p, wsz, xsz, ysz);
 }
 
 /* ---- dense and batch_matmul ------------------------------------------------------ */
