@@ -21,6 +21,12 @@
  * truth is known, so a second table repeats the comparison on the noise-free
  * GFLOPS of each strategy's incumbent (its best-measured config).
  *
+ * On the replay backend each run gets its own measurer (same surface seed),
+ * so the noise a run draws does not depend on how many trials the runs
+ * before it measured: a bench is reproducible, and a change to chameleon no
+ * longer moves autotvm's A*. --first-seed picks the seeds (default 1), so a
+ * change tuned on seeds 1-3 can be checked on others.
+ *
  * On the replay backend measurements cost nothing, so wall ratios would only
  * compare overheads; --sim-measure-seconds S charges S seconds of virtual
  * measurement per trial to every wall clock (and to the overhead's
@@ -28,7 +34,7 @@
  * says when it was used.
  *
  *   bin/tuner_bench [--backend replay|cpu] [--model models/resnet18.yaml]
- *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--batch N]
+ *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--first-seed N] [--batch N]
  *                   [--strategies chameleon,autotvm,random]
  *                   [--sim-measure-seconds S] [--work-dir DIR]
  */
@@ -56,7 +62,7 @@ typedef struct options {
     char tasks[512];
     char strategies[128];
     char work_dir[DT_PATH_MAX];
-    int trials, seeds, batch;
+    int trials, seeds, first_seed, batch;
     double sim_seconds;
 } options;
 
@@ -93,7 +99,8 @@ static double now_seconds(void)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
-               "                   [--trials N] [--seeds N] [--batch N] [--strategies LIST]\n"
+               "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
+               "                   [--strategies LIST]\n"
                "                   [--sim-measure-seconds S] [--work-dir DIR]\n");
 }
 
@@ -107,6 +114,7 @@ static int parse_options(int argc, char **argv, options *o)
     snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune-tuner-bench");
     o->trials = -1;
     o->seeds = 3;
+    o->first_seed = 1;
     o->batch = 64;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -124,13 +132,15 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--work-dir") == 0) snprintf(o->work_dir, sizeof o->work_dir, "%s", v);
         else if (strcmp(a, "--trials") == 0) o->trials = atoi(v);
         else if (strcmp(a, "--seeds") == 0) o->seeds = atoi(v);
+        else if (strcmp(a, "--first-seed") == 0) o->first_seed = atoi(v);
         else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
         else if (strcmp(a, "--sim-measure-seconds") == 0) o->sim_seconds = atof(v);
         else return -1;
     }
     if (o->trials < 0)
         o->trials = strcmp(o->backend, "replay") == 0 ? 1000 : 256;
-    if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->batch < 1 || o->sim_seconds < 0)
+    if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->first_seed < 1 || o->batch < 1 ||
+        o->sim_seconds < 0)
         return -1;
     return 0;
 }
@@ -181,10 +191,21 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     tc.batch_size = o->batch;
     if (tc.sampling.k_min > tc.batch_size)
         tc.sampling.k_min = tc.batch_size;
+    /* On replay each run gets its own measurer, so the noise a run sees does
+     * not depend on how many trials the runs before it measured. */
+    dt_measurer *shared = tr->measurer, *own = NULL;
     dt_tuner *t = NULL;
-    int rc = dt_tuner_new(space, &tc, seed, &t, err);
-    if (rc)
+    int rc = 0;
+    if (tr->replay)
+        rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED, &own, err);
+    if (!rc)
+        rc = dt_tuner_new(space, &tc, seed, &t, err);
+    if (rc) {
+        dt_measurer_free(own);
         return rc;
+    }
+    if (own)
+        tr->measurer = own;
     tr->n = 0;
     tr->best = tr->best_true = 0;
     tr->sim_seconds = o->sim_seconds;
@@ -193,6 +214,8 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     dt_tuner_stats st;
     rc = dt_tuner_run(t, &b, traced_measure, tr, &st, err);
     dt_tuner_free(t);
+    tr->measurer = shared;
+    dt_measurer_free(own);
     if (rc)
         return rc;
     out->ran = true;
@@ -270,8 +293,8 @@ static void append_truth(const char *task, uint64_t seed, const outcome res[NSTR
 
 static void print_header(const options *o)
 {
-    printf("tuner_bench: backend %s, %d trials per run, batch %d, %d seed(s)\n", o->backend,
-           o->trials, o->batch, o->seeds);
+    printf("tuner_bench: backend %s, %d trials per run, batch %d, %d seed(s) from %d\n",
+           o->backend, o->trials, o->batch, o->seeds, o->first_seed);
     if (o->sim_seconds > 0)
         printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
     printf("\n| task         | seed | cham best | atvm best | rand best | trials to A* cham/atvm "
@@ -329,7 +352,7 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
     int rc = dt_space_init(&space, task, DT_TARGET_CPU, err);
     if (rc)
         return rc;
-    for (int seed = 1; !rc && seed <= o->seeds; seed++) {
+    for (int seed = o->first_seed; !rc && seed < o->first_seed + o->seeds; seed++) {
         outcome res[NSTRAT];
         memset(res, 0, sizeof res);
         for (int k = 0; !rc && k < NSTRAT; k++)

@@ -455,27 +455,19 @@ static int gather(dt_sampling *s, const dt_point *cands, int n)
     return m;
 }
 
-/* Centroid j → a valid config: the valid member of its cluster nearest to it
- * (a config the explorer visited; the rounded mean of a broad cluster is
- * often a config no candidate resembles). Falls back to the rounded centroid
- * when the cluster has no valid member. */
+/* Centroid j → a valid config: the first valid member of its cluster in the
+ * caller's order (the candidates come best first, so this is the member the
+ * cost model rates highest: one measurement per cluster, spent where the
+ * cluster looks best). Falls back to the rounded centroid when the cluster
+ * has no member. */
 static void snap(dt_sampling *s, int j, int m, dt_point *out)
 {
     const double *c = s->kept_centroids + (size_t)j * s->dim;
-    int best = -1;
-    if (getenv("SAMP_SNAP_BEST")) {
-        for (int i = 0; i < m; i++)
-            if (s->kept_assign[i] == j) { *out = s->points[i]; return; }
-    }
-    double bd = DBL_MAX;
-    for (int i = 0; i < m; i++) {
-        double d = s->kept_assign[i] == j ? dist2(s->coords + (size_t)i * s->dim, c, s->dim) : DBL_MAX;
-        if (d < bd) { bd = d; best = i; }
-    }
-    if (best >= 0) {
-        *out = s->points[best];
-        return;
-    }
+    for (int i = 0; i < m; i++)
+        if (s->kept_assign[i] == j) {
+            *out = s->points[i];
+            return;
+        }
     memset(out, 0, sizeof *out);
     for (int k = 0; k < s->dim; k++) {
         int last = s->space->knobs[k].noptions - 1;

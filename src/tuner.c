@@ -284,15 +284,9 @@ int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
     return n;
 }
 
-static int warmup(const dt_tuner *t)
-{
-    const char *wu = getenv("CHAM_WARMUP");
-    return wu && t->strategy == &dt_tuner_chameleon ? atoi(wu) : t->cfg.batch_size;
-}
-
 static int refit(dt_tuner *t, dt_error *err)
 {
-    if (!t->model_stale || t->n < warmup(t) || t->best < 0)
+    if (!t->model_stale || t->n < t->cfg.batch_size || t->best < 0)
         return 0;
     int rc = dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
     if (!rc)
@@ -361,8 +355,6 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
         int max = t->cfg.batch_size, n = 0;
         if (b->trials > 0 && b->trials - s->trials < max)
             max = b->trials - s->trials;
-        if (t->strategy->uses_model && t->n < warmup(t) && warmup(t) - t->n < max)
-            max = warmup(t) - t->n;
         double t0 = now_seconds();
         rc = propose_batch(t, max, &n, err);
         double t1 = now_seconds();

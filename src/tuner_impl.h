@@ -24,7 +24,7 @@ typedef struct dt_tuner_strategy_i {
 
 /* Chameleon's candidate pool (the explorer's best-scored unmeasured configs
  * handed to adaptive sampling) holds this many configs per batch slot. */
-#define DT_TUNER_POOL_PER_BATCH 8
+#define DT_TUNER_POOL_PER_BATCH 1
 
 extern const dt_tuner_strategy_i dt_tuner_chameleon;
 extern const dt_tuner_strategy_i dt_tuner_autotvm;

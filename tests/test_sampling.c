@@ -1,6 +1,7 @@
 /* test_sampling.c — the index set, k-means and its knee on planted clusters,
- * the mode config, and synthesis never handing back a measured config while
- * an unmeasured valid one exists. */
+ * the mode config, synthesis never handing back a measured config while
+ * an unmeasured valid one exists, and selection measuring each cluster at its
+ * best-ranked member. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -246,6 +247,52 @@ static void test_select_gives_distinct_unmeasured_valid(void **state)
     dt_space_free(&space);
 }
 
+/* Candidates come best first; each cluster is measured at its first member,
+ * so the best valid candidate is always in the batch, and (nothing measured)
+ * every config of the batch is a candidate. Checked in both orders. */
+static bool in_batch(const dt_space *space, const dt_point *p, const dt_point *batch, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (dt_space_index(space, &batch[i]) == dt_space_index(space, p))
+            return true;
+    return false;
+}
+
+static void test_select_measures_each_cluster_at_its_best(void **state)
+{
+    (void)state;
+    dt_space space;
+    small_space(&space);
+    dt_sampling *s = make_sampler(&space, 512, 64);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 4242);
+    dt_point cands[300], reversed[300], batch[64];
+    int n = 0;
+    for (int i = 0; i < 300; i++) {
+        do
+            dt_space_random(&space, rng, &cands[n]);
+        while (!dt_space_valid(&space, &cands[n]));
+        n++;
+    }
+    for (int i = 0; i < n; i++)
+        reversed[i] = cands[n - 1 - i];
+    dt_sampling_set measured;
+    assert_int_equal(dt_sampling_set_init(&measured), 0);
+    const dt_point *orders[2] = { cands, reversed };
+    for (int o = 0; o < 2; o++) {
+        int nb = 0;
+        assert_int_equal(dt_sampling_select(s, orders[o], n, &measured, 64, batch, &nb, NULL, NULL), 0);
+        assert_true(nb >= 8);
+        assert_true(in_batch(&space, &orders[o][0], batch, nb));
+        for (int i = 0; i < nb; i++)
+            assert_true(in_batch(&space, &batch[i], orders[o], n));
+    }
+    dt_sampling_set_free(&measured);
+    gsl_rng_free(rng);
+    dt_sampling_free(s);
+    dt_space_free(&space);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_mode_takes_most_frequent_option),
         cmocka_unit_test(test_synthesis_never_returns_measured),
         cmocka_unit_test(test_select_gives_distinct_unmeasured_valid),
+        cmocka_unit_test(test_select_measures_each_cluster_at_its_best),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
