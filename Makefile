@@ -81,9 +81,13 @@ bin/%_bench: bench/%_bench.c $(LIB)
 	@mkdir -p bin
 	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(BENCH_LIBS_$*)
 
+bin/trace_convert: bench/trace_convert.c $(LIB)
+	@mkdir -p bin
+	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 bench: setup
 	@sh scripts/setup.sh --bench
-	@$(MAKE) --no-print-directory build $(BENCH_BIN)
+	@$(MAKE) --no-print-directory build $(BENCH_BIN) bin/trace_convert
 
 # Extra libraries of individual benches (vendor baselines).
 BENCH_LIBS_measure = -ldnnl -lopenblas

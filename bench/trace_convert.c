@@ -1,0 +1,238 @@
+/* trace_convert.c — one recorded tuning run (RUN_DIR/tuning.jsonl) into one
+ * compact trace for bench/sched_bench.
+ *
+ *   trace_convert [--trials N] [--machine S] [--commit S] [--date S] [--note S]
+ *                 RUN_DIR OUT.csv
+ *
+ * The run is scripts/record_traces.sh's: every task tuned in one contiguous
+ * slot (after the daemon's warm-up). The trace keeps, per task and trial,
+ * the task's own tuning seconds: the time of each of its records minus the
+ * time its current stretch of tuning began (the previous record of the log,
+ * usually the slot record before it), added to the seconds of its earlier
+ * stretches (warm-up, a slot cut by an interruption and resumed). So a
+ * replay can advance any task along its own curve, whatever order the
+ * recording used.
+ *
+ * Output: comment lines ('#') with machine, commit, date, model, seed,
+ * trials, then one "#task,..." line per task (index, name, kind, similarity
+ * group as the daemon computes it, count, FLOPs, peak GFLOPS from best.json,
+ * trials recorded), then "task,trial,seconds,gflops,best_gflops" rows
+ * (gflops 0 for a failed trial).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/model.h"
+#include "dtune/report.h"
+#include "dtune/runstate.h"
+#include "dtune/tunelog.h"
+
+typedef struct trace_row {
+    int trial;
+    double seconds, gflops, best;
+} trace_row;
+
+typedef struct task_trace {
+    int n, cap;
+    trace_row *rows;
+    double done_seconds;       /* seconds of earlier stretches */
+    double stretch_start;      /* run time the current stretch began; < 0: none open */
+    double best;
+} task_trace;
+
+typedef struct convert {
+    char model_path[DT_PATH_MAX];
+    uint64_t seed;
+    int ntasks;
+    task_trace *tasks;
+    double last_time;          /* time of the previous timed record */
+    int last_task;             /* task of the previous record; -1 after a slot record */
+    dt_model *model;
+    dt_error *err;
+} convert;
+
+static int on_run(void *ctx, const dt_run_record *r)
+{
+    convert *c = ctx;
+    if (c->model)
+        return 0; /* a resume: the same model */
+    snprintf(c->model_path, sizeof c->model_path, "%s", r->model);
+    c->seed = r->seed;
+    int rc = dt_model_load(r->model, &c->model, c->err);
+    if (rc)
+        return rc;
+    c->ntasks = c->model->ntasks;
+    c->tasks = calloc((size_t)c->ntasks, sizeof *c->tasks);
+    if (!c->tasks)
+        return dt_error_set(c->err, DT_ENOMEM, "out of memory");
+    for (int k = 0; k < c->ntasks; k++)
+        c->tasks[k].stretch_start = -1;
+    c->last_task = -1;
+    return 0;
+}
+
+static void close_stretch(convert *c)
+{
+    if (c->last_task < 0)
+        return;
+    task_trace *t = &c->tasks[c->last_task];
+    t->done_seconds += c->last_time - t->stretch_start;
+    t->stretch_start = -1;
+}
+
+static int on_measure(void *ctx, const dt_measure_record *r)
+{
+    convert *c = ctx;
+    int k = c->model ? dt_model_find_task(c->model, r->task) : -1;
+    if (k < 0)
+        return dt_error_set(c->err, DT_EINVAL, "measure record of unknown task '%s'", r->task);
+    if (k != c->last_task) {
+        close_stretch(c);
+        c->tasks[k].stretch_start = c->last_time;
+    }
+    task_trace *t = &c->tasks[k];
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 256;
+        trace_row *grown = realloc(t->rows, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return dt_error_set(c->err, DT_ENOMEM, "out of memory");
+        t->rows = grown;
+        t->cap = cap;
+    }
+    double g = r->m.result == DT_RESULT_OK && isfinite(r->m.gflops) ? r->m.gflops : 0;
+    if (g > t->best)
+        t->best = g;
+    int i = t->n++;
+    t->rows[i] = (trace_row){ .trial = i + 1,
+                                   .seconds = t->done_seconds + (r->time - t->stretch_start),
+                                   .gflops = g, .best = t->best };
+    c->last_time = r->time;
+    c->last_task = k;
+    return 0;
+}
+
+static int on_slot(void *ctx, const dt_slot_record *r)
+{
+    convert *c = ctx;
+    if (!c->model)
+        return 0;
+    close_stretch(c);
+    c->last_time = r->time;
+    c->last_task = -1;
+    return 0;
+}
+
+/* The daemon's similarity group (daemon_setup.c), for the gradient policy. */
+static int similarity_group(const dt_task *t)
+{
+    int kernel = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D ? t->conv.kh * 16 + t->conv.kw : 0;
+    return (int)t->kind * 4096 + kernel;
+}
+
+typedef struct options {
+    int trials;
+    const char *machine, *commit, *date, *note, *run_dir, *out;
+} options;
+
+static void write_trace(FILE *f, const convert *c, const dt_run_state *best, const options *o)
+{
+    fprintf(f, "# dtune scheduler trace v1 (bench/trace_convert.c)\n");
+    fprintf(f, "# machine: %s\n# commit: %s\n# date: %s\n", o->machine, o->commit, o->date);
+    fprintf(f, "# model: %s (%s)\n# seed: %llu\n", c->model->name, c->model_path,
+            (unsigned long long)c->seed);
+    fprintf(f, "# trials: %d per task (tuner chameleon, policy round_robin, one slot per task)\n",
+            o->trials);
+    if (o->note)
+        fprintf(f, "# note: %s\n", o->note);
+    fprintf(f, "# columns: task,trial,seconds (task's own tuning time),gflops (0: failed),best_gflops\n");
+    fprintf(f, "#task,index,name,kind,group,count,flops,peak_gflops,trials\n");
+    for (int k = 0; k < c->ntasks; k++) {
+        const dt_task *t = &c->model->tasks[k];
+        double peak = 0;
+        for (int i = 0; best && i < best->ntasks; i++)
+            if (strcmp(best->tasks[i].name, t->name) == 0)
+                peak = best->tasks[i].peak_gflops;
+        fprintf(f, "#task,%d,%s,%s,%d,%d,%.17g,%.6g,%d\n", k, t->name, dt_op_kind_name(t->kind),
+                similarity_group(t), t->count, t->flops, peak > 0 ? peak : 1.0, c->tasks[k].n);
+    }
+    fprintf(f, "task,trial,seconds,gflops,best_gflops\n");
+    for (int k = 0; k < c->ntasks; k++)
+        for (int i = 0; i < c->tasks[k].n; i++) {
+            const trace_row *r = &c->tasks[k].rows[i];
+            fprintf(f, "%d,%d,%.3f,%.5g,%.5g\n", k, r->trial, r->seconds, r->gflops, r->best);
+        }
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    *o = (options){ .trials = 0, .machine = "unknown", .commit = "unknown", .date = "unknown" };
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--trials") == 0 && has_value)
+            o->trials = atoi(argv[++i]);
+        else if (strcmp(a, "--machine") == 0 && has_value)
+            o->machine = argv[++i];
+        else if (strcmp(a, "--commit") == 0 && has_value)
+            o->commit = argv[++i];
+        else if (strcmp(a, "--date") == 0 && has_value)
+            o->date = argv[++i];
+        else if (strcmp(a, "--note") == 0 && has_value)
+            o->note = argv[++i];
+        else if (a[0] != '-' && pos == 0 && ++pos)
+            o->run_dir = a;
+        else if (a[0] != '-' && pos == 1 && ++pos)
+            o->out = a;
+        else
+            return -1;
+    }
+    return pos == 2 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_options(argc, argv, &o)) {
+        fprintf(stderr, "usage: trace_convert [--trials N] [--machine S] [--commit S] [--date S] "
+                        "[--note S] RUN_DIR OUT.csv\n");
+        return 2;
+    }
+    dt_error err = { 0 };
+    convert c = { .last_task = -1, .err = &err };
+    dt_tunelog_visitor v = { .run = on_run, .measure = on_measure, .slot = on_slot, .ctx = &c };
+    char path[DT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", o.run_dir);
+    int rc = dt_tunelog_replay(path, &v, NULL, &err);
+    dt_run_state best;
+    bool have_best = false;
+    if (rc == 0 && !c.model)
+        rc = dt_error_set(&err, DT_EINVAL, "%s: no run record", path);
+    if (rc == 0) {
+        dt_error berr = { 0 };
+        have_best = dt_report_load_best(o.run_dir, &best, &berr) == 0;
+        if (!have_best)
+            fprintf(stderr, "trace_convert: %s; peak GFLOPS written as 1\n", berr.msg);
+    }
+    FILE *f = NULL;
+    if (rc == 0 && !(f = fopen(o.out, "w")))
+        rc = dt_error_set(&err, DT_EIO, "%s: cannot write", o.out);
+    if (rc == 0) {
+        write_trace(f, &c, have_best ? &best : NULL, &o);
+        if (fclose(f) != 0)
+            rc = dt_error_set(&err, DT_EIO, "%s: write failed", o.out);
+    }
+    if (have_best)
+        dt_run_state_destroy(&best);
+    for (int k = 0; k < c.ntasks; k++)
+        free(c.tasks[k].rows);
+    free(c.tasks);
+    dt_model_free(c.model);
+    if (rc) {
+        fprintf(stderr, "trace_convert: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
