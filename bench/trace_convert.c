@@ -125,12 +125,6 @@ static int on_slot(void *ctx, const dt_slot_record *r)
 }
 
 /* The daemon's similarity group (daemon_setup.c), for the gradient policy. */
-static int similarity_group(const dt_task *t)
-{
-    int kernel = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D ? t->conv.kh * 16 + t->conv.kw : 0;
-    return (int)t->kind * 4096 + kernel;
-}
-
 typedef struct options {
     int trials;
     const char *machine, *commit, *date, *note, *run_dir, *out;
@@ -155,7 +149,7 @@ static void write_trace(FILE *f, const convert *c, const dt_run_state *best, con
             if (strcmp(best->tasks[i].name, t->name) == 0)
                 peak = best->tasks[i].peak_gflops;
         fprintf(f, "#task,%d,%s,%s,%d,%d,%.17g,%.6g,%d\n", k, t->name, dt_op_kind_name(t->kind),
-                similarity_group(t), t->count, t->flops, peak > 0 ? peak : 1.0, c->tasks[k].n);
+                dt_task_similarity_group(t), t->count, t->flops, peak > 0 ? peak : 1.0, c->tasks[k].n);
     }
     fprintf(f, "task,trial,seconds,gflops,best_gflops\n");
     for (int k = 0; k < c->ntasks; k++)

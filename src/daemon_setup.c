@@ -37,12 +37,6 @@ static int make_dirs(const char *path, dt_error *err)
     return 0;
 }
 
-static int similarity_group(const dt_task *t)
-{
-    int kernel = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D ? t->conv.kh * 16 + t->conv.kw : 0;
-    return (int)t->kind * 4096 + kernel;
-}
-
 static int open_tasks(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
@@ -58,7 +52,7 @@ static int open_tasks(dt_run *r, dt_error *err)
                               &tr->tuner, err);
         if (rc)
             return rc;
-        tr->group = similarity_group(t);
+        tr->group = dt_task_similarity_group(t);
         tr->peak_gflops = dt_measurer_peak_gflops(r->measurer, t);
         if (tr->peak_gflops <= 0)
             tr->peak_gflops = 1.0;

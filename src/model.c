@@ -100,6 +100,13 @@ void dt_task_shape_str(const dt_task *t, char *buf, size_t len)
     }
 }
 
+int dt_task_similarity_group(const dt_task *t)
+{
+    bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+    int kernel = conv ? t->conv.kh * 16 + t->conv.kw : 0;
+    return (int)t->kind * 4096 + kernel;
+}
+
 void dt_task_tensor_sizes(const dt_task *t, size_t *input, size_t *weight, size_t *output)
 {
     const dt_conv_shape *c = &t->conv;

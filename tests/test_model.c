@@ -49,6 +49,12 @@ static void test_resnet18_tasks(void **state)
     const dt_task *c1 = &m->tasks[dt_model_find_task(m, "conv1")];
     assert_int_equal(c1->conv.oh, 112);
     assert_int_equal(c1->conv.ow, 112);
+    const dt_task *l2 = &m->tasks[dt_model_find_task(m, "layer2_3x3")];
+    const dt_task *down = &m->tasks[dt_model_find_task(m, "layer2_down")];
+    const dt_task *fc = &m->tasks[dt_model_find_task(m, "fc")];
+    assert_int_equal(dt_task_similarity_group(t), dt_task_similarity_group(l2));
+    assert_int_not_equal(dt_task_similarity_group(t), dt_task_similarity_group(down));
+    assert_int_not_equal(dt_task_similarity_group(down), dt_task_similarity_group(fc));
     int sum = 0;
     for (int k = 0; k < m->ntasks; k++)
         sum += m->tasks[k].count;

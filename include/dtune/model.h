@@ -86,6 +86,10 @@ void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
 /* Element counts of the task's tensors: input (X or A), weight (W or B), output. */
 void dt_task_tensor_sizes(const dt_task *task, size_t *input, size_t *weight, size_t *output);
 
+/* Similarity group of a task, for Ansor's gradient scheduler: tasks of the
+ * same kind (and, for convolutions, the same kernel size) share a group. */
+int dt_task_similarity_group(const dt_task *task);
+
 /* Plain, obviously correct reference implementation of the task (the oracle
  * every generated kernel is checked against). */
 void dt_task_reference(const dt_task *task, const float *input, const float *weight, float *output);
