@@ -22,6 +22,7 @@
 
 #include "dtune/cli.h"
 #include "dtune/report.h"
+#include "support/run_cmd.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -437,24 +438,7 @@ static void test_charts_from_threads(void **state)
 /* Runs dtune report with argv, stdout and stderr captured into out. */
 static int run_report(char **argv, int argc, char *out, size_t len)
 {
-    char capture[] = "/tmp/dtune_test_report_out_XXXXXX";
-    int fd = mkstemp(capture);
-    assert_true(fd >= 0);
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    assert_true(dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0);
-    int status = dt_cmd_report(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    assert_true(dup2(saved_out, 1) >= 0 && dup2(saved_err, 2) >= 0);
-    close(saved_out);
-    close(saved_err);
-    ssize_t n = pread(fd, out, len - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(capture);
-    return status;
+    return dt_test_capture(dt_cmd_report, argc, argv, out, len);
 }
 
 static void test_report_command(void **state)

@@ -21,6 +21,7 @@
 #include "dtune/cli.h"
 #include "dtune/report.h"
 #include "dtune/server.h"
+#include "support/run_cmd.h"
 
 #define TIMEOUT_MS 3000
 
@@ -345,25 +346,8 @@ static void test_ipv6_loopback(void **state)
 /* Runs dt_cmd_status with stdout and stderr captured; returns its status. */
 static int run_status(const char *addr, char *out, size_t len)
 {
-    char capture[] = "/tmp/dtune_test_server_out_XXXXXX";
     char *argv[] = { "status", "--addr", (char *)addr, NULL };
-    int fd = mkstemp(capture);
-    assert_true(fd >= 0);
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    assert_true(dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0);
-    int status = dt_cmd_status(3, argv);
-    fflush(stdout);
-    fflush(stderr);
-    assert_true(dup2(saved_out, 1) >= 0 && dup2(saved_err, 2) >= 0);
-    close(saved_out);
-    close(saved_err);
-    ssize_t n = pread(fd, out, len - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(capture);
-    return status;
+    return dt_test_capture(dt_cmd_status, 3, argv, out, len);
 }
 
 static void test_status_command(void **state)

@@ -133,3 +133,29 @@ int dt_test_remove_tree(const char *path)
 {
     return nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
+
+int dt_test_capture(int (*cmd)(int argc, char **argv), int argc, char **argv, char *out,
+                    size_t len)
+{
+    char capture[] = "/tmp/dtune_test_capture_XXXXXX";
+    int fd = mkstemp(capture);
+    if (fd < 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    int status = cmd(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(capture);
+    return status;
+}

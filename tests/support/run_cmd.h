@@ -22,6 +22,11 @@ int dt_test_wait(pid_t pid);
 /* Makes a fresh directory under /tmp; writes its path into buf. */
 void dt_test_tmpdir(char *buf, size_t len);
 
+/* Runs an in-process subcommand (e.g. dt_cmd_report) with stdout and stderr
+ * captured into out (NUL-terminated, truncated to len); returns its status. */
+int dt_test_capture(int (*cmd)(int argc, char **argv), int argc, char **argv, char *out,
+                    size_t len);
+
 /* Removes path and everything below it; returns 0 or -1. */
 int dt_test_remove_tree(const char *path);
 
