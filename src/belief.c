@@ -454,7 +454,8 @@ struct pool_job {
     dt_belief_pool *pool;
     const dt_belief_history *tasks;
     dt_belief_prediction *out;
-    int n_tasks;
+    const int *todo;          /* task indices to predict */
+    int n_todo;
     atomic_int next;
 };
 
@@ -464,10 +465,27 @@ struct pool_worker {
     pthread_t id;
 };
 
+/* The last prediction made for one task index, and its exact input. */
+struct pool_memo {
+    bool valid;
+    int n;
+    bool has_x;
+    double horizon;
+    uint64_t stream;
+    double *x, *y;            /* copies of the input, n each (x only if has_x) */
+    int cap;
+    dt_belief_prediction pred;
+};
+
 struct dt_belief_pool {
     int threads;
     dt_belief **workers;
     struct pool_worker *slots;
+    struct pool_memo *memo;   /* per task index, grown on demand */
+    int nmemo;
+    int *todo;                /* indices to predict this call */
+    int todo_cap;
+    long hits, misses;
 };
 
 int dt_belief_pool_new(const dt_belief_params *params, int threads,
@@ -499,6 +517,12 @@ void dt_belief_pool_free(dt_belief_pool *pool)
         return;
     for (int t = 0; pool->workers && t < pool->threads; t++)
         dt_belief_free(pool->workers[t]);
+    for (int i = 0; i < pool->nmemo; i++) {
+        free(pool->memo[i].x);
+        free(pool->memo[i].y);
+    }
+    free(pool->memo);
+    free(pool->todo);
     free(pool->workers);
     free(pool->slots);
     free(pool);
@@ -509,9 +533,10 @@ static void *pool_worker_main(void *arg)
     struct pool_worker *worker = arg;
     struct pool_job *job = worker->job;
     for (;;) {
-        int i = atomic_fetch_add(&job->next, 1);
-        if (i >= job->n_tasks)
+        int j = atomic_fetch_add(&job->next, 1);
+        if (j >= job->n_todo)
             break;
+        int i = job->todo[j];
         dt_error err;
         dt_error_clear(&err);
         dt_belief_predict(worker->belief, &job->tasks[i], &job->out[i], &err);
@@ -519,27 +544,112 @@ static void *pool_worker_main(void *arg)
     return NULL;
 }
 
+/* Whether h is exactly the input memo m was predicted from. */
+static bool memo_matches(const struct pool_memo *m, const dt_belief_history *h)
+{
+    size_t bytes = (size_t)h->n * sizeof(double);
+    return m->valid && m->n == h->n && m->horizon == h->horizon && m->stream == h->stream &&
+           m->has_x == (h->x != NULL) && (h->n == 0 || (h->y && memcmp(m->y, h->y, bytes) == 0)) &&
+           (!h->x || memcmp(m->x, h->x, bytes) == 0);
+}
+
+/* Remembers h and its prediction; a failed allocation only forgets. */
+static void memo_store(struct pool_memo *m, const dt_belief_history *h,
+                       const dt_belief_prediction *pred)
+{
+    m->valid = false;
+    if (h->n < 0 || !h->y)
+        return;
+    if (h->n > m->cap) {
+        int cap = h->n + h->n / 2 + 16;
+        double *x = realloc(m->x, (size_t)cap * sizeof *x);
+        if (x)
+            m->x = x;
+        double *y = realloc(m->y, (size_t)cap * sizeof *y);
+        if (y)
+            m->y = y;
+        if (!x || !y)
+            return;
+        m->cap = cap;
+    }
+    if (h->n > 0) {
+        memcpy(m->y, h->y, (size_t)h->n * sizeof *m->y);
+        if (h->x)
+            memcpy(m->x, h->x, (size_t)h->n * sizeof *m->x);
+    }
+    m->n = h->n;
+    m->has_x = h->x != NULL;
+    m->horizon = h->horizon;
+    m->stream = h->stream;
+    m->pred = *pred;
+    m->valid = true;
+}
+
+/* Grows the memo and the work list to n tasks; false when out of memory. */
+static bool pool_reserve(dt_belief_pool *pool, int n)
+{
+    if (n > pool->nmemo) {
+        struct pool_memo *m = realloc(pool->memo, (size_t)n * sizeof *m);
+        if (!m)
+            return false;
+        memset(m + pool->nmemo, 0, (size_t)(n - pool->nmemo) * sizeof *m);
+        pool->memo = m;
+        pool->nmemo = n;
+    }
+    if (n > pool->todo_cap) {
+        int *t = realloc(pool->todo, (size_t)n * sizeof *t);
+        if (!t)
+            return false;
+        pool->todo = t;
+        pool->todo_cap = n;
+    }
+    return true;
+}
+
 int dt_belief_pool_predict(dt_belief_pool *pool, const dt_belief_history *tasks,
                            int n_tasks, dt_belief_prediction *out, dt_error *err)
 {
     if (!pool || n_tasks < 0 || (n_tasks > 0 && (!tasks || !out)))
         return dt_error_set(err, DT_EINVAL, "belief pool: bad arguments");
-    struct pool_job job = { .pool = pool, .tasks = tasks, .out = out, .n_tasks = n_tasks };
+    if (!pool_reserve(pool, n_tasks))
+        return dt_error_set(err, DT_ENOMEM, "belief pool: out of memory");
+    int n_todo = 0;
+    for (int i = 0; i < n_tasks; i++) {
+        if (memo_matches(&pool->memo[i], &tasks[i])) {
+            out[i] = pool->memo[i].pred;
+            pool->hits++;
+        } else {
+            pool->todo[n_todo++] = i;
+            pool->misses++;
+        }
+    }
+    struct pool_job job = { .pool = pool, .tasks = tasks, .out = out, .todo = pool->todo,
+                            .n_todo = n_todo };
     atomic_init(&job.next, 0);
-    int threads = pool->threads < n_tasks ? pool->threads : n_tasks;
+    int threads = pool->threads < n_todo ? pool->threads : n_todo;
     for (int t = 0; t < pool->threads; t++)
         pool->slots[t] = (struct pool_worker){ .job = &job, .belief = pool->workers[t] };
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int spawned = 1;   /* slot 0 is the caller's thread */
-    while (spawned < threads &&
-           pthread_create(&pool->slots[spawned].id, NULL, pool_worker_main,
-                          &pool->slots[spawned]) == 0)
-        spawned++;     /* a failed create leaves the work to fewer threads */
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pool_worker_main(&pool->slots[0]);
-    for (int t = 1; t < spawned; t++)
-        pthread_join(pool->slots[t].id, NULL);
+    if (n_todo > 0) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        int spawned = 1;   /* slot 0 is the caller's thread */
+        while (spawned < threads &&
+               pthread_create(&pool->slots[spawned].id, NULL, pool_worker_main,
+                              &pool->slots[spawned]) == 0)
+            spawned++;     /* a failed create leaves the work to fewer threads */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pool_worker_main(&pool->slots[0]);
+        for (int t = 1; t < spawned; t++)
+            pthread_join(pool->slots[t].id, NULL);
+    }
+    for (int j = 0; j < n_todo; j++)
+        memo_store(&pool->memo[pool->todo[j]], &tasks[pool->todo[j]], &out[pool->todo[j]]);
     return 0;
+}
+
+void dt_belief_pool_stats(const dt_belief_pool *pool, long *hits, long *misses)
+{
+    *hits = pool ? pool->hits : 0;
+    *misses = pool ? pool->misses : 0;
 }

@@ -403,6 +403,62 @@ static void test_pool_matches_one_thread(void **state)
     assert_null(one);
 }
 
+/* A second call with the same inputs answers from the memo with the same
+ * numbers; a changed value, horizon or stream of one task refits that task
+ * only, and its answer equals a fresh pool's. */
+static void test_pool_memo(void **state)
+{
+    (void)state;
+    double y[4][MAX_HISTORY];
+    dt_belief_history tasks[4];
+    for (int k = 0; k < 4; k++) {
+        const double truth[3] = { 0.3 + 0.05 * k, 1.2, -0.5 };
+        int n = 80 + 20 * k;
+        make_history(y[k], n, truth, 0.02, 300 + k);
+        tasks[k] = (dt_belief_history){ .y = y[k], .n = n, .horizon = n + 64.0,
+                                        .stream = (uint64_t)k };
+    }
+    dt_belief_params p = dt_belief_default_params();
+    dt_belief_pool *pool = NULL, *fresh = NULL;
+    dt_error err;
+    long hits, misses;
+    assert_int_equal(dt_belief_pool_new(&p, 2, &pool, &err), 0);
+    dt_belief_prediction a[4], b[4], c[4];
+    assert_int_equal(dt_belief_pool_predict(pool, tasks, 4, a, &err), 0);
+    dt_belief_pool_stats(pool, &hits, &misses);
+    assert_int_equal(hits, 0);
+    assert_int_equal(misses, 4);
+    assert_int_equal(dt_belief_pool_predict(pool, tasks, 4, b, &err), 0);
+    dt_belief_pool_stats(pool, &hits, &misses);
+    assert_int_equal(hits, 4);
+    assert_int_equal(misses, 4);
+    for (int k = 0; k < 4; k++)
+        assert_memory_equal(&a[k], &b[k], sizeof a[k]);
+
+    y[1][tasks[1].n - 1] += 0.01;   /* a new best in task 1 */
+    tasks[2].horizon += 10;         /* a longer slot ahead for task 2 */
+    tasks[3].stream = 99;
+    assert_int_equal(dt_belief_pool_predict(pool, tasks, 4, b, &err), 0);
+    dt_belief_pool_stats(pool, &hits, &misses);
+    assert_int_equal(hits, 5);
+    assert_int_equal(misses, 7);
+    assert_memory_equal(&a[0], &b[0], sizeof a[0]);
+    assert_true(b[1].best_observed > a[1].best_observed);
+    assert_true(b[2].horizon == a[2].horizon + 10);
+    assert_int_equal(dt_belief_pool_new(&p, 1, &fresh, &err), 0);
+    assert_int_equal(dt_belief_pool_predict(fresh, tasks, 4, c, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(b[k].mean == c[k].mean && b[k].std == c[k].std &&
+                    b[k].expected_improvement == c[k].expected_improvement);
+
+    /* Fewer tasks, then more again: the memo of the others stays. */
+    assert_int_equal(dt_belief_pool_predict(pool, tasks, 2, b, &err), 0);
+    dt_belief_pool_stats(pool, &hits, &misses);
+    assert_int_equal(hits, 7);
+    dt_belief_pool_free(fresh);
+    dt_belief_pool_free(pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_streams),
         cmocka_unit_test(test_other_families),
         cmocka_unit_test(test_pool_matches_one_thread),
+        cmocka_unit_test(test_pool_memo),
     };
     return cmocka_run_group_tests_name("belief", tests, NULL, NULL);
 }

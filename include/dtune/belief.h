@@ -140,9 +140,21 @@ void dt_belief_pool_free(dt_belief_pool *pool);
 /* Predicts tasks[0..n_tasks) into out[0..n_tasks) on up to the pool's
  * thread count of pthreads (the caller's thread is one of them); worker
  * threads block all signals. A task whose input is malformed gets ok = false
- * with the message as its reason; the call itself returns 0, or DT_EINVAL
- * for NULL arguments. */
+ * with the message as its reason; the call itself returns 0, DT_EINVAL for
+ * NULL arguments, DT_ENOMEM.
+ *
+ * The pool remembers, per task index, the last input (x, y, n, horizon,
+ * stream) and its prediction: an index whose input is bit-for-bit the same
+ * as last time gets the remembered prediction without a fit. A prediction
+ * is a function of its input (the stream seeds the sampler), so this changes
+ * no number; between two slots only the task that held the slot has a new
+ * history, so a slot decision costs one fit instead of one per task. Callers
+ * keep this true by deriving the stream from the task and its history, not
+ * from the slot count. */
 int dt_belief_pool_predict(dt_belief_pool *pool, const dt_belief_history *tasks,
                            int n_tasks, dt_belief_prediction *out, dt_error *err);
+
+/* Predictions answered from the memo and fitted, since the pool was made. */
+void dt_belief_pool_stats(const dt_belief_pool *pool, long *hits, long *misses);
 
 #endif
