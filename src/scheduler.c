@@ -44,6 +44,12 @@ double dt_sched_expected_reduction(const dt_sched_task *k)
     return k->weight * (latency_ms(k->flops, k->best_gflops) - latency_ms(k->flops, k->pred_gflops));
 }
 
+/* w_k x the task's latency at its best (ms); 0 before any measurement. */
+static double task_latency(const dt_sched_task *k)
+{
+    return k->best_gflops > 0 ? k->weight * latency_ms(k->flops, k->best_gflops) : 0;
+}
+
 static bool pickable(const dt_sched_task *k, bool skip_finished)
 {
     return !k->exhausted && !(skip_finished && k->finished);
@@ -83,14 +89,27 @@ static int argmax(const double *v, const dt_sched_task *tasks, int n, bool skip_
 
 /* ---- policies --------------------------------------------------------------- */
 
+/* UCB1 (Auer et al. 2002) assumes rewards in [0, 1]: r_k is divided by the
+ * largest r_j of this decision among the tasks that may be picked, so the
+ * exploration term sqrt(C ln t / c_k) meets rewards of its own scale whatever
+ * the model's latency (r_k in ms ranges over orders of magnitude between
+ * models; unscaled, a bonus near 2 drowns every r_k below a millisecond). */
 static int pick_dynatune(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
                          double *scores)
 {
-    double u[n];
+    double u[n], r[n], rmax = 0, lsum = 0;
+    for (int i = 0; i < n; i++) {
+        r[i] = tasks[i].slots > 0 ? dt_sched_expected_reduction(&tasks[i]) : 0;
+        if (pickable(&tasks[i], true) && r[i] > rmax)
+            rmax = r[i];
+        lsum += task_latency(&tasks[i]);
+    }
     for (int i = 0; i < n; i++) {
         const dt_sched_task *k = &tasks[i];
-        u[i] = k->slots == 0 ? s->cfg.gamma
-                             : dt_sched_expected_reduction(k) +
+        /* Unplayed tasks all score gamma (the paper); among them the one
+         * with the largest share of the model's current latency goes first. */
+        u[i] = k->slots == 0 ? s->cfg.gamma + (lsum > 0 ? task_latency(k) / lsum : 0)
+                             : (rmax > 0 ? r[i] / rmax : 0) +
                                    sqrt(s->cfg.ucb_c * log((double)(t > 1 ? t : 1)) / k->slots);
         if (scores)
             scores[i] = pickable(k, true) ? u[i] : -INFINITY;

@@ -60,27 +60,54 @@ static void test_dynatune_ucb(void **state)
     (void)state;
     dt_scheduler *s = make("dynatune");
     assert_true(dt_scheduler_needs_belief(s));
+    /* latencies 10, 10, 10 ms; r_k 2, 0.476, 0.476 ms once played */
     dt_sched_task tasks[3] = { task(1, 0.2, 20, 25, 4), task(1, 0.2, 20, 21, 4),
                                task(1, 0.1, 10, 30, 0) };
     double scores[3];
-    /* an unplayed task scores gamma and goes first */
+    /* an unplayed task scores gamma (+ its latency share 1/3) and goes first */
     assert_int_equal(dt_scheduler_pick(s, 9, tasks, 3, scores), 2);
-    assert_true(scores[2] == 1e9);
+    assert_true(fabs(scores[2] - (1e9 + 1.0 / 3)) < 1e-6);
     tasks[2].slots = 4;
     tasks[2].pred_gflops = 10.5;
-    /* equal play counts: the larger expected reduction (task 0: 2 ms) wins */
+    /* equal play counts: the larger expected reduction (task 0: 2 ms) wins;
+     * rewards are divided by the largest (2 ms), so task 0's is 1 */
     assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 0);
     double bonus = sqrt(2.0 * log(13.0) / 4);
-    assert_true(fabs(scores[0] - (2.0 + bonus)) < 1e-9);
+    assert_true(fabs(scores[0] - (1.0 + bonus)) < 1e-9);
+    assert_true(fabs(scores[1] - (0.476190476 / 2 + bonus)) < 1e-6);
     /* a task played once gets a bonus big enough to be explored over one
-     * played 40 times: 0.48 + sqrt(2 ln 13) = 2.74 > 2 + sqrt(2 ln 13 / 40) = 2.36 */
+     * played 40 times: 0.24 + sqrt(2 ln 13) = 2.50 > 1 + sqrt(2 ln 13 / 40) = 1.36 */
     tasks[0].slots = 40;
     tasks[1].slots = 1;
     assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 1);
     /* finished tasks are skipped */
     tasks[1].finished = true;
+    tasks[2].slots = 40;
     assert_int_equal(dt_scheduler_pick(s, 13, tasks, 3, scores), 0);
     assert_true(isinf(scores[1]) && scores[1] < 0);
+    dt_scheduler_free(s);
+}
+
+/* The rewards' scale does not matter: the same model a thousand times
+ * faster (every r_k / 1000) gets the same picks, where an unscaled UCB would
+ * hand every slot to the least played task. */
+static void test_dynatune_scale_free(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("dynatune");
+    for (int scale = 0; scale < 2; scale++) {
+        double f = scale ? 1e-3 : 1.0;
+        /* task 0: 8 ms -> 4 ms predicted (r 4); task 1: 8 -> 7.9 (r 0.1) */
+        dt_sched_task tasks[2] = { task(1, 0.2 * f, 25, 50, 6), task(1, 0.2 * f, 25, 25.3165, 3) };
+        double scores[2];
+        assert_int_equal(dt_scheduler_pick(s, 10, tasks, 2, scores), 0);
+        assert_true(fabs(scores[0] - (1.0 + sqrt(2.0 * log(10.0) / 6))) < 1e-9);
+    }
+    /* unplayed tasks: the larger share of the latency first */
+    dt_sched_task fresh[3] = { task(1, 0.1, 20, 0, 0), task(2, 0.1, 20, 0, 0), task(1, 0.3, 20, 0, 0) };
+    assert_int_equal(dt_scheduler_pick(s, 1, fresh, 3, NULL), 2);
+    fresh[2].slots = 1;
+    assert_int_equal(dt_scheduler_pick(s, 2, fresh, 3, NULL), 1);
     dt_scheduler_free(s);
 }
 
@@ -214,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expected_reduction),
         cmocka_unit_test(test_dynatune_ucb),
+        cmocka_unit_test(test_dynatune_scale_free),
         cmocka_unit_test(test_sequential_until_finished),
         cmocka_unit_test(test_round_robin_static_and_dynamic),
         cmocka_unit_test(test_replay_restores_position),
