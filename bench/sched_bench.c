@@ -801,14 +801,23 @@ int main(int argc, char **argv)
         for (int j = i; j < npaths; j++)
             if (!used[j] && strcmp(traces[j].model, traces[i].model) == 0 &&
                 traces[j].ntasks == traces[i].ntasks) {
+                if (strcmp(traces[j].machine, traces[i].machine) != 0) {
+                    fprintf(stderr, "sched_bench: %s and %s come from different machines "
+                                    "('%s', '%s'); a model's traces must not mix machines\n",
+                            traces[i].path, traces[j].path, traces[i].machine, traces[j].machine);
+                    rc = 2;
+                    break;
+                }
                 used[j] = true;
                 group[ng++] = traces[j];
             }
+        if (rc)
+            break;
         rc = bench_model(group, ng, &o);
     }
     if (rc == 0 && o.overhead)
         rc = bench_overhead(&o);
     for (int i = 0; i < npaths; i++)
         trace_free(&traces[i]);
-    return rc ? 1 : 0;
+    return rc == 2 ? 2 : rc ? 1 : 0;
 }
