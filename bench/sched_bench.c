@@ -408,7 +408,7 @@ typedef struct bench_opts {
 } bench_opts;
 
 static void print_decision(const char *policy, uint64_t seed, const sim *s, const dt_sched_task *st,
-                           const double *scores, int k)
+                           const double *scores, int k, const dt_belief_prediction *pred)
 {
     int ok = 0;
     double rmax = 0;
@@ -420,6 +420,9 @@ static void print_decision(const char *policy, uint64_t seed, const sim *s, cons
            policy, (unsigned long long)seed, s->slot + 1, s->clock, k,
            k >= 0 ? dt_sched_expected_reduction(&st[k]) : 0, k >= 0 ? scores[k] : 0, rmax, ok,
            s->tr->ntasks);
+    for (int i = 0; i < s->tr->ntasks; i++)
+        if (st[i].slots > 0 && !st[i].pred_ok)
+            printf("      task %d (%d trials): no prediction: %s\n", i, s->ts[i].pos, pred[i].reason);
 }
 
 /* The daemon's belief pool (daemon_belief.c open_pool), seeded by the run seed. */
@@ -498,7 +501,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         }
         double decision_ms = (now_seconds() - t0) * 1e3;
         if (belief && o->verbose)
-            print_decision(policy, seed, &s, st, scores, k);
+            print_decision(policy, seed, &s, st, scores, k, pred);
         if (k < 0)
             break;
         s.slot++;

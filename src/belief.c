@@ -210,6 +210,7 @@ static void refuse(dt_belief_prediction *out, const char *fmt, ...)
     out->ok = false;
     out->mean = out->best_observed;
     out->std = 0;
+    out->predictive_std = 0;
     out->expected_improvement = 0;
 }
 
@@ -330,11 +331,11 @@ static bool sample_posterior(dt_belief *b, const double *centre, const double *s
 /* Mean and population standard deviation of f(x | θ) over the kept samples;
  * also the mean of σ when noise is non-NULL. */
 static void posterior_summary(const dt_belief *b, double x, double *mean, double *std,
-                              double *noise)
+                              double *noise, double *noise2)
 {
     int w = b->params.walkers, d = b->p + 1;
     const double *chain = dt_mcmc_chain(b->sampler);
-    double m = 0, m2 = 0, sigma_sum = 0;
+    double m = 0, m2 = 0, sigma_sum = 0, sigma2_sum = 0;
     long count = 0;
     for (int t = b->params.burn_in; t < b->params.steps; t++) {
         for (int k = 0; k < w; k++) {
@@ -345,24 +346,29 @@ static void posterior_summary(const dt_belief *b, double x, double *mean, double
             m += delta / count;
             m2 += delta * (v - m);
             sigma_sum += theta[b->p];
+            sigma2_sum += theta[b->p] * theta[b->p];
         }
     }
     *mean = m;
     *std = count > 0 ? sqrt(m2 / count) : 0;
     if (noise)
         *noise = count > 0 ? sigma_sum / count : 0;
+    if (noise2)
+        *noise2 = count > 0 ? sigma2_sum / count : 0;
 }
 
 static void summarise(const dt_belief *b, dt_belief_prediction *out)
 {
-    posterior_summary(b, b->horizon, &out->mean, &out->std, &out->noise);
+    double noise2;
+    posterior_summary(b, b->horizon, &out->mean, &out->std, &out->noise, &noise2);
+    out->predictive_std = sqrt(out->std * out->std + noise2);
     out->samples = (b->params.steps - b->params.burn_in) * b->params.walkers;
     double acceptance = 0;
     for (int k = 0; k < b->params.walkers; k++)
         acceptance += dt_mcmc_acceptance_fraction(b->sampler, k);
     out->acceptance = acceptance / b->params.walkers;
     out->expected_improvement =
-        dt_belief_expected_improvement(out->mean, out->std, out->best_observed);
+        dt_belief_expected_improvement(out->mean, out->predictive_std, out->best_observed);
     out->ok = true;
 }
 
@@ -431,7 +437,7 @@ int dt_belief_posterior_at(const dt_belief *belief, double x, double *mean, doub
     if (!(x_segment > 0))
         return dt_error_set(err, DT_EINVAL,
                             "belief: trial %g is before the modelled segment", x);
-    posterior_summary(belief, x_segment, mean, std, NULL);
+    posterior_summary(belief, x_segment, mean, std, NULL, NULL);
     return 0;
 }
 

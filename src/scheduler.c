@@ -106,10 +106,15 @@ static int pick_dynatune(struct dt_scheduler *s, int t, const dt_sched_task *tas
     }
     for (int i = 0; i < n; i++) {
         const dt_sched_task *k = &tasks[i];
+        /* A played task the belief could not model (too few trials yet, a
+         * failed fit) is as unknown as an unplayed one: it gets the largest
+         * reward of the decision, 1, and the bonus keeps it from holding
+         * every slot. */
+        double reward = !k->pred_ok ? 1.0 : rmax > 0 ? r[i] / rmax : 0;
         /* Unplayed tasks all score gamma (the paper); among them the one
          * with the largest share of the model's current latency goes first. */
         u[i] = k->slots == 0 ? s->cfg.gamma + (lsum > 0 ? task_latency(k) / lsum : 0)
-                             : (rmax > 0 ? r[i] / rmax : 0) +
+                             : reward +
                                    sqrt(s->cfg.ucb_c * log((double)(t > 1 ? t : 1)) / k->slots);
         if (scores)
             scores[i] = pickable(k, true) ? u[i] : -INFINITY;

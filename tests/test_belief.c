@@ -147,7 +147,10 @@ static void test_predict_synthetic(void **state)
     assert_int_equal(out.samples, 250 * 10);
     assert_true(out.acceptance > 0.1 && out.acceptance < 0.9);
     assert_true(out.noise > 0 && out.noise < 0.05);
-    double ei = dt_belief_expected_improvement(out.mean, out.std, out.best_observed);
+    assert_true(out.predictive_std >= out.std);
+    assert_true(fabs(out.predictive_std * out.predictive_std - out.std * out.std) >=
+                out.noise * out.noise * (1 - 1e-9)); /* E[σ²] ≥ E[σ]² */
+    double ei = dt_belief_expected_improvement(out.mean, out.predictive_std, out.best_observed);
     assert_true(fabs(out.expected_improvement - ei) <= 1e-15);
     assert_true(out.expected_improvement >= out.mean - out.best_observed);
     assert_int_equal(out.segment_start + out.segment_points, 200);

@@ -5,7 +5,8 @@
  *                   (DynaTune): u_k = r_k / max_j r_j + sqrt(C ln t / c_k),
  *                   r_k = w_k (flop_k / perf_best_k - flop_k / perf_pred_k);
  *                   the max runs over the tasks that may be picked, so
- *                   rewards lie in [0, 1] as UCB1 assumes. A task with
+ *                   rewards lie in [0, 1] as UCB1 assumes; a played task
+ *                   without a prediction (pred_ok false) gets reward 1. A task with
  *                   c_k = 0 scores gamma plus its share (0..1) of the model's
  *                   current latency, so unplayed tasks go first, largest first
  *   sequential      AutoTVM: each task until it is finished, in model order
