@@ -17,6 +17,7 @@ static const command commands[] = {
     { "status", dt_cmd_status, "show a running tuner's status" },
     { "report", dt_cmd_report, "per-task summary of a run" },
     { "best", dt_cmd_best, "print a run's best.json" },
+    { "compare", dt_cmd_compare, "several runs of one model side by side (table + SVG)" },
     { "models", dt_cmd_models, "list a model's tasks and space sizes" },
     { "measure", dt_cmd_measure, "build, check and time one config" },
     { "check", dt_cmd_check, "validate a config and its model" },

@@ -472,6 +472,71 @@ static void test_report_command(void **state)
     remove_run_dir(dir);
 }
 
+/* ---- dtune compare -------------------------------------------------------- */
+
+/* A run dir of model `model` under `policy` whose latency.csv holds rows. */
+static char *compare_run(const char *model, const char *policy, const char *rows)
+{
+    char *dir = make_run_dir(), path[1024];
+    dt_run_state rs;
+    dt_error err;
+    fill_run(&rs, dir, 0);
+    snprintf(rs.model, sizeof rs.model, "%s", model);
+    snprintf(rs.policy, sizeof rs.policy, "%s", policy);
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    path_in(path, sizeof path, dir, "latency.csv");
+    append_text(path, "elapsed_s,slot,task,model_latency_ms,conv1,layer1,fc\n");
+    append_text(path, rows);
+    return dir;
+}
+
+static void test_compare_command(void **state)
+{
+    (void)state;
+    char out[8192], svg[1024];
+    /* sequential reaches its final 2.0 ms at 300 s; dynatune gets there at
+     * 100 s and on to 1.5 ms, so L* = 2.0 ms and dynatune is 3.00x sooner */
+    char *seq = compare_run("tiny", "sequential",
+                            "5,0,warm-up,4.0,1,1,1\n100,1,conv1,3.5,1,1,1\n"
+                            "200,2,conv1,3.0,1,1,1\n300,3,fc,2.0,1,1,1\n400,4,fc,2.0,1,1,1\n");
+    char *dyn = compare_run("tiny", "dynatune",
+                            "5,0,warm-up,4.0,1,1,1\n50,1,fc,2.5,1,1,1\n100,2,conv1,1.9,1,1,1\n"
+                            "400,3,fc,1.5,1,1,1\n");
+    char *other = compare_run("resnet18", "dynatune", "5,0,warm-up,4.0,1,1,1\n");
+    char *bad = compare_run("tiny", "dynatune", "5,0,warm-up,4.0,1,1,1\n50,1,fc,fast,1,1,1\n");
+    path_in(svg, sizeof svg, seq, "compare.svg");
+    char *ok[] = { "compare", "-o", svg, seq, dyn, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 5, ok, out, sizeof out), 0);
+    assert_non_null(strstr(out, "L* = 2.0000 ms"));
+    const char *row = strstr(out, "dynatune (chameleon)");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "4.0000       1.5000      400.0      100.0      3.00"));
+    row = strstr(out, "sequential (chameleon)");
+    assert_non_null(row);
+    assert_non_null(strstr(row, "300.0      1.00"));
+    char *text = read_text(svg), *plain = decode_char_refs(text);
+    assert_non_null(strstr(plain, "sequential (chameleon)"));
+    assert_non_null(strstr(plain, "dynatune (chameleon)"));
+    free(plain);
+    free(text);
+    unlink(svg);
+
+    char *mixed[] = { "compare", "-o", svg, seq, other, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 5, mixed, out, sizeof out), 2);
+    assert_non_null(strstr(out, "compare runs of one model"));
+    char *malformed[] = { "compare", "-o", svg, bad, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 4, malformed, out, sizeof out), 2);
+    assert_non_null(strstr(out, "latency.csv:3:9: expected"));
+    char *none[] = { "compare", NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 1, none, out, sizeof out), 2);
+    assert_non_null(strstr(out, "usage: dtune compare"));
+    remove_run_dir(seq);
+    remove_run_dir(dyn);
+    remove_run_dir(other);
+    remove_run_dir(bad);
+}
+
 static void test_format_duration(void **state)
 {
     (void)state;
@@ -493,7 +558,7 @@ int main(void)
         cmocka_unit_test(test_best_round_trip),     cmocka_unit_test(test_best_bad_files),
         cmocka_unit_test(test_latency_svg),         cmocka_unit_test(test_svg_curves),
         cmocka_unit_test(test_charts_from_threads), cmocka_unit_test(test_report_command),
-        cmocka_unit_test(test_format_duration),
+        cmocka_unit_test(test_compare_command),     cmocka_unit_test(test_format_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

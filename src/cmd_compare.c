@@ -1,0 +1,255 @@
+/* cmd_compare.c — `dtune compare [-o OUT.svg] RUN_DIR...`: several runs of
+ * one model side by side.
+ *
+ * Each RUN_DIR holds a run's latency.csv (model latency after every slot)
+ * and best.json (model, policy, strategy). The command prints one row per
+ * run: policy, strategy, latency at the start and at the end, tuning time,
+ * and the time the run needed to reach L*, the highest of the runs' final
+ * latencies (the best latency every run reached), with each run's speed-up
+ * to L* against the first RUN_DIR. All curves go into one SVG chart.
+ *
+ * Runs of different models are refused (exit 2); a malformed latency.csv is
+ * reported as file:line:column (exit 2).
+ */
+#include "dtune/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/report.h"
+
+#define MAX_RUNS DT_REPORT_MAX_CURVES
+
+typedef struct run_curve {
+    const char *dir;
+    char label[96];
+    char model[DT_NAME_MAX];
+    double *t, *ms;            /* elapsed seconds, model latency (ms) per row */
+    int n;
+} run_curve;
+
+static void usage(FILE *to)
+{
+    fputs("usage: dtune compare [-o OUT.svg] RUN_DIR RUN_DIR...\n"
+          "\n"
+          "Compares runs of one model (e.g. the same budget under two policies).\n"
+          "Prints, per run: policy, strategy, model latency at the start and the\n"
+          "end, tuning time, and the time to reach L*, the highest of the runs'\n"
+          "final latencies (a latency every run reached), with the speed-up to L*\n"
+          "against the first RUN_DIR. Draws every run's model latency over time\n"
+          "into one SVG. Reads RUN_DIR/latency.csv and RUN_DIR/best.json.\n"
+          "\n"
+          "  -o, --output FILE   the chart (default compare.svg)\n"
+          "  -h, --help          show this help\n", to);
+}
+
+static void run_curve_free(run_curve *r)
+{
+    free(r->t);
+    free(r->ms);
+    r->t = r->ms = NULL;
+}
+
+/* Reads the number that starts column col (1-based) of line. */
+static bool read_field(const char *line, int field, double *out, int *col)
+{
+    const char *p = line;
+    for (int f = 0; f < field; f++) {
+        p = strchr(p, ',');
+        if (!p) {
+            *col = (int)strlen(line) + 1;
+            return false;
+        }
+        p++;
+    }
+    *col = (int)(p - line) + 1;
+    char *end;
+    errno = 0;
+    *out = strtod(p, &end);
+    return end != p && errno == 0 && (*end == ',' || *end == '\n' || *end == '\0') && isfinite(*out);
+}
+
+/* RUN_DIR/latency.csv: header, then elapsed_s,slot,task,model_latency_ms,... */
+static int load_csv(run_curve *r)
+{
+    char path[DT_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/latency.csv", r->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "dtune compare: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    char line[8192];
+    int lineno = 0, cap = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (lineno == 1) {
+            static const char head[] = "elapsed_s,slot,task,model_latency_ms";
+            if (strncmp(line, head, sizeof head - 1) != 0) {
+                fprintf(stderr, "dtune compare: %s:1:1: not a dtune latency.csv header\n", path);
+                rc = 2;
+            }
+            continue;
+        }
+        if (line[0] == '\n' || line[0] == '\0')
+            continue;
+        double t, ms;
+        int col;
+        if (!read_field(line, 0, &t, &col) || !read_field(line, 3, &ms, &col) || ms <= 0 || t < 0) {
+            if (!strchr(line, '\n') && feof(f))
+                break;   /* a torn last row of a run still writing */
+            fprintf(stderr, "dtune compare: %s:%d:%d: expected elapsed seconds and a positive "
+                            "model latency\n", path, lineno, col);
+            rc = 2;
+            break;
+        }
+        if (r->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            double *nt = realloc(r->t, (size_t)cap * sizeof *nt);
+            if (nt)
+                r->t = nt;
+            double *nm = realloc(r->ms, (size_t)cap * sizeof *nm);
+            if (nm)
+                r->ms = nm;
+            if (!nt || !nm) {
+                fprintf(stderr, "dtune compare: out of memory\n");
+                rc = 1;
+                break;
+            }
+        }
+        r->t[r->n] = t;
+        r->ms[r->n] = ms;
+        r->n++;
+    }
+    fclose(f);
+    if (rc == 0 && r->n == 0) {
+        fprintf(stderr, "dtune compare: %s: no latency rows yet\n", path);
+        rc = 2;
+    }
+    return rc;
+}
+
+static int load_run(run_curve *r)
+{
+    dt_run_state rs;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = dt_report_load_best(r->dir, &rs, &err);
+    if (rc) {
+        fprintf(stderr, "dtune compare: %s\n", err.msg);
+        return rc == DT_ENOMEM ? 1 : 2;
+    }
+    snprintf(r->label, sizeof r->label, "%s (%s)", rs.policy, rs.strategy);
+    snprintf(r->model, sizeof r->model, "%s", rs.model);
+    dt_run_state_destroy(&rs);
+    return load_csv(r);
+}
+
+/* First elapsed time at which the run's latency is at most level; -1 if never. */
+static double time_to(const run_curve *r, double level)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->ms[i] <= level * (1 + 1e-12))
+            return r->t[i];
+    return -1;
+}
+
+static double final_ms(const run_curve *r)
+{
+    double best = INFINITY;
+    for (int i = 0; i < r->n; i++)
+        best = fmin(best, r->ms[i]);
+    return best;
+}
+
+static void print_table(const run_curve *runs, int n, double level)
+{
+    printf("model %s: %d runs; L* = %.4f ms (the highest final latency)\n\n", runs[0].model, n,
+           level);
+    printf("%-4s %-28s %12s %12s %10s %10s %9s  %s\n", "run", "policy (strategy)", "start ms",
+           "final ms", "time (s)", "to L* (s)", "x sooner", "dir");
+    double ref = time_to(&runs[0], level);
+    for (int i = 0; i < n; i++) {
+        double to = time_to(&runs[i], level);
+        char sooner[32] = "-";
+        if (to > 0 && ref >= 0)
+            snprintf(sooner, sizeof sooner, "%.2f", ref / to);
+        printf("%-4d %-28s %12.4f %12.4f %10.1f %10.1f %9s  %s\n", i + 1, runs[i].label,
+               runs[i].ms[0], final_ms(&runs[i]), runs[i].t[runs[i].n - 1], to, sooner,
+               runs[i].dir);
+    }
+}
+
+static int draw(const run_curve *runs, int n, const char *out, double level)
+{
+    dt_report_curve curves[MAX_RUNS];
+    for (int i = 0; i < n; i++)
+        curves[i] = (dt_report_curve){ .name = runs[i].label, .n = runs[i].n, .x = runs[i].t,
+                                       .y = runs[i].ms };
+    char title[DT_NAME_MAX + 64];
+    snprintf(title, sizeof title, "%s: model latency over tuning time", runs[0].model);
+    dt_error err;
+    dt_error_clear(&err);
+    if (dt_report_svg_curves(out, title, "tuning time (s)", "model latency (ms)", curves, n,
+                             level, &err)) {
+        fprintf(stderr, "dtune compare: %s: %s\n", out, err.msg);
+        return 1;
+    }
+    printf("\nchart: %s (dashed line: L*)\n", out);
+    return 0;
+}
+
+int dt_cmd_compare(int argc, char **argv)
+{
+    const char *out = "compare.svg";
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
+            out = argv[++i];
+            continue;
+        }
+        fprintf(stderr, "dtune compare: unknown option or missing value '%s'\n", argv[i]);
+        usage(stderr);
+        return 2;
+    }
+    int n = argc - i;
+    if (n < 1 || n > MAX_RUNS) {
+        fprintf(stderr, "dtune compare: expects 1 to %d RUN_DIRs, got %d\n", MAX_RUNS, n);
+        usage(stderr);
+        return 2;
+    }
+    run_curve runs[MAX_RUNS];
+    memset(runs, 0, sizeof runs);
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        runs[k].dir = argv[i + k];
+        rc = load_run(&runs[k]);
+        if (rc == 0 && k > 0 && strcmp(runs[k].model, runs[0].model) != 0) {
+            fprintf(stderr, "dtune compare: %s tuned %s, %s tuned %s; compare runs of one model\n",
+                    runs[0].dir, runs[0].model, runs[k].dir, runs[k].model);
+            rc = 2;
+        }
+    }
+    if (rc == 0) {
+        double level = 0;
+        for (int k = 0; k < n; k++)
+            level = fmax(level, final_ms(&runs[k]));
+        print_table(runs, n, level);
+        rc = draw(runs, n, out, level);
+    }
+    for (int k = 0; k < n; k++)
+        run_curve_free(&runs[k]);
+    return rc;
+}
