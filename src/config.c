@@ -88,7 +88,7 @@ static const key_def keys[] = {
     K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9, "0",
           "stop once model latency <= this; 0 = never"),
     K_CHOICE("scheduler.policy", scheduler.policy, policies, "dynatune", "how the next task is picked"),
-    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "2", "exploration weight C of the UCB score"),
+    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "2", "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
     K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "1e9", "score of a task with no slot yet"),
     K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9, "200",
           "a task is done after this many trials without improvement"),
