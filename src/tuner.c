@@ -3,8 +3,9 @@
  * The tuner owns the measured history (points, feature rows, GFLOPS), the
  * measured set, the best record, the cost model and the strategy's state.
  * dt_tuner_run repeats: refit the cost model if records arrived since the
- * last fit; ask the strategy for a batch (random until the model has its
- * first batch of data); call the measure function; record the results. The
+ * last fit; ask the strategy for a batch (random, or the strategy's own
+ * model-free pick, until the model has its first data); call the measure
+ * function; record the results. The
  * time spent outside the measure function is the tuner's overhead.
  * Strategies are found by name in one table.
  */
@@ -286,7 +287,8 @@ int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
 
 static int refit(dt_tuner *t, dt_error *err)
 {
-    if (!t->model_stale || t->n < t->cfg.batch_size || t->best < 0)
+    int first_fit = t->strategy->propose_untrained ? 1 : t->cfg.batch_size;
+    if (!t->model_stale || t->n < first_fit || t->best < 0)
         return 0;
     int rc = dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
     if (!rc)
@@ -306,6 +308,10 @@ static int propose_batch(dt_tuner *t, int max, int *n, dt_error *err)
     }
     if (!t->strategy->uses_model || dt_costmodel_trained(t->model)) {
         int rc = t->strategy->propose(t->state, t, max, t->batch, n, err);
+        if (rc)
+            return rc;
+    } else if (t->strategy->propose_untrained) {
+        int rc = t->strategy->propose_untrained(t->state, t, max, t->batch, n, err);
         if (rc)
             return rc;
     }

@@ -1,6 +1,10 @@
 /* tuner_chameleon.c — the `chameleon` strategy: Chameleon's adaptive
  * exploration (PPO on the cost model) followed by adaptive sampling.
  *
+ * The first round, before the cost model has data, samples adaptively from
+ * batch_size random configs (the knee of uniform candidates is at k_min, so
+ * it measures k_min spread-out configs rather than a full random batch).
+ *
  * A round (one batch): `episodes` episodes, alternately starting from one of
  * the best measured configs and from a random valid config. Each step the
  * agent picks decrement / stay / increment per knob; a move past a knob's
@@ -256,6 +260,15 @@ static int explore(cham_state *c, dt_tuner *t, dt_error *err)
     return 0;
 }
 
+/* Marks the chosen batch as taken. */
+static int take(dt_tuner *t, const dt_point *batch, int n, dt_error *err)
+{
+    for (int i = 0; i < n; i++)
+        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &batch[i])) < 0)
+            return dt_error_set(err, DT_ENOMEM, "chameleon: out of memory");
+    return 0;
+}
+
 static int cham_propose(void *state, dt_tuner *t, int max, dt_point *out, int *n, dt_error *err)
 {
     cham_state *c = state;
@@ -269,10 +282,26 @@ static int cham_propose(void *state, dt_tuner *t, int max, dt_point *out, int *n
         return rc;
     int m = best_candidates(c);
     rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
-    for (int i = 0; !rc && i < *n; i++)
-        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[i])) < 0)
-            rc = dt_error_set(err, DT_ENOMEM, "chameleon: out of memory");
-    return rc;
+    return rc ? rc : take(t, out, *n, err);
+}
+
+/* The first round: with no cost model to explore, the candidates are
+ * batch_size uniformly random configs, and adaptive sampling measures the
+ * representatives of their clusters as it does every round. For uniform
+ * candidates the loss falls by far less than the threshold when k doubles, so
+ * the knee is at k_min: the first round measures k_min spread-out configs,
+ * not a batch_size of random ones, and the model is fitted after it. */
+static int cham_propose_untrained(void *state, dt_tuner *t, int max, dt_point *out, int *n,
+                                  dt_error *err)
+{
+    cham_state *c = state;
+    *n = 0;
+    int m = dt_tuner_random_points(t, c->cands_cap, c->cands);
+    dt_sampling_set_clear(&t->batch_taken);
+    int rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
+    if (*n < m)
+        t->exhausted = false;   /* the draw ran dry, but not all it found is measured */
+    return rc ? rc : take(t, out, *n, err);
 }
 
 const dt_tuner_strategy_i dt_tuner_chameleon = {
@@ -280,5 +309,6 @@ const dt_tuner_strategy_i dt_tuner_chameleon = {
     .uses_model = true,
     .create = cham_create,
     .propose = cham_propose,
+    .propose_untrained = cham_propose_untrained,
     .destroy = cham_destroy,
 };

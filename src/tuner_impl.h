@@ -12,13 +12,18 @@
 
 /* A search strategy. propose writes up to max (≥ 1) distinct, valid,
  * unmeasured points to out and their number to *n; it is called only once the
- * cost model is trained when uses_model is true (before that the tuner picks
- * randomly). Returning *n = 0 makes the tuner fall back to random points. */
+ * cost model is trained when uses_model is true. Before that the tuner calls
+ * propose_untrained, with the same contract, or picks max random points when
+ * that slot is NULL; the model is first fitted once a batch_size of records
+ * is in, or any record when propose_untrained is set (its batches may be
+ * smaller). Returning *n = 0 makes the tuner fall back to random points. */
 typedef struct dt_tuner_strategy_i {
     const char *name;
     bool uses_model;
     int (*create)(dt_tuner *t, void **state, dt_error *err);
     int (*propose)(void *state, dt_tuner *t, int max, dt_point *out, int *n, dt_error *err);
+    int (*propose_untrained)(void *state, dt_tuner *t, int max, dt_point *out, int *n,
+                             dt_error *err);
     void (*destroy)(void *state);
 } dt_tuner_strategy_i;
 

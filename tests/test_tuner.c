@@ -2,11 +2,13 @@
  *
  * Stated goal: on small spaces that are enumerated to find the optimum,
  * chameleon and autotvm reach 90 % of the optimum's noise-free GFLOPS within
- * REACH_TRIALS = 256 measured trials (the first 64 of which are random for
- * both), for 3 seeds on two spaces, tuning in slots of 16 trials so that
+ * REACH_TRIALS = 256 measured trials (autotvm's first 64 are random;
+ * chameleon's first round measures the k_min cluster representatives of 64
+ * random configs), for 3 seeds on two spaces, tuning in slots of 16 trials so that
  * state is carried between calls; over the three seeds each needs fewer
  * trials in total than random search.
- * Also: batches never exceed the remaining budget and never repeat, invalid
+ * Also: chameleon's first round is k_min configs, autotvm's a full batch;
+ * batches never exceed the remaining budget and never repeat, invalid
  * or measured configs; every strategy measures a tiny space to exhaustion
  * without a duplicate; resume by add_record; stop flag; error propagation. */
 #include <math.h>
@@ -33,6 +35,7 @@ typedef struct bench {
     dt_sampling_set seen;
     int max_batch;          /* largest batch allowed (budget check) */
     int batches, trials;
+    int first_batch;        /* size of the first batch measured */
     int fail_with;          /* non-zero: return this error */
 } bench;
 
@@ -48,7 +51,8 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
         assert_int_equal(dt_sampling_set_add(&b->seen, dt_space_index(space, &points[i])), 1);
         dt_replay_measure(space, &points[i], REPLAY_SEED, b->nonce++, &results[i]);
     }
-    b->batches++;
+    if (b->batches++ == 0)
+        b->first_batch = n;
     b->trials += n;
     return 0;
 }
@@ -203,6 +207,35 @@ static void test_batches_respect_budget(void **state)
     dt_space_free(&space);
 }
 
+/* Chameleon samples its first, model-free round adaptively: for uniformly
+ * random candidates the knee is at k_min, so it measures k_min configs and
+ * fits the model after them; autotvm measures a full random batch first. */
+static void test_first_round_sizes(void **state)
+{
+    (void)state;
+    const int dims[3] = {16, 14, 24};
+    dt_space space;
+    make_space(&space, DT_OP_CONV2D, dims);
+    const char *names[2] = {"chameleon", "autotvm"};
+    dt_tuner_config defaults;
+    dt_tuner_default_config(&defaults);
+    const int expected[2] = {defaults.sampling.k_min, 64};
+    for (int s = 0; s < 2; s++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            dt_tuner *t = make_tuner(&space, names[s], 64, seed);
+            bench b;
+            bench_init(&b, &space, 64);
+            dt_tuner_budget budget = {.trials = 96};
+            assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, NULL, NULL), 0);
+            assert_int_equal(b.first_batch, expected[s]);
+            assert_int_equal(b.trials, 96);
+            dt_sampling_set_free(&b.seen);
+            dt_tuner_free(t);
+        }
+    }
+    dt_space_free(&space);
+}
+
 static void test_every_strategy_exhausts_tiny_space(void **state)
 {
     (void)state;
@@ -310,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_reach_90_percent_dense),
         cmocka_unit_test(test_reach_90_percent_conv),
         cmocka_unit_test(test_batches_respect_budget),
+        cmocka_unit_test(test_first_round_sizes),
         cmocka_unit_test(test_every_strategy_exhausts_tiny_space),
         cmocka_unit_test(test_resume_stop_and_errors),
         cmocka_unit_test(test_unknown_strategy),
