@@ -1,14 +1,14 @@
-/* cli_args.c — argument parsing shared by subcommands that take one path. */
+/* cli_args.c — argument parsing shared by the subcommands. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dtune/cli.h"
 
-int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
-                    const char **path)
+int dt_cli_options(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
+                   const char *short_opt, const char *long_opt, const char **value, int *first)
 {
     int i = 1;
-    *path = NULL;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
@@ -18,10 +18,28 @@ int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *
             i++;
             break;
         }
-        fprintf(stderr, "dtune %s: unknown option '%s'\n", cmd, argv[i]);
+        bool named = (short_opt && strcmp(argv[i], short_opt) == 0) ||
+                     (long_opt && strcmp(argv[i], long_opt) == 0);
+        if (named && i + 1 < argc) {
+            *value = argv[++i];
+            continue;
+        }
+        fprintf(stderr, "dtune %s: %s '%s'\n", cmd, named ? "missing value after" : "unknown option",
+                argv[i]);
         usage(stderr);
         return 2;
     }
+    *first = i;
+    return -1;
+}
+
+int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
+                    const char **path)
+{
+    int i, rc = dt_cli_options(argc, argv, cmd, usage, NULL, NULL, NULL, &i);
+    *path = NULL;
+    if (rc != -1)
+        return rc;
     if (argc - i != 1) {
         fprintf(stderr, "dtune %s: %s\n", cmd, argc - i < 1 ? "RUN_DIR is missing" : "expects one RUN_DIR");
         usage(stderr);

@@ -206,24 +206,10 @@ static int draw(const run_curve *runs, int n, const char *out, double level)
 int dt_cmd_compare(int argc, char **argv)
 {
     const char *out = "compare.svg";
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
-            out = argv[++i];
-            continue;
-        }
-        fprintf(stderr, "dtune compare: unknown option or missing value '%s'\n", argv[i]);
-        usage(stderr);
-        return 2;
-    }
+    int i, rc = dt_cli_options(argc, argv, "compare", usage, "-o", "--output", &out, &i);
+    if (rc != -1)
+        return rc;
+    rc = 0;
     int n = argc - i;
     if (n < 1 || n > MAX_RUNS) {
         fprintf(stderr, "dtune compare: expects 1 to %d RUN_DIRs, got %d\n", MAX_RUNS, n);
@@ -232,7 +218,6 @@ int dt_cmd_compare(int argc, char **argv)
     }
     run_curve runs[MAX_RUNS];
     memset(runs, 0, sizeof runs);
-    int rc = 0;
     for (int k = 0; k < n && rc == 0; k++) {
         runs[k].dir = argv[i + k];
         rc = load_run(&runs[k]);

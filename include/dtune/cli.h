@@ -15,6 +15,15 @@ int dt_cmd_compare(int argc, char **argv);
 
 #include <stdio.h>
 
+/* The options before a subcommand's positional arguments: -h/--help (usage
+ * on stdout, returns 0), `--` (ends the options), and at most one option
+ * with a value, spelt short_opt or long_opt (either may be NULL), whose last
+ * value goes to *value. Anything else starting with '-' is a usage error
+ * (message and usage on stderr, returns 2). Otherwise returns -1 with *first
+ * the index of the first positional argument. */
+int dt_cli_options(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
+                   const char *short_opt, const char *long_opt, const char **value, int *first);
+
 /* For subcommands taking `[-h] [--] RUN_DIR`: returns 0 (help shown), 2
  * (usage error, message and usage on stderr) or -1 with *path set. */
 int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
