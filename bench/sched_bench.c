@@ -261,7 +261,7 @@ static int predict(sim *s, dt_belief_pool *pool, uint64_t seed_stream, double *y
         double ahead = ts->last_slot_trials > 0 ? ts->last_slot_trials : BATCH_SIZE;
         hist[k] = (dt_belief_history){ .x = NULL, .y = ybuf + off, .n = ts->pos,
                                        .horizon = ts->pos + ahead,
-                                       .stream = (uint64_t)k * 7919u + (uint64_t)ts->pos + seed_stream };
+                                       .stream = dt_belief_task_stream(k, ts->pos) + seed_stream };
         off += ts->pos;
     }
     dt_error err = { 0 };

@@ -67,7 +67,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
             goto done;
         hist[k] = (dt_belief_history){ .x = NULL, .y = ys[k], .n = tr->ncurve,
                                        .horizon = tr->ncurve + next_slot_trials(r, tr),
-                                       .stream = (uint64_t)k * 7919u + (uint64_t)tr->ncurve };
+                                       .stream = dt_belief_task_stream(k, tr->ncurve) };
     }
     if ((rc = dt_belief_pool_predict(r->belief, hist, n, pred, err)))
         goto done;

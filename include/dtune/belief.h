@@ -91,6 +91,14 @@ typedef struct dt_belief_history {
     uint64_t stream;          /* mixed into params.seed: pass the task's index */
 } dt_belief_history;
 
+/* The stream of task k with n points of history: a function of the task
+ * and its history only, so an unchanged history gets the same stream and
+ * the pool's memo (dt_belief_pool_predict) answers it without a fit. */
+static inline uint64_t dt_belief_task_stream(int k, int n)
+{
+    return (uint64_t)k * 7919u + (uint64_t)n;
+}
+
 typedef struct dt_belief dt_belief;
 
 /* One workspace. 0, DT_EINVAL (bad params, message says which), DT_ENOMEM. */
