@@ -111,6 +111,18 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
     }
 }
 
+int dt_cpu_native_lanes(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 16;
+    if (__builtin_cpu_supports("avx"))
+        return 8;
+#endif
+    return 4;
+}
+
 static bool divides(int part, int whole)
 {
     return part >= 1 && whole % part == 0;

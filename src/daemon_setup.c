@@ -43,6 +43,9 @@ static int open_tasks(dt_run *r, dt_error *err)
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
     if (!r->tasks)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
+    /* The replay surface is no machine's: its spaces offer every width. */
+    if (strcmp(r->cfg->backend, "replay") == 0)
+        dt_space_cpu_set_max_vec(16);
     for (int k = 0; k < n; k++) {
         dt_task_run *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
@@ -96,6 +99,16 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
                             (unsigned long long)tr->space.size);
     dt_point p;
     dt_space_point(&tr->space, rec->config, &p);
+    /* An index means a config only in the space it was drawn from: a log of
+     * another machine (vector width) or dtune version must not be misread. */
+    char knobs[sizeof rec->knobs];
+    dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
+    if (rec->knobs[0] && strcmp(knobs, rec->knobs) != 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is '%s' here but "
+                            "the log says '%s': the log was written for another space (another "
+                            "machine's vector width or dtune version); use a new output dir",
+                            rc->path, rc->line, (unsigned long long)rec->config, rec->task, knobs,
+                            rec->knobs);
     if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0)
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {

@@ -6,7 +6,10 @@
  * order, unrolling, vector width and weight packing. A point is valid exactly
  * when codegen_cpu can generate it (dt_cpu_plan_check): tiles divisible by
  * the vector width and a register tile within the 32 vector registers of
- * AVX-512, so the space and the generator cannot disagree.
+ * AVX-512, so the space and the generator cannot disagree. The vector width
+ * knob offers only widths up to the machine's (dt_space_cpu_max_vec): wider
+ * generic vectors are valid C but several times slower, so offering them
+ * would only spend trials.
  */
 #include "dtune/codegen_cpu.h"
 #include "dtune/space_table.h"
@@ -19,6 +22,27 @@ static const int mm_orders[] = { 0, 1, 2, 3 };
 static const int unroll_factors[] = { 1, 2, 4, 8 };
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int max_vec_set; /* 0: the machine's width */
+
+void dt_space_cpu_set_max_vec(int lanes)
+{
+    max_vec_set = lanes == 4 || lanes == 8 || lanes == 16 ? lanes : 0;
+}
+
+int dt_space_cpu_max_vec(void)
+{
+    return max_vec_set ? max_vec_set : dt_cpu_native_lanes();
+}
+
+/* The vec knob: the widths in vec_widths up to dt_space_cpu_max_vec. */
+static int add_vec_knob(dt_space *s)
+{
+    int max = dt_space_cpu_max_vec(), n = 0;
+    while (n < NELEMS(vec_widths) && vec_widths[n] <= max)
+        n++;
+    return dt_space_add_choice(s, "vec", vec_widths, n);
+}
 
 _Static_assert(NELEMS(conv_orders) == DT_CPU_CONV_ORDERS, "conv orders");
 _Static_assert(NELEMS(depthwise_orders) == DT_CPU_DEPTHWISE_ORDERS, "depthwise orders");
@@ -35,7 +59,7 @@ static int build_conv(dt_space *s)
         (rc = dt_space_add_choice(s, "order", conv_orders, NELEMS(conv_orders))) ||
         (rc = dt_space_add_choice(s, "red_order", on_off, NELEMS(on_off))) ||
         (rc = dt_space_add_choice(s, "unroll_kw", on_off, NELEMS(on_off))) ||
-        (rc = dt_space_add_choice(s, "vec", vec_widths, NELEMS(vec_widths))) ||
+        (rc = add_vec_knob(s)) ||
         (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))))
         return rc;
     return 0;
@@ -50,7 +74,7 @@ static int build_depthwise(dt_space *s)
         (rc = dt_space_add_split(s, "tile_ow", c->ow, 2)) ||
         (rc = dt_space_add_choice(s, "order", depthwise_orders, NELEMS(depthwise_orders))) ||
         (rc = dt_space_add_choice(s, "unroll_kw", on_off, NELEMS(on_off))) ||
-        (rc = dt_space_add_choice(s, "vec", vec_widths, NELEMS(vec_widths))) ||
+        (rc = add_vec_knob(s)) ||
         (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))))
         return rc;
     return 0;
@@ -65,7 +89,7 @@ static int build_matmul(dt_space *s)
         (rc = dt_space_add_split(s, "tile_k", m->k, 2)) ||
         (rc = dt_space_add_choice(s, "order", mm_orders, NELEMS(mm_orders))) ||
         (rc = dt_space_add_choice(s, "unroll_k", unroll_factors, NELEMS(unroll_factors))) ||
-        (rc = dt_space_add_choice(s, "vec", vec_widths, NELEMS(vec_widths))) ||
+        (rc = add_vec_knob(s)) ||
         (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))))
         return rc;
     return 0;

@@ -287,7 +287,7 @@ static void test_measurer_batch(void **state)
     for (int i = 0; i < 4; i++)
         dt_space_random(&space, rng, &points[i]);
     gsl_rng_free(rng);
-    /* an invalid point: vec 16 on an n tile of 1 */
+    /* an invalid point (e.g. a vector width that does not divide its tile) */
     uint64_t idx = 0;
     do
         dt_space_point(&space, idx++, &points[4]);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dtune/codegen_cpu.h"
 #include "dtune/space.h"
 
 static dt_task conv_task(int c_in, int hw, int c_out, int k, int stride, int pad)
@@ -94,6 +95,37 @@ static void test_cpu_conv_size(void **state)
     assert_true(s.size == want);
     assert_true(s.size == 7ULL * 8 * 8 * 7 * 6 * 2 * 2 * 4 * 2);
     dt_space_free(&s);
+}
+
+/* The vec knob offers the widths up to the machine's (or the width set);
+ * every other knob is unchanged. */
+static void test_cpu_vec_follows_width(void **state)
+{
+    (void)state;
+    dt_task t = conv_task(64, 56, 64, 3, 1, 1);
+    static const struct { int lanes, nvec; } cases[] = { { 16, 4 }, { 8, 3 }, { 4, 2 } };
+    uint64_t full = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dt_space_cpu_set_max_vec(cases[c].lanes);
+        assert_int_equal(dt_space_cpu_max_vec(), cases[c].lanes);
+        dt_space s;
+        assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+        const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
+        assert_int_equal(vec->noptions, cases[c].nvec);
+        assert_int_equal(vec->options[vec->noptions - 1], cases[c].lanes);
+        if (c == 0)
+            full = s.size;
+        assert_true(s.size * 4 == full * (uint64_t)cases[c].nvec);
+        dt_space_free(&s);
+    }
+    dt_space_cpu_set_max_vec(0); /* the machine's width */
+    assert_int_equal(dt_space_cpu_max_vec(), dt_cpu_native_lanes());
+    dt_space s;
+    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
+    assert_int_equal(vec->options[vec->noptions - 1], dt_cpu_native_lanes());
+    dt_space_free(&s);
+    dt_space_cpu_set_max_vec(16);
 }
 
 static void test_index_round_trip(void **state)
@@ -229,11 +261,13 @@ static void test_every_kind_every_target(void **state)
 
 int main(void)
 {
+    dt_space_cpu_set_max_vec(16); /* every vector width: counts do not depend on the machine */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_factorisation_counts),
         cmocka_unit_test(test_split_rows_multiply_to_axis),
         cmocka_unit_test(test_cuda_conv_size),
         cmocka_unit_test(test_cpu_conv_size),
+        cmocka_unit_test(test_cpu_vec_follows_width),
         cmocka_unit_test(test_index_round_trip),
         cmocka_unit_test(test_features_and_coords),
         cmocka_unit_test(test_neighbours),

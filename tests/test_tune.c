@@ -251,6 +251,54 @@ static void test_warm_start(void **state)
     free_keys(b, nb);
 }
 
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    char *buf = malloc(*len + 1);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* A log whose knobs do not match this space's reading of a config index (a
+ * log of another machine's vector width, another dtune version) is refused
+ * with exit 2 naming the record, and is left exactly as it was. */
+static void test_resume_refuses_another_space(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "3"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    size_t len;
+    char *log = read_file(path, &len);
+    char *knobs = strstr(log, "\"knobs\":\"");
+    assert_non_null(knobs);
+    knobs[strlen("\"knobs\":\"")] = 'X'; /* "tile_..." -> "Xile_..." */
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(log, 1, len, f), len);
+    fclose(f);
+    rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
+                     sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "tuning.jsonl: record"));
+    assert_non_null(strstr(out, "another space"));
+    size_t after_len;
+    char *after = read_file(path, &after_len);
+    assert_true(after_len == len && memcmp(after, log, len) == 0);
+    free(after);
+    free(log);
+}
+
 static void test_status_server_while_tuning(void **state)
 {
     (void)state;
@@ -359,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_is_graceful),
         cmocka_unit_test(test_kill9_and_resume),
         cmocka_unit_test(test_warm_start),
+        cmocka_unit_test(test_resume_refuses_another_space),
         cmocka_unit_test(test_status_server_while_tuning),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };

@@ -70,6 +70,17 @@ typedef struct dt_space {
 int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err);
 void dt_space_free(dt_space *space);
 
+/* The widest `vec` option of the CPU spaces built from now on: the machine's
+ * (dt_cpu_native_lanes: 16 with AVX-512F, 8 with AVX) unless set here. The
+ * replay backend's surface stands for no machine, so runs and benches on it
+ * set 16 (every width), as do tests whose counts must not depend on the
+ * machine. lanes is 4, 8 or 16, or 0 for the machine's width again; call it
+ * before building spaces, not while other threads build them. Because a
+ * point's index depends on the knobs' option counts, a tuning log is only
+ * valid for spaces built with the same width (resume checks the knobs). */
+void dt_space_cpu_set_max_vec(int lanes);
+int dt_space_cpu_max_vec(void);
+
 /* "cpu" / "cuda"; dt_target_parse returns 0 or DT_EINVAL. */
 const char *dt_target_name(dt_target target);
 int dt_target_parse(const char *name, dt_target *target);
