@@ -19,7 +19,10 @@
  * reach sequential's final model latency, as a speed-up against sequential
  * and against gradient (Ansor), and its ratio to an oracle that knows the
  * traces (greedy by true latency reduction per slot over the best
- * look-ahead). It draws the latency-over-time curves of all policies into
+ * look-ahead). Budget-limited: sequential again with every task cut to 25 %
+ * and 50 % of its trials (AutoTVM with n_trial fitted to a shorter budget),
+ * and how much sooner each policy reaches that run's final latency. It draws
+ * the latency-over-time curves of all policies into
  * bench/out/sched_MODEL.svg, and times the slot decision (belief fits of
  * all tasks + choice) of dynatune on a model of two traces concatenated
  * (≥ 20 tasks) as a share of the slot.
@@ -43,6 +46,10 @@
 #define MAX_TRACES 32
 #define MAX_POLICIES 16
 #define BATCH_SIZE 64            /* the daemon's default tuner batch: horizon before any slot */
+
+/* Budget-limited sequential: each task cut to this share of its trials. */
+static const double budget_fracs[] = { 0.25, 0.5 };
+#define NFRACS ((int)(sizeof budget_fracs / sizeof budget_fracs[0]))
 
 /* ---- traces ------------------------------------------------------------------------ */
 
@@ -177,7 +184,19 @@ typedef struct sim {
     task_sim *ts;
     double clock;                /* run seconds */
     int slot;
+    double trial_frac;           /* (0, 1): each task stops after this share of its trials */
 } sim;
+
+/* Trials task k may use: all of its trace, or the first trial_frac of them
+ * (AutoTVM's n_trial per task fitted to a shorter budget). */
+static int task_len(const sim *s, int k)
+{
+    int n = s->tr->tasks[k].n;
+    if (s->trial_frac <= 0 || s->trial_frac >= 1)
+        return n;
+    int m = (int)ceil(s->trial_frac * n);
+    return m < 1 ? 1 : m;
+}
 
 static double task_latency_ms(const task_trace *t, double best)
 {
@@ -198,14 +217,15 @@ static double advance(sim *s, int k, double until)
     const task_trace *t = &s->tr->tasks[k];
     task_sim *ts = &s->ts[k];
     double start = ts->clock;
-    while (ts->pos < t->n && t->seconds[ts->pos] <= until) {
+    int n = task_len(s, k);
+    while (ts->pos < n && t->seconds[ts->pos] <= until) {
         if (t->best[ts->pos] > ts->best) {
             ts->best = t->best[ts->pos];
             ts->last_improvement = ts->pos + 1;
         }
         ts->pos++;
     }
-    ts->clock = ts->pos == t->n ? fmin(until, t->seconds[t->n - 1]) : until;
+    ts->clock = ts->pos == n ? fmin(until, t->seconds[n - 1]) : until;
     if (ts->clock < start)
         ts->clock = start;
     return ts->clock - start;
@@ -242,7 +262,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
                                  .finished = ts->pos - ts->last_improvement >= finish_after,
-                                 .exhausted = ts->pos >= t->n, .nhistory = ts->nhistory };
+                                 .exhausted = ts->pos >= task_len(s, k), .nhistory = ts->nhistory };
         memcpy(st[k].latency_history, ts->latency_history, sizeof st[k].latency_history);
     }
 }
@@ -448,7 +468,7 @@ static int open_pool(const dt_config *cfg, uint64_t seed, int threads, dt_belief
 
 /* One replay of policy (NULL: the oracle) with scheduler seed `seed`. */
 static int replay(const trace *tr, const char *policy, uint64_t seed, const bench_opts *o,
-                  run_result *res, belief_quality *quality)
+                  double trial_frac, run_result *res, belief_quality *quality)
 {
     int n = tr->ntasks, rc = 0;
     memset(res, 0, sizeof *res);
@@ -460,7 +480,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     dt_error err = { 0 };
     dt_scheduler *sched = NULL;
     dt_belief_pool *pool = NULL;
-    sim s = { .tr = tr, .ts = calloc((size_t)n, sizeof(task_sim)) };
+    sim s = { .tr = tr, .ts = calloc((size_t)n, sizeof(task_sim)), .trial_frac = trial_frac };
     dt_sched_task *st = calloc((size_t)n, sizeof *st);
     double *scores = calloc((size_t)n, sizeof *scores);
     dt_belief_history *hist = calloc((size_t)n, sizeof *hist);
@@ -639,6 +659,36 @@ static void print_table(const trace *tr, int ntraces, char names[][32], int np, 
     free(v);
 }
 
+/* Budget-limited comparison: x sooner than the cut sequential, per share. */
+static void print_budget_table(char names[][32], int np, const double *seqf, const double *reachf,
+                               int nruns)
+{
+    double *v = malloc((size_t)nruns * sizeof *v);
+    if (!v)
+        return;
+    printf("  budget-limited: sequential with every task cut to a share of its trials (AutoTVM's\n"
+           "  n_trial fitted to a shorter budget); x sooner than it to reach its final latency:\n");
+    printf("  %-15s", "policy");
+    for (int f = 0; f < NFRACS; f++) {
+        char head[32];
+        snprintf(head, sizeof head, "share %.0f %%", 100 * budget_fracs[f]);
+        printf(" %22s", head);
+    }
+    printf("\n");
+    for (int p = 0; p <= np; p++) {
+        printf("  %-15s", p < np ? names[p] : "oracle");
+        for (int f = 0; f < NFRACS; f++) {
+            char cell[64];
+            ratio_interval(cell, sizeof cell, &seqf[f * nruns],
+                           &reachf[((size_t)f * (size_t)(np + 1) + (size_t)p) * (size_t)nruns],
+                           nruns, v);
+            printf(" %22s", cell);
+        }
+        printf("\n");
+    }
+    free(v);
+}
+
 /* All policies and the oracle on one model's traces. */
 static int bench_model(trace *traces, int ntraces, const bench_opts *o)
 {
@@ -650,16 +700,18 @@ static int bench_model(trace *traces, int ntraces, const bench_opts *o)
     size_t cells = (size_t)(np + 1) * (size_t)nruns;
     double *reach = calloc(cells, sizeof *reach), *reach5 = calloc(cells, sizeof *reach5);
     double *final_ms = calloc(cells, sizeof *final_ms);
+    double *seqf = calloc((size_t)NFRACS * (size_t)nruns, sizeof *seqf);
+    double *reachf = calloc((size_t)NFRACS * cells, sizeof *reachf);
     run_result first[MAX_POLICIES + 1];
     memset(first, 0, sizeof first);
-    int rc = !reach || !reach5 || !final_ms || seq < 0 || find_policy(names, np, "gradient") < 0 ? -1 : 0;
+    int rc = !reach || !reach5 || !final_ms || !seqf || !reachf || seq < 0 || find_policy(names, np, "gradient") < 0 ? -1 : 0;
     double seq_final_ms = 0, seq_time = 0;
     for (int t = 0; rc == 0 && t < ntraces; t++)
         for (int sd = 0; rc == 0 && sd < o->seeds; sd++) {
             int run = t * o->seeds + sd, made = 0;
             run_result rr[MAX_POLICIES + 1];
             for (int p = 0; rc == 0 && p <= np; p++, made++)
-                rc = replay(&traces[t], p < np ? names[p] : NULL, (uint64_t)sd + 1, o, &rr[p],
+                rc = replay(&traces[t], p < np ? names[p] : NULL, (uint64_t)sd + 1, o, 1.0, &rr[p],
                             p == dyn ? &quality : NULL);
             if (rc) {
                 for (int p = 0; p < made; p++)
@@ -670,6 +722,21 @@ static int bench_model(trace *traces, int ntraces, const bench_opts *o)
             if (run == 0) {
                 seq_final_ms = target;
                 seq_time = time_to(&rr[seq], target);
+            }
+            /* Budget-limited: sequential with every task cut to a share of
+             * its trials; when do the others reach its final latency? */
+            for (int f = 0; rc == 0 && f < NFRACS; f++) {
+                run_result capped;
+                rc = replay(&traces[t], "sequential", (uint64_t)sd + 1, o, budget_fracs[f], &capped,
+                            NULL);
+                if (rc)
+                    break;
+                double lf = capped.y[capped.npoints - 1];
+                seqf[f * nruns + run] = time_to(&capped, lf);
+                for (int p = 0; p <= np; p++)
+                    reachf[((size_t)f * (size_t)(np + 1) + (size_t)p) * (size_t)nruns + (size_t)run] =
+                        time_to(&rr[p], lf);
+                run_result_free(&capped);
             }
             for (int p = 0; p <= np; p++) {
                 reach[p * nruns + run] = time_to(&rr[p], target);
@@ -688,6 +755,7 @@ static int bench_model(trace *traces, int ntraces, const bench_opts *o)
         printf("  L* = sequential's final latency %.4f ms, reached at %.0f s (first trace, seed 1);\n"
                "  median [2.5th, 97.5th percentile] over %d runs\n", seq_final_ms, seq_time, nruns);
         print_table(traces, ntraces, names, np, reach, reach5, final_ms, nruns, o);
+        print_budget_table(names, np, seqf, reachf, nruns);
         if (quality.decisions > 0)
             printf("  dynatune's belief, %d decisions after every task's first slot: argmax r_k is the\n"
                    "  best next slot %.0f %% of the time; its true reduction is %.0f %% of the best one;\n"
@@ -702,6 +770,8 @@ static int bench_model(trace *traces, int ntraces, const bench_opts *o)
     free(reach);
     free(reach5);
     free(final_ms);
+    free(seqf);
+    free(reachf);
     return rc;
 }
 
@@ -726,7 +796,7 @@ static int bench_overhead(const bench_opts *o)
     int rc = trace_concat(&a, &b, &both);
     run_result r = { 0 };
     if (rc == 0)
-        rc = replay(&both, "dynatune", 1, o, &r, NULL);
+        rc = replay(&both, "dynatune", 1, o, 1.0, &r, NULL);
     if (rc == 0 && r.ndecisions > 0) {
         double med = quantile(r.decision_ms, r.ndecisions, 0.5);
         double p95 = quantile(r.decision_ms, r.ndecisions, 0.95);
