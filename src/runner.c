@@ -215,7 +215,19 @@ static bool check_kernel(child_state *c, const dt_runner_request *req, loaded_ke
     return false;
 }
 
-/* One warm-up call (timed, to size automatic micro-batches), then the CV loop. */
+/* True when the parent's end of the socket has closed. A daemon killed with
+ * SIGKILL, or leaving at once on a second SIGINT, must not leave its runner
+ * timing a kernel on the runner core for the rest of a long measurement,
+ * where it would disturb the next (resumed) run's measurements. */
+static bool parent_gone(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* One warm-up call (timed, to size automatic micro-batches), then the CV
+ * loop; between micro-batches (outside the timed calls) it leaves if the
+ * parent is gone. */
 static void time_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
                         dt_measure_result *res)
 {
@@ -240,6 +252,8 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
         total += seconds;
         total_calls += calls;
         stop = dt_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
+        if (!stop && parent_gone(c->fd))
+            _exit(0);
     }
     res->result = DT_RESULT_OK;
     res->gflops = dt_cv_stop_mean(&cv);

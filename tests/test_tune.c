@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtune/runner.h"
 #include "dtune/server.h"
 #include "support/run_cmd.h"
 
@@ -120,6 +122,94 @@ static void test_tiny_on_cpu_end_to_end(void **state)
     rc = dt_test_run((char *[]){ "dtune", "report", dir, NULL }, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "faster"));
+}
+
+/* The pid of parent's runner child (argv[1] is DT_CPU_RUNNER_ARG), or -1. */
+static pid_t runner_child(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    pid_t found = -1;
+    struct dirent *e;
+    while (found < 0 && (e = readdir(d))) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int pid, ppid;
+        char st;
+        bool child = fscanf(f, "%d (%*[^)]) %c %d", &pid, &st, &ppid) == 3 && ppid == parent;
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        if (!child || !(f = fopen(path, "r")))
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        size_t first = strlen(buf) + 1;
+        if (first < n && strcmp(buf + first, DT_CPU_RUNNER_ARG) == 0)
+            found = pid;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Gone or a zombie (exited, not yet reaped by whoever inherited it). */
+static bool process_ended(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    char st = '?';
+    int got = fscanf(f, "%*d (%*[^)]) %c", &st);
+    fclose(f);
+    return got == 1 && (st == 'Z' || st == 'X');
+}
+
+/* kill -9 of the daemon while its runner times a long measurement: the
+ * runner leaves at its next micro-batch instead of timing on for minutes. */
+static void test_runner_leaves_with_killed_daemon(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], cwd[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cfg, sizeof cfg, "%s/long.yaml", dir);
+    snprintf(log, sizeof log, "%s/stdout.txt", dir);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    /* a million micro-batches before the CV test: each measurement
+     * lasts until the 60 s timeout */
+    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n"
+               "measure: {min_batches: 1000000, max_repeats: 1000000, timeout_seconds: 60}\n"
+               "output: {dir: %s/run}\n", cwd, dir);
+    fclose(f);
+    pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "120", NULL }, log);
+    /* 3 s in: well inside the first (60 s) measurement; the runner is looked
+     * up then, since a candidate with wrong output retires a runner */
+    sleep_ms(3000);
+    pid_t runner = -1;
+    for (int waited = 0; runner < 0 && waited < 20000; waited += 50)
+        if ((runner = runner_child(pid)) < 0)
+            sleep_ms(50);
+    if (runner < 0) {
+        kill(pid, SIGKILL);
+        dt_test_wait(pid);
+        fail_msg("no runner child of dtune appeared");
+    }
+    kill(pid, SIGKILL);
+    assert_int_equal(dt_test_wait(pid), 128 + SIGKILL);
+    bool ended = false;
+    for (int waited = 0; !ended && waited < 3000; waited += 50) {
+        sleep_ms(50);
+        ended = process_ended(runner);
+    }
+    if (!ended)
+        kill(-runner, SIGKILL); /* do not leave it spinning after the test */
+    assert_true(ended);
 }
 
 static void test_target_latency_stops(void **state)
@@ -251,20 +341,6 @@ static void test_warm_start(void **state)
     free_keys(b, nb);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    rewind(f);
-    char *buf = malloc(*len + 1);
-    assert_int_equal(fread(buf, 1, *len, f), *len);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* A log whose knobs do not match this space's reading of a config index (a
  * log of another machine's vector width, another dtune version) is refused
  * with exit 2 naming the record, and is left exactly as it was. */
@@ -278,8 +354,9 @@ static void test_resume_refuses_another_space(void **state)
                          sizeof out);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, out);
-    size_t len;
-    char *log = read_file(path, &len);
+    char *log = dt_test_slurp(path);
+    assert_non_null(log);
+    size_t len = strlen(log);
     char *knobs = strstr(log, "\"knobs\":\"");
     assert_non_null(knobs);
     knobs[strlen("\"knobs\":\"")] = 'X'; /* "tile_..." -> "Xile_..." */
@@ -292,9 +369,9 @@ static void test_resume_refuses_another_space(void **state)
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "tuning.jsonl: record"));
     assert_non_null(strstr(out, "another space"));
-    size_t after_len;
-    char *after = read_file(path, &after_len);
-    assert_true(after_len == len && memcmp(after, log, len) == 0);
+    char *after = dt_test_slurp(path);
+    assert_non_null(after);
+    assert_string_equal(after, log);
     free(after);
     free(log);
 }
@@ -402,6 +479,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_on_cpu_end_to_end),
+        cmocka_unit_test(test_runner_leaves_with_killed_daemon),
         cmocka_unit_test(test_target_latency_stops),
         cmocka_unit_test(test_budget_stops_and_reports),
         cmocka_unit_test(test_sigterm_is_graceful),
