@@ -1,8 +1,9 @@
-/* cmd_status.c — `dtune status [--addr HOST:PORT]`: asks a running
+/* cmd_status.c — `dtune status [-c config.yaml | --addr HOST:PORT]`: asks a running
  * `dtune tune` for GET /status over loopback (dt_server_request, plain
  * HTTP/1.0 with a time-out) and prints the JSON as a table: the run, its
  * time and slot, model latency now, at start and the speed-up, the target,
- * and one row per task.
+ * and one row per task. With -c the address is the config's server.listen
+ * (the file the run was started with); --addr names it directly.
  */
 #include "dtune/cli.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/config.h"
 #include "dtune/report.h"
 #include "dtune/server.h"
 
@@ -19,28 +21,52 @@
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune status [--addr HOST:PORT]\n"
+    fputs("usage: dtune status [-c config.yaml | --addr HOST:PORT]\n"
           "\n"
           "Shows a running tuner's progress, read from its status server (GET /status).\n"
           "\n"
+          "  -c, --config FILE the config the run was started with: its server.listen\n"
           "  --addr HOST:PORT  the tuner's server.listen address (default " DT_SERVER_DEFAULT_LISTEN
           ")\n"
           "  -h, --help        show this help\n", to);
 }
 
-/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with *addr. */
-static int parse_args(int argc, char **argv, const char **addr)
+/* server.listen of the config at path into addr; returns -1 or an exit status. */
+static int addr_from_config(const char *path, char *addr, size_t len)
 {
-    *addr = DT_SERVER_DEFAULT_LISTEN;
+    static dt_config cfg;
+    dt_error err;
+    int rc = dt_config_load(path, &cfg, false, &err);
+    if (rc) {
+        fprintf(stderr, "dtune status: %s\n", err.msg);
+        return dt_error_exit_status(rc);
+    }
+    if (cfg.server_listen[0] == '\0' || strcmp(cfg.server_listen, "off") == 0) {
+        fprintf(stderr, "dtune status: %s sets server.listen off: a run started with it has no "
+                        "status server\n", path);
+        return 2;
+    }
+    snprintf(addr, len, "%s", cfg.server_listen);
+    return -1;
+}
+
+/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with addr. */
+static int parse_args(int argc, char **argv, char *addr, size_t len)
+{
+    snprintf(addr, len, "%s", DT_SERVER_DEFAULT_LISTEN);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         }
         if (strcmp(argv[i], "--addr") == 0 && i + 1 < argc) {
-            *addr = argv[++i];
+            snprintf(addr, len, "%s", argv[++i]);
         } else if (strncmp(argv[i], "--addr=", 7) == 0) {
-            *addr = argv[i] + 7;
+            snprintf(addr, len, "%s", argv[i] + 7);
+        } else if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            int status = addr_from_config(argv[++i], addr, len);
+            if (status >= 0)
+                return status;
         } else {
             fprintf(stderr, "dtune status: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
@@ -105,8 +131,8 @@ static void print_tasks(json_t *st)
 
 int dt_cmd_status(int argc, char **argv)
 {
-    const char *addr;
-    int status = parse_args(argc, argv, &addr);
+    char addr[DT_CONFIG_LISTEN_MAX];
+    int status = parse_args(argc, argv, addr, sizeof addr);
     if (status >= 0)
         return status;
     dt_http_reply reply;

@@ -361,6 +361,32 @@ static void test_status_command(void **state)
     assert_non_null(strstr(out, "\nconv1 "));
     assert_non_null(strstr(out, "tuning")); /* fc holds the slot */
 
+    /* -c: the address is the config's server.listen */
+    char dir[64], cfg[128], cwd[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cfg, sizeof cfg, "%s/run.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"%s\"}\n", cwd, fx->addr);
+    fclose(f);
+    char *with_config[] = { "status", "-c", cfg, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 0);
+    assert_non_null(strstr(out, "2.3438 ms now"));
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n", cwd);
+    fclose(f);
+    assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 2);
+    assert_non_null(strstr(out, "no status server"));
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "model: %s/models/tiny.yaml\nbogus: 1\n", cwd);
+    fclose(f);
+    assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 2);
+    assert_non_null(strstr(out, "run.yaml:2:1"));
+    dt_test_remove_tree(dir);
+
     dt_server_stop(fx->server); /* nothing listens any more */
     fx->server = NULL;
     assert_int_equal(run_status(fx->addr, out, sizeof out), 1);

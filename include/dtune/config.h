@@ -16,6 +16,8 @@
 #include "dtune/model.h"
 #include "dtune/space.h"
 
+#define DT_CONFIG_LISTEN_MAX 64    /* server.listen, with its NUL */
+
 typedef struct dt_budget_config {
     double total_seconds;      /* whole run; default 600 */
     double slot_seconds;       /* one slot; default 10 (used when slot_trials == 0) */
@@ -103,7 +105,7 @@ typedef struct dt_config {
     dt_measure_config measure;
     char output_dir[DT_PATH_MAX];  /* runs/latest; resolved like model */
     char warm_start[DT_PATH_MAX];  /* another run's tuning.jsonl; "" = none; resolved like model */
-    char server_listen[64];        /* 127.0.0.1:8080; "" or "off" = no server */
+    char server_listen[DT_CONFIG_LISTEN_MAX]; /* 127.0.0.1:8080; "" or "off" = no server */
     uint64_t seed;                 /* 1 */
 } dt_config;
 
