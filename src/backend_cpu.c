@@ -112,8 +112,7 @@ static int mkdir_p(const char *path)
 
 void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts)
 {
-    double t = measure ? 6 * measure->timeout_seconds : 60;
-    opts->compile_timeout_s = t > 60 ? t : 60;
+    opts->compile_timeout_s = measure ? dt_measure_compile_timeout(measure) : 60;
     opts->runner_exe = NULL;
     opts->pin = true;
 }

@@ -298,8 +298,8 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
     }
     rc = write_image(b, out->path, &image, err);
     dt_cuda_image_free(&image);
-    if (rc == 0 && out->compile_ms > b->measure.timeout_seconds * 1e3)
-        artifact_result(out, DT_RESULT_COMPILE_TIMEOUT, "NVRTC ran past measure.timeout_seconds");
+    if (rc == 0 && out->compile_ms > dt_measure_compile_timeout(&b->measure) * 1e3)
+        artifact_result(out, DT_RESULT_COMPILE_TIMEOUT, "NVRTC ran past the compile limit");
     return rc;
 }
 

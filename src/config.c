@@ -139,7 +139,9 @@ static const key_def keys[] = {
           "kernel calls per micro-batch; 0 = auto"),
     K_INT("measure.max_repeats", measure.max_repeats, 1, 1e6, "20", "micro-batches at most"),
     K_DBL("measure.timeout_seconds", measure.timeout_seconds, 0.01, 1e6, "10",
-          "build + run limit of one candidate"),
+          "run limit of one candidate"),
+    K_DBL("measure.compile_timeout_seconds", measure.compile_timeout_seconds, 0, 1e6, "0",
+          "compile limit of one candidate; 0 = max(60, 6 x timeout_seconds)"),
     K_INT("measure.builders", measure.builders, 1, 1024, "2", "compile threads"),
     K_INT("measure.threads", measure.threads, 1, 1024, "1", "threads of a CPU kernel"),
     K_BOOL("measure.check_output", measure.check_output, "true",
@@ -863,6 +865,14 @@ static void check_model_file(loader *ld)
 }
 
 /* ---- public ------------------------------------------------------------------ */
+
+double dt_measure_compile_timeout(const dt_measure_config *measure)
+{
+    if (measure->compile_timeout_seconds > 0)
+        return measure->compile_timeout_seconds;
+    double t = 6 * measure->timeout_seconds;
+    return t > 60 ? t : 60;
+}
 
 void dt_config_defaults(dt_config *cfg)
 {

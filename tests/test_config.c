@@ -132,6 +132,13 @@ static void test_defaults(void **state)
     assert_true(m->cv_threshold == 0.10 && m->min_batches == 3 && m->micro_batch == 0);
     assert_true(m->max_repeats == 20 && m->timeout_seconds == 10 && m->builders == 2);
     assert_true(m->threads == 1 && m->check_output && m->tolerance == 1e-3 && !m->flush_l2);
+    /* compile limit: 0 = max(60, 6 x timeout_seconds) */
+    assert_true(m->compile_timeout_seconds == 0 && dt_measure_compile_timeout(m) == 60);
+    dt_measure_config slow = *m;
+    slow.timeout_seconds = 20;
+    assert_true(dt_measure_compile_timeout(&slow) == 120);
+    slow.compile_timeout_seconds = 7;
+    assert_true(dt_measure_compile_timeout(&slow) == 7);
     assert_string_equal(c.output_dir, "runs/latest");
     assert_string_equal(c.warm_start, "");
     assert_string_equal(c.server_listen, "127.0.0.1:8080");
@@ -180,6 +187,7 @@ static const char full_config[] =
     "  micro_batch: 17\n"
     "  max_repeats: 41\n"
     "  timeout_seconds: 2.5\n"
+    "  compile_timeout_seconds: 30\n"
     "  builders: 7\n"
     "  threads: 3\n"
     "  check_output: no\n"
@@ -228,6 +236,7 @@ static void test_full_config(void **state)
     const dt_measure_config *m = &c.measure;
     assert_true(m->cv_threshold == 0.035 && m->min_batches == 4 && m->micro_batch == 17);
     assert_true(m->max_repeats == 41 && m->timeout_seconds == 2.5 && m->builders == 7);
+    assert_true(m->compile_timeout_seconds == 30 && dt_measure_compile_timeout(m) == 30);
     assert_true(m->threads == 3 && !m->check_output && m->tolerance == 2.5e-4 && m->flush_l2);
     assert_string_equal(c.server_listen, "[::1]:0");
     assert_int_equal(dt_config_validate(&c, &err), 0);
@@ -543,7 +552,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 55);
+    assert_int_equal(rows, 56);
     assert_memory_equal(&c, &defaults, sizeof c);
 }
 

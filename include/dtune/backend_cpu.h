@@ -25,7 +25,7 @@ extern const dt_backend_i dt_backend_cpu;
 
 /* Settings beyond dt_backend_params, for tests and benches. */
 typedef struct dt_cpu_options {
-    double compile_timeout_s;   /* default max(60, 6 * measure.timeout_seconds) */
+    double compile_timeout_s;   /* default dt_measure_compile_timeout(measure) */
     const char *runner_exe;     /* NULL: runner.h's default */
     bool pin;                   /* pin the runner to its own core(s); default true */
 } dt_cpu_options;

@@ -86,7 +86,8 @@ typedef struct dt_measure_config {
     int min_batches;           /* 3 */
     int micro_batch;           /* kernel calls per micro-batch; 0 = auto */
     int max_repeats;           /* micro-batches at most; 20 */
-    double timeout_seconds;    /* one candidate; 10 */
+    double timeout_seconds;    /* one candidate's run; 10 */
+    double compile_timeout_seconds; /* one candidate's compile; 0 = dt_measure_compile_timeout's rule */
     int builders;              /* compile threads; 2 */
     int threads;               /* kernel threads; 1 */
     bool check_output;         /* true */
@@ -108,6 +109,11 @@ typedef struct dt_config {
     char server_listen[DT_CONFIG_LISTEN_MAX]; /* 127.0.0.1:8080; "" or "off" = no server */
     uint64_t seed;                 /* 1 */
 } dt_config;
+
+/* The compile limit of one candidate: compile_timeout_seconds, or when that
+ * is 0, max(60 s, 6 x timeout_seconds) (a cold compiler cache or a loaded
+ * machine makes the first compiles slow). */
+double dt_measure_compile_timeout(const dt_measure_config *measure);
 
 /* Fills every default; model is "". */
 void dt_config_defaults(dt_config *cfg);
