@@ -270,18 +270,28 @@ static bool random_point(dt_tuner *t, dt_point *out)
     return dt_sampling_nearest_untaken(t->sampler, &from, &t->measured, &t->batch_taken, out) == 0;
 }
 
-int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
+int dt_tuner_draw_random(dt_tuner *t, int max, dt_point *out, bool *dry)
 {
     int n = 0;
+    *dry = false;
     while (n < max) {
         if (!random_point(t, &out[n])) {
-            t->exhausted = true;
+            *dry = true;
             break;
         }
         if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[n])) < 0)
             break;
         n++;
     }
+    return n;
+}
+
+int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
+{
+    bool dry;
+    int n = dt_tuner_draw_random(t, max, out, &dry);
+    if (dry)
+        t->exhausted = true;
     return n;
 }
 

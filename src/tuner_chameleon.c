@@ -296,11 +296,12 @@ static int cham_propose_untrained(void *state, dt_tuner *t, int max, dt_point *o
 {
     cham_state *c = state;
     *n = 0;
-    int m = dt_tuner_random_points(t, c->cands_cap, c->cands);
+    bool dry;
+    int m = dt_tuner_draw_random(t, c->cands_cap, c->cands, &dry);
     dt_sampling_set_clear(&t->batch_taken);
     int rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
-    if (*n < m)
-        t->exhausted = false;   /* the draw ran dry, but not all it found is measured */
+    if (dry && *n == m)
+        t->exhausted = true;    /* every valid point left is in this batch */
     return rc ? rc : take(t, out, *n, err);
 }
 

@@ -65,7 +65,11 @@ struct dt_tuner {
 
 /* Adds up to max random distinct unmeasured valid points to out (skipping
  * those already in t->batch_taken, and adding the new ones to it); returns
- * how many. Sets t->exhausted when none is left. */
+ * how many; *dry says whether the draw stopped because none was left. */
+int dt_tuner_draw_random(dt_tuner *t, int max, dt_point *out, bool *dry);
+
+/* dt_tuner_draw_random that also sets t->exhausted when the draw ran dry:
+ * for strategies that measure every point they draw. */
 int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out);
 
 /* Indices of the records sorted by measured GFLOPS, best first, into order
