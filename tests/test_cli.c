@@ -61,10 +61,8 @@ static void test_check(void **state)
     char dir[64], path[128];
     dt_test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/bad.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("model: /nonexistent.yaml\nbudget:\n  slot_secs: 3\nmeasure:\n  cv_threshold: 7\n", f);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(path, "model: /nonexistent.yaml\nbudget:\n  slot_secs: 3\n"
+                                              "measure:\n  cv_threshold: 7\n"), 0);
     rc = dt_test_run((char *[]){ "dtune", "check", path, NULL }, out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, ":3:3: unknown key 'slot_secs'"));

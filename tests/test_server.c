@@ -366,23 +366,16 @@ static void test_status_command(void **state)
     dt_test_tmpdir(dir, sizeof dir);
     assert_non_null(getcwd(cwd, sizeof cwd));
     snprintf(cfg, sizeof cfg, "%s/run.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"%s\"}\n", cwd, fx->addr);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nserver: {listen: \"%s\"}\n",
+                                        cwd, fx->addr), 0);
     char *with_config[] = { "status", "-c", cfg, NULL };
     assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 0);
     assert_non_null(strstr(out, "2.3438 ms now"));
-    f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n", cwd);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n",
+                                        cwd), 0);
     assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 2);
     assert_non_null(strstr(out, "no status server"));
-    f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "model: %s/models/tiny.yaml\nbogus: 1\n", cwd);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbogus: 1\n", cwd), 0);
     assert_int_equal(dt_test_capture(dt_cmd_status, 3, with_config, out, sizeof out), 2);
     assert_non_null(strstr(out, "run.yaml:2:1"));
     dt_test_remove_tree(dir);

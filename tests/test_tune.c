@@ -179,14 +179,11 @@ static void test_runner_leaves_with_killed_daemon(void **state)
     snprintf(cfg, sizeof cfg, "%s/long.yaml", dir);
     snprintf(log, sizeof log, "%s/stdout.txt", dir);
     assert_non_null(getcwd(cwd, sizeof cwd));
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
     /* a million micro-batches before the CV test: each measurement
      * lasts until the 60 s timeout */
-    fprintf(f, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n"
-               "measure: {min_batches: 1000000, max_repeats: 1000000, timeout_seconds: 60}\n"
-               "output: {dir: %s/run}\n", cwd, dir);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n"
+                                        "measure: {min_batches: 1000000, max_repeats: 1000000, "
+                                        "timeout_seconds: 60}\noutput: {dir: %s/run}\n", cwd, dir), 0);
     pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "120", NULL }, log);
     /* 3 s in: well inside the first (60 s) measurement; the runner is looked
      * up then, since a candidate with wrong output retires a runner */
@@ -318,11 +315,9 @@ static void test_warm_start(void **state)
     snprintf(log1, sizeof log1, "%s/tuning.jsonl", first);
     snprintf(cfg, sizeof cfg, "%s/warm.yaml", second);
     assert_non_null(getcwd(cwd, sizeof cwd));
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "model: %s/models/tiny.yaml\nbackend: replay\nserver: {listen: \"off\"}\n"
-               "tuner: {strategy: random}\noutput: {dir: %s/run, warm_start: %s}\n", cwd, second, log1);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "server: {listen: \"off\"}\ntuner: {strategy: random}\n"
+                                        "output: {dir: %s/run, warm_start: %s}\n", cwd, second, log1), 0);
     rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "60", "--slot-trials", "8",
                                  "--max-slots", "3", NULL }, out, sizeof out);
     if (rc != 0)
@@ -356,14 +351,10 @@ static void test_resume_refuses_another_space(void **state)
         fail_msg("exit %d: %s", rc, out);
     char *log = dt_test_slurp(path);
     assert_non_null(log);
-    size_t len = strlen(log);
     char *knobs = strstr(log, "\"knobs\":\"");
     assert_non_null(knobs);
     knobs[strlen("\"knobs\":\"")] = 'X'; /* "tile_..." -> "Xile_..." */
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(log, 1, len, f), len);
-    fclose(f);
+    assert_int_equal(dt_test_write_file(path, "%s", log), 0);
     rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
                      sizeof out);
     assert_int_equal(rc, 2);

@@ -2,6 +2,7 @@
 #include "run_cmd.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,18 @@ void dt_test_tmpdir(char *buf, size_t len)
     snprintf(buf, len, "/tmp/dtune_test_XXXXXX");
     if (!mkdtemp(buf))
         buf[0] = '\0';
+}
+
+int dt_test_write_file(const char *path, const char *fmt, ...)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return fclose(f) == 0 && n >= 0 ? 0 : -1;
 }
 
 char *dt_test_slurp(const char *path)

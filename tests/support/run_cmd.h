@@ -33,6 +33,9 @@ int dt_test_remove_tree(const char *path);
 /* Reads a whole file into a malloc'd string (NULL if it cannot). */
 char *dt_test_slurp(const char *path);
 
+/* Writes the formatted text to path (replacing it); returns 0 or -1. */
+int dt_test_write_file(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Counts lines of path containing needle. */
 int dt_test_count_lines(const char *path, const char *needle);
 
