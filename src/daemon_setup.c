@@ -43,9 +43,9 @@ static int open_tasks(dt_run *r, dt_error *err)
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
     if (!r->tasks)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    /* The replay surface is no machine's: its spaces offer every width. */
-    if (strcmp(r->cfg->backend, "replay") == 0)
-        dt_space_cpu_set_max_vec(16);
+    /* The replay surface is no machine's: its spaces offer every width; a
+     * real backend's spaces offer this machine's. */
+    dt_space_cpu_set_max_vec(strcmp(r->cfg->backend, "replay") == 0 ? 16 : 0);
     for (int k = 0; k < n; k++) {
         dt_task_run *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
