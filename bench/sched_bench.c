@@ -21,7 +21,9 @@
  * traces (greedy by true latency reduction per slot over the best
  * look-ahead). Budget-limited: sequential again with every task cut to 25 %
  * and 50 % of its trials (AutoTVM with n_trial fitted to a shorter budget),
- * and how much sooner each policy reaches that run's final latency. It draws
+ * and how much sooner each policy reaches that run's final latency. It
+ * prints how late the task curves still improve (each task's last
+ * improvement; the share of its whole gain within half its trials). It draws
  * the latency-over-time curves of all policies into
  * bench/out/sched_MODEL.svg, and times the slot decision (belief fits of
  * all tasks + choice) of dynatune on a model of two traces concatenated
@@ -659,6 +661,50 @@ static void print_table(const trace *tr, int ntraces, char names[][32], int np, 
     free(v);
 }
 
+/* How late the task curves still improve: the trial of each task's last
+ * improvement, and the share of its whole latency gain (from the first valid
+ * measurement to the last) reached within half of its trials. The oracle
+ * bound follows from the first: L* needs every task's last improvement. */
+static void print_curve_shape(const trace *traces, int ntraces)
+{
+    int total = 0;
+    for (int t = 0; t < ntraces; t++)
+        total += traces[t].ntasks;
+    double *last = malloc((size_t)total * sizeof *last), *half = malloc((size_t)total * sizeof *half);
+    if (!last || !half) {
+        free(last);
+        free(half);
+        return;
+    }
+    int n = 0, nhalf = 0, trials = 0;
+    for (int t = 0; t < ntraces; t++)
+        for (int k = 0; k < traces[t].ntasks; k++) {
+            const task_trace *tt = &traces[t].tasks[k];
+            int first = 0, li = 0;
+            while (first < tt->n && tt->best[first] <= 0)
+                first++;
+            for (int i = first + 1; i < tt->n; i++)
+                if (tt->best[i] > tt->best[i - 1])
+                    li = i;
+            last[n++] = li + 1;
+            trials = tt->n > trials ? tt->n : trials;
+            if (first < tt->n && tt->best[tt->n - 1] > tt->best[first]) {
+                double l0 = task_latency_ms(tt, tt->best[first]);
+                double lh = task_latency_ms(tt, tt->best[(tt->n - 1) / 2]);
+                double lf = task_latency_ms(tt, tt->best[tt->n - 1]);
+                half[nhalf++] = (l0 - lh) / (l0 - lf);
+            }
+        }
+    printf("  task curves (%d over %d trace(s)): last improvement at trial %.0f / %.0f / %.0f "
+           "(min / median / max) of about %d;\n", n, ntraces, quantile(last, n, 0),
+           quantile(last, n, 0.5), quantile(last, n, 1), trials);
+    if (nhalf > 0)
+        printf("  half of the trials reach %.1f %% (median; 2.5th percentile %.1f %%) of a task's "
+               "whole gain\n", 100 * quantile(half, nhalf, 0.5), 100 * quantile(half, nhalf, 0.025));
+    free(last);
+    free(half);
+}
+
 /* Budget-limited comparison: x sooner than the cut sequential, per share. */
 static void print_budget_table(char names[][32], int np, const double *seqf, const double *reachf,
                                int nruns)
@@ -756,6 +802,7 @@ static int bench_model(trace *traces, int ntraces, const bench_opts *o)
                "  median [2.5th, 97.5th percentile] over %d runs\n", seq_final_ms, seq_time, nruns);
         print_table(traces, ntraces, names, np, reach, reach5, final_ms, nruns, o);
         print_budget_table(names, np, seqf, reachf, nruns);
+        print_curve_shape(traces, ntraces);
         if (quality.decisions > 0)
             printf("  dynatune's belief, %d decisions after every task's first slot: argmax r_k is the\n"
                    "  best next slot %.0f %% of the time; its true reduction is %.0f %% of the best one;\n"
