@@ -328,7 +328,7 @@ json_t *dt_report_task_json(const dt_task_state *t)
     return o;
 }
 
-static json_t *best_json(const dt_run_state *rs)
+json_t *dt_report_run_json(const dt_run_state *rs, bool live)
 {
     json_t *o = json_object(), *tasks = json_array();
     if (!o || !tasks) {
@@ -336,14 +336,18 @@ static json_t *best_json(const dt_run_state *rs)
         json_decref(tasks);
         return NULL;
     }
-    int bad = put(o, "model", json_string(rs->model)) | put(o, "target", json_string(rs->target)) |
+    const char *current = dt_run_state_current_task(rs);
+    int bad = (live && put(o, "run", json_string(rs->run_dir))) |
+              put(o, "model", json_string(rs->model)) | put(o, "target", json_string(rs->target)) |
               put(o, "policy", json_string(rs->policy)) |
               put(o, "strategy", json_string(rs->strategy)) |
               put(o, "phase", json_string(rs->phase)) |
               put(o, "elapsed_s", number_or_null(rs->elapsed)) |
               put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
+              (live && put(o, "current_task", current ? json_string(current) : json_null())) |
               put(o, "model_latency_ms", number_or_null(rs->latency_ms)) |
               put(o, "start_latency_ms", number_or_null(rs->start_latency_ms)) |
+              (live && put(o, "speedup", number_or_null(dt_run_state_speedup(rs)))) |
               put(o, "target_latency_ms", rs->target_latency_ms > 0
                                               ? number_or_null(rs->target_latency_ms)
                                               : json_null()) |
@@ -365,7 +369,7 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err)
     int rc = run_file(rs, "best.json", path, sizeof path, err);
     if (rc)
         return rc;
-    json_t *doc = best_json(rs);
+    json_t *doc = dt_report_run_json(rs, false);
     if (!doc)
         return dt_error_set(err, DT_ENOMEM, "best.json: out of memory");
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));

@@ -1,6 +1,7 @@
 /* runstate.c — the shared snapshot of a run (see runstate.h). */
 #include "dtune/runstate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,4 +100,16 @@ int dt_run_state_init_empty(dt_run_state *rs, int ntasks)
     rs->current_task = -1;
     rs->reached_at = -1;
     return 0;
+}
+
+double dt_run_state_speedup(const dt_run_state *rs)
+{
+    return rs->latency_ms > 0 && rs->start_latency_ms > 0 ? rs->start_latency_ms / rs->latency_ms
+                                                           : NAN;
+}
+
+const char *dt_run_state_current_task(const dt_run_state *rs)
+{
+    int k = rs->current_task;
+    return k >= 0 && k < rs->ntasks ? rs->tasks[k].name : NULL;
 }

@@ -120,63 +120,9 @@ static int page_from_stream(FILE *f, char **buf, size_t *len, page *out)
     return 0;
 }
 
-static const char *current_task_name(const dt_run_state *rs)
-{
-    int k = rs->current_task;
-    return k >= 0 && k < rs->ntasks ? rs->tasks[k].name : NULL;
-}
-
-static double speedup(const dt_run_state *rs)
-{
-    return rs->latency_ms > 0 && rs->start_latency_ms > 0 ? rs->start_latency_ms / rs->latency_ms
-                                                           : NAN;
-}
-
-static json_t *number_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static int put(json_t *obj, const char *key, json_t *value)
-{
-    return json_object_set_new(obj, key, value) != 0;
-}
-
-static json_t *status_json(const dt_run_state *rs)
-{
-    json_t *o = json_object(), *tasks = json_array();
-    const char *current = current_task_name(rs);
-    if (!o || !tasks) {
-        json_decref(o);
-        json_decref(tasks);
-        return NULL;
-    }
-    int bad =
-        put(o, "run", json_string(rs->run_dir)) | put(o, "model", json_string(rs->model)) |
-        put(o, "target", json_string(rs->target)) | put(o, "policy", json_string(rs->policy)) |
-        put(o, "strategy", json_string(rs->strategy)) | put(o, "phase", json_string(rs->phase)) |
-        put(o, "elapsed_s", number_or_null(rs->elapsed)) |
-        put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
-        put(o, "current_task", current ? json_string(current) : json_null()) |
-        put(o, "model_latency_ms", number_or_null(rs->latency_ms)) |
-        put(o, "start_latency_ms", number_or_null(rs->start_latency_ms)) |
-        put(o, "speedup", number_or_null(speedup(rs))) |
-        put(o, "target_latency_ms",
-            rs->target_latency_ms > 0 ? number_or_null(rs->target_latency_ms) : json_null()) |
-        put(o, "reached_at_s", rs->reached_at >= 0 ? number_or_null(rs->reached_at) : json_null()) |
-        put(o, "tasks", tasks);
-    for (int k = 0; k < rs->ntasks && !bad; k++)
-        bad = json_array_append_new(tasks, dt_report_task_json(&rs->tasks[k])) != 0;
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
 static int build_status(const dt_run_state *rs, page *out)
 {
-    json_t *doc = status_json(rs);
+    json_t *doc = dt_report_run_json(rs, true);
     char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                            JSON_REAL_PRECISION(12))
                      : NULL;
@@ -304,7 +250,7 @@ static void html_head(FILE *f, const dt_run_state *rs)
 static void html_summary(FILE *f, const dt_run_state *rs)
 {
     char elapsed[32], budget[32], reached[32];
-    const char *current = current_task_name(rs);
+    const char *current = dt_run_state_current_task(rs);
     dt_report_format_duration(rs->elapsed, elapsed, sizeof elapsed);
     dt_report_format_duration(rs->budget, budget, sizeof budget);
     dt_report_format_duration(rs->reached_at, reached, sizeof reached);
@@ -317,7 +263,7 @@ static void html_summary(FILE *f, const dt_run_state *rs)
     fprintf(f, "; %s of %s, slot %d, task ", elapsed, budget, rs->slot);
     html_text(f, current ? current : "-");
     fprintf(f, "</p>\n<p><b>model latency %.4g ms</b> (%.4g ms at start, %.2fx faster)", rs->latency_ms,
-            rs->start_latency_ms, speedup(rs));
+            rs->start_latency_ms, dt_run_state_speedup(rs));
     if (rs->target_latency_ms > 0)
         fprintf(f, "; target %.4g ms, %s%s", rs->target_latency_ms,
                 rs->reached_at >= 0 ? "reached after " : "not reached yet",

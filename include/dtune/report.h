@@ -51,6 +51,14 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err);
 
 /* The three writers above, in order: CSV, best.json, SVG. Stops at the first
  * failure and returns its code. */
+/* The run as a JSON object: model, target, policy, strategy, phase,
+ * elapsed_s, budget_s, slot, model_latency_ms, start_latency_ms,
+ * target_latency_ms, reached_at_s and tasks (dt_report_task_json rows) —
+ * best.json. With live, also what only a running tuner knows: run (its
+ * directory) first, current_task and speedup — /status. Numbers that are
+ * not finite are null. New reference, NULL when out of memory. */
+json_t *dt_report_run_json(const dt_run_state *rs, bool live);
+
 /* One task's state as a JSON object (best.json's and /status's task rows):
  * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
  * best_gflops, best_latency_ms, peak_gflops, trials, slots, finished. New

@@ -72,6 +72,12 @@ int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p);
  * dt_run_state_destroy). Takes src->lock. Returns 0 or DT_ENOMEM. */
 int dt_run_state_copy(dt_run_state *dst, dt_run_state *src);
 
+/* Start latency / latency now; NAN while either is unknown. */
+double dt_run_state_speedup(const dt_run_state *rs);
+
+/* Name of the task holding the slot, or NULL between slots. */
+const char *dt_run_state_current_task(const dt_run_state *rs);
+
 /* Model latency = sum_k w_k * best latency of task k (ms). */
 double dt_run_state_model_latency(const dt_run_state *rs);
 
