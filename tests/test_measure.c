@@ -141,6 +141,8 @@ static void assert_good_kernel_runs(fixture *f)
     assert_int_equal(r.result, DT_RESULT_OK);
     assert_true(r.gflops > 0);
     assert_true(r.latency_s > 0);
+    /* GFLOPS and latency describe the same mean time per call */
+    assert_float_equal(r.gflops, f->task.flops / r.latency_s * 1e-9, 1e-9 * r.gflops);
 }
 
 static void test_good_kernel_ok(void **state)

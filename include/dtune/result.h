@@ -28,7 +28,7 @@ int dt_result_parse(const char *name, dt_result_class *r);
 
 typedef struct dt_measure_result {
     dt_result_class result;
-    double gflops;        /* mean of the micro-batch estimates; 0 unless ok */
+    double gflops;        /* FLOPs / latency_s (AutoTVM's mean cost); 0 unless ok */
     double latency_s;     /* seconds per kernel call; 0 unless ok */
     int repeats;          /* micro-batches timed */
     double cv;            /* std / mean of the micro-batch GFLOPS estimates */
