@@ -348,8 +348,11 @@ static bool strategy_wanted(const options *o, int k)
 static int bench_task(const options *o, const dt_config *cfg, const dt_task *task,
                       trace traces[NSTRAT], summary *s, dt_error *err)
 {
+    /* The replay surface is no machine's: its spaces offer every vector width
+     * (as in tests), so replay figures do not depend on the machine. */
+    dt_space_opts opts = { .cpu_max_vec = strcmp(o->backend, "replay") == 0 ? 16 : 0 };
     dt_space space;
-    int rc = dt_space_init(&space, task, DT_TARGET_CPU, err);
+    int rc = dt_space_init_opts(&space, task, DT_TARGET_CPU, &opts, err);
     if (rc)
         return rc;
     for (int seed = o->first_seed; !rc && seed < o->first_seed + o->seeds; seed++) {
@@ -432,10 +435,6 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* The replay surface is no machine's: its spaces offer every vector width
-     * (as in tests), so replay figures do not depend on the machine. */
-    if (strcmp(o.backend, "replay") == 0)
-        dt_space_cpu_set_max_vec(16);
     dt_error err;
     dt_error_clear(&err);
     int rc = run_bench(&o, &err);

@@ -34,20 +34,25 @@ static void usage(FILE *to)
 /* server.listen of the config at path into addr; returns -1 or an exit status. */
 static int addr_from_config(const char *path, char *addr, size_t len)
 {
-    static dt_config cfg;
+    dt_config *cfg = malloc(sizeof *cfg);   /* large: paths of PATH_MAX */
+    if (!cfg) {
+        fprintf(stderr, "dtune status: out of memory\n");
+        return 1;
+    }
     dt_error err;
-    int rc = dt_config_load(path, &cfg, false, &err);
+    int rc = dt_config_load(path, cfg, false, &err), status = -1;
     if (rc) {
         fprintf(stderr, "dtune status: %s\n", err.msg);
-        return dt_error_exit_status(rc);
-    }
-    if (cfg.server_listen[0] == '\0' || strcmp(cfg.server_listen, "off") == 0) {
+        status = dt_error_exit_status(rc);
+    } else if (cfg->server_listen[0] == '\0' || strcmp(cfg->server_listen, "off") == 0) {
         fprintf(stderr, "dtune status: %s sets server.listen off: a run started with it has no "
                         "status server\n", path);
-        return 2;
+        status = 2;
+    } else {
+        snprintf(addr, len, "%s", cfg->server_listen);
     }
-    snprintf(addr, len, "%s", cfg.server_listen);
-    return -1;
+    free(cfg);
+    return status;
 }
 
 /* Returns the exit status: 0 help shown, 2 usage error, -1 go on with addr. */

@@ -45,11 +45,11 @@ static int open_tasks(dt_run *r, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     /* The replay surface is no machine's: its spaces offer every width; a
      * real backend's spaces offer this machine's. */
-    dt_space_cpu_set_max_vec(strcmp(r->cfg->backend, "replay") == 0 ? 16 : 0);
+    dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, "replay") == 0 ? 16 : 0 };
     for (int k = 0; k < n; k++) {
         dt_task_run *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
-        int rc = dt_space_init(&tr->space, t, r->cfg->target, err);
+        int rc = dt_space_init_opts(&tr->space, t, r->cfg->target, &opts, err);
         if (rc == 0)
             rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
                               &tr->tuner, err);

@@ -141,9 +141,19 @@ static const dt_space_template *template_of(dt_target target, dt_op_kind kind)
 
 int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err)
 {
+    return dt_space_init_opts(space, task, target, NULL, err);
+}
+
+int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
+                       const dt_space_opts *opts, dt_error *err)
+{
     memset(space, 0, sizeof *space);
+    int max_vec = opts ? opts->cpu_max_vec : 0;
+    if (max_vec != 0 && max_vec != 4 && max_vec != 8 && max_vec != 16)
+        return dt_error_set(err, DT_EINVAL, "cpu_max_vec %d is not 0, 4, 8 or 16", max_vec);
     space->target = target;
     space->task = *task;
+    space->cpu_max_vec = max_vec;   /* 0: the CPU template puts the machine's width */
     const dt_space_template *tpl = template_of(target, task->kind);
     if (!tpl || !tpl->build)
         return dt_error_set(err, DT_ENOTSUP, "no %s template for %s", dt_target_name(target),

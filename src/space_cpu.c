@@ -7,7 +7,7 @@
  * when codegen_cpu can generate it (dt_cpu_plan_check): tiles divisible by
  * the vector width and a register tile within the 32 vector registers of
  * AVX-512, so the space and the generator cannot disagree. The vector width
- * knob offers only widths up to the machine's (dt_space_cpu_max_vec): wider
+ * knob offers only widths up to the machine's (dt_space_opts): wider
  * generic vectors are valid C but several times slower, so offering them
  * would only spend trials.
  */
@@ -23,23 +23,14 @@ static const int unroll_factors[] = { 1, 2, 4, 8 };
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int max_vec_set; /* 0: the machine's width */
-
-void dt_space_cpu_set_max_vec(int lanes)
-{
-    max_vec_set = lanes == 4 || lanes == 8 || lanes == 16 ? lanes : 0;
-}
-
-int dt_space_cpu_max_vec(void)
-{
-    return max_vec_set ? max_vec_set : dt_cpu_native_lanes();
-}
-
-/* The vec knob: the widths in vec_widths up to dt_space_cpu_max_vec. */
+/* The vec knob: the widths in vec_widths up to s->cpu_max_vec (0 = this
+ * machine's, written back). */
 static int add_vec_knob(dt_space *s)
 {
-    int max = dt_space_cpu_max_vec(), n = 0;
-    while (n < NELEMS(vec_widths) && vec_widths[n] <= max)
+    if (s->cpu_max_vec == 0)
+        s->cpu_max_vec = dt_cpu_native_lanes();
+    int n = 0;
+    while (n < NELEMS(vec_widths) && vec_widths[n] <= s->cpu_max_vec)
         n++;
     return dt_space_add_choice(s, "vec", vec_widths, n);
 }

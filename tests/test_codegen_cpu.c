@@ -27,6 +27,9 @@
 #include "dtune/runner.h"
 #include "support/run_cmd.h"
 
+/* Every vector width, so the spaces do not depend on the machine. */
+static const dt_space_opts every_width = { .cpu_max_vec = 16 };
+
 typedef struct fixture {
     char dir[64];
     dt_measure_config measure;
@@ -77,7 +80,7 @@ static dt_task matmul(dt_op_kind kind, int b, int m, int n, int k)
 static void random_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
 {
     dt_space space;
-    assert_int_equal(dt_space_init(&space, task, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point points[8];
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
@@ -152,7 +155,7 @@ static void test_validity_matches_plan_check(void **state)
     (void)state;
     dt_task t = conv(DT_OP_CONV2D, 1, 4, 4, 8, 3, 1, 1, 1);
     dt_space space;
-    assert_int_equal(dt_space_init(&space, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     int valid = 0;
     for (uint64_t i = 0; i < space.size; i += 7) {
         dt_point p;
@@ -299,7 +302,6 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
         return dt_runner_main(argc, argv);
-    dt_space_cpu_set_max_vec(16); /* every vector width: plans of every width are generated */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),

@@ -12,6 +12,9 @@
 
 #include "dtune/backend.h"
 
+/* Every vector width, so the spaces do not depend on the machine. */
+static const dt_space_opts every_width = { .cpu_max_vec = 16 };
+
 static dt_space make_space(void)
 {
     dt_task t = { .kind = DT_OP_CONV2D, .count = 1,
@@ -19,7 +22,7 @@ static dt_space make_space(void)
                             .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     return s;
 }
 
@@ -123,7 +126,6 @@ static void test_through_backend_table(void **state)
 
 int main(void)
 {
-    dt_space_cpu_set_max_vec(16); /* every vector width: counts do not depend on the machine */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic_and_seeded),
         cmocka_unit_test(test_noise_level_and_bounds),

@@ -15,6 +15,9 @@
 
 #include "dtune/sampling.h"
 
+/* Every vector width, so the spaces do not depend on the machine. */
+static const dt_space_opts every_width = { .cpu_max_vec = 16 };
+
 /* A dense 1x48 * 32x48^T task on the CPU: 2,880 points, enumerable. */
 static void small_space(dt_space *space)
 {
@@ -25,7 +28,7 @@ static void small_space(dt_space *space)
     t.count = 1;
     t.mm = (dt_mm_shape){.b = 1, .m = 1, .n = 32, .k = 48};
     assert_int_equal(dt_task_finish(&t, NULL), 0);
-    assert_int_equal(dt_space_init(space, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
 }
 
 static dt_sampling *make_sampler(const dt_space *space, int max_candidates, int max_batch)
@@ -295,7 +298,6 @@ static void test_select_measures_each_cluster_at_its_best(void **state)
 
 int main(void)
 {
-    dt_space_cpu_set_max_vec(16); /* every vector width: counts do not depend on the machine */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_holds_what_was_added),
         cmocka_unit_test(test_knee_on_planted_clusters),

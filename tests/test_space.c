@@ -12,6 +12,9 @@
 #include "dtune/codegen_cpu.h"
 #include "dtune/space.h"
 
+/* Every vector width, so the spaces do not depend on the machine. */
+static const dt_space_opts every_width = { .cpu_max_vec = 16 };
+
 static dt_task conv_task(int c_in, int hw, int c_out, int k, int stride, int pad)
 {
     dt_task t = { .kind = DT_OP_CONV2D, .count = 1,
@@ -83,7 +86,7 @@ static void test_cpu_conv_size(void **state)
      * unroll_kw 2, vec 4, pack 2. */
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     uint64_t want = 1;
     for (int i = 0; i < s.nknobs; i++) {
         const dt_knob *k = &s.knobs[i];
@@ -97,19 +100,19 @@ static void test_cpu_conv_size(void **state)
     dt_space_free(&s);
 }
 
-/* The vec knob offers the widths up to the machine's (or the width set);
- * every other knob is unchanged. */
+/* The vec knob offers the widths up to the machine's (or the width asked
+ * for); every other knob is unchanged. */
 static void test_cpu_vec_follows_width(void **state)
 {
     (void)state;
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     static const struct { int lanes, nvec; } cases[] = { { 16, 4 }, { 8, 3 }, { 4, 2 } };
     uint64_t full = 0;
+    dt_space s;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        dt_space_cpu_set_max_vec(cases[c].lanes);
-        assert_int_equal(dt_space_cpu_max_vec(), cases[c].lanes);
-        dt_space s;
-        assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+        dt_space_opts opts = { .cpu_max_vec = cases[c].lanes };
+        assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &opts, NULL), 0);
+        assert_int_equal(s.cpu_max_vec, cases[c].lanes);
         const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
         assert_int_equal(vec->noptions, cases[c].nvec);
         assert_int_equal(vec->options[vec->noptions - 1], cases[c].lanes);
@@ -118,14 +121,16 @@ static void test_cpu_vec_follows_width(void **state)
         assert_true(s.size * 4 == full * (uint64_t)cases[c].nvec);
         dt_space_free(&s);
     }
-    dt_space_cpu_set_max_vec(0); /* the machine's width */
-    assert_int_equal(dt_space_cpu_max_vec(), dt_cpu_native_lanes());
-    dt_space s;
+    /* the defaults: this machine's width */
     assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(s.cpu_max_vec, dt_cpu_native_lanes());
     const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
     assert_int_equal(vec->options[vec->noptions - 1], dt_cpu_native_lanes());
     dt_space_free(&s);
-    dt_space_cpu_set_max_vec(16);
+    dt_error err;
+    dt_space_opts bad = { .cpu_max_vec = 12 };
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &bad, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "12"));
 }
 
 static void test_index_round_trip(void **state)
@@ -133,7 +138,7 @@ static void test_index_round_trip(void **state)
     (void)state;
     dt_task t = conv_task(48, 13, 192, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point p;
     for (uint64_t i = 0; i < s.size; i += 7919) {
         dt_space_point(&s, i, &p);
@@ -151,7 +156,7 @@ static void test_features_and_coords(void **state)
     dt_task t = { .kind = DT_OP_DENSE, .count = 1, .mm = { .b = 1, .m = 12, .n = 40, .k = 96 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point p;
     dt_space_point(&s, 12345 % s.size, &p);
     float feat[DT_MAX_FEATURES];
@@ -181,7 +186,7 @@ static void test_neighbours(void **state)
     (void)state;
     dt_task t = conv_task(32, 27, 128, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 7);
     dt_point p, nb[2 * DT_MAX_KNOBS];
@@ -261,7 +266,6 @@ static void test_every_kind_every_target(void **state)
 
 int main(void)
 {
-    dt_space_cpu_set_max_vec(16); /* every vector width: counts do not depend on the machine */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_factorisation_counts),
         cmocka_unit_test(test_split_rows_multiply_to_axis),

@@ -24,6 +24,9 @@
 #include "dtune/sampling.h"
 #include "dtune/tuner.h"
 
+/* Every vector width, so the spaces do not depend on the machine. */
+static const dt_space_opts every_width = { .cpu_max_vec = 16 };
+
 #define REPLAY_SEED 11
 #define REACH_TRIALS 256
 #define SLOT_TRIALS 16
@@ -79,7 +82,7 @@ static void make_space(dt_space *space, dt_op_kind kind, const int *dims)
                                  .c_out = dims[2], .kh = 3, .kw = 3, .sh = 1, .sw = 1,
                                  .ph = 1, .pw = 1, .dh = 1, .dw = 1};
     assert_int_equal(dt_task_finish(&t, NULL), 0);
-    assert_int_equal(dt_space_init(space, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
 }
 
 static double optimum(const dt_space *space)
@@ -339,7 +342,6 @@ static void test_unknown_strategy(void **state)
 
 int main(void)
 {
-    dt_space_cpu_set_max_vec(16); /* every vector width: counts do not depend on the machine */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reach_90_percent_dense),
         cmocka_unit_test(test_reach_90_percent_conv),

@@ -59,27 +59,35 @@ typedef struct dt_point {
 typedef struct dt_space {
     dt_target target;
     dt_task task;        /* a copy of the task */
+    int cpu_max_vec;     /* CPU: the widest `vec` option offered (4, 8 or 16) */
     int nknobs;
     dt_knob knobs[DT_MAX_KNOBS];
     uint64_t size;       /* product of noptions (valid and invalid points) */
     int nfeatures;
 } dt_space;
 
-/* Builds the space of task on target. Returns 0, DT_ENOTSUP or DT_ENOMEM.
- * Free with dt_space_free. */
+/* What a space depends on beyond its task and target. */
+typedef struct dt_space_opts {
+    /* CPU: the widest vector width (floats) the `vec` knob offers: 4, 8 or
+     * 16; 0 = this machine's (dt_cpu_native_lanes: 16 with AVX-512F, 8 with
+     * AVX). Wider generic vectors are valid C but several times slower. The
+     * replay surface stands for no machine, so runs and benches on it use 16
+     * (every width), as do tests whose counts must not depend on the
+     * machine. Because a point's index depends on the knobs' option counts, a
+     * tuning log is only valid for spaces of the same width (resume checks
+     * each record's knobs). */
+    int cpu_max_vec;
+} dt_space_opts;
+
+/* Builds the space of task on target with opts (NULL: every option 0).
+ * Returns 0, DT_EINVAL (bad opts), DT_ENOTSUP or DT_ENOMEM. Free with
+ * dt_space_free. */
+int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
+                       const dt_space_opts *opts, dt_error *err);
+
+/* dt_space_init_opts with the defaults: the space for this machine. */
 int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err);
 void dt_space_free(dt_space *space);
-
-/* The widest `vec` option of the CPU spaces built from now on: the machine's
- * (dt_cpu_native_lanes: 16 with AVX-512F, 8 with AVX) unless set here. The
- * replay backend's surface stands for no machine, so runs and benches on it
- * set 16 (every width), as do tests whose counts must not depend on the
- * machine. lanes is 4, 8 or 16, or 0 for the machine's width again; call it
- * before building spaces, not while other threads build them. Because a
- * point's index depends on the knobs' option counts, a tuning log is only
- * valid for spaces built with the same width (resume checks the knobs). */
-void dt_space_cpu_set_max_vec(int lanes);
-int dt_space_cpu_max_vec(void);
 
 /* "cpu" / "cuda"; dt_target_parse returns 0 or DT_EINVAL. */
 const char *dt_target_name(dt_target target);
