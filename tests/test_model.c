@@ -83,6 +83,24 @@ static void test_other_models(void **state)
     assert_int_equal(bmm->mm.k, 128);
     assert_true(fabs(bmm->flops - 2.0 * 12 * 128 * 64 * 128) < 1.0);
     dt_model_free(m);
+    /* MobileNetV2: every depthwise shape of the network, and its 300.8 M
+     * multiply-adds (Sandler et al. report 300 M) */
+    m = load_ok("models/mobilenet_v2.yaml");
+    assert_int_equal(m->ntasks, 31);
+    assert_int_equal(count_kind(m, DT_OP_CONV2D), 20);
+    assert_int_equal(count_kind(m, DT_OP_DEPTHWISE_CONV2D), 10);
+    assert_int_equal(count_kind(m, DT_OP_DENSE), 1);
+    double flops = 0;
+    int layers = 0;
+    for (int k = 0; k < m->ntasks; k++) {
+        flops += m->tasks[k].count * m->tasks[k].flops;
+        layers += m->tasks[k].count;
+    }
+    assert_true(fabs(flops - 2.0 * 300774272) < 1.0);
+    assert_int_equal(layers, 53); /* conv1, 17 x (depthwise + project), 16 expand, conv_last, fc */
+    const dt_task *dw = &m->tasks[dt_model_find_task(m, "dw_96_112_s2")];
+    assert_int_equal(dw->conv.oh, 56);
+    dt_model_free(m);
     m = load_ok("models/tiny.yaml");
     assert_true(m->ntasks >= 2 && m->ntasks <= 3);
     dt_model_free(m);
