@@ -66,8 +66,11 @@ int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
     if (!dst->tasks || !dst->points) {
         rc = DT_ENOMEM;
     } else {
-        memcpy(dst->tasks, src->tasks, (size_t)src->ntasks * sizeof *dst->tasks);
-        memcpy(dst->points, src->points, (size_t)src->npoints * sizeof *dst->points);
+        /* memcpy from NULL is undefined even for 0 bytes (no point yet) */
+        if (src->ntasks > 0)
+            memcpy(dst->tasks, src->tasks, (size_t)src->ntasks * sizeof *dst->tasks);
+        if (src->npoints > 0)
+            memcpy(dst->points, src->points, (size_t)src->npoints * sizeof *dst->points);
         dst->cap_points = src->npoints;
     }
     pthread_mutex_unlock(&src->lock);
