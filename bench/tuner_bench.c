@@ -69,6 +69,8 @@ typedef struct options {
 /* The trace of one tuning run: best-so-far and wall clock after each trial. */
 typedef struct trace {
     dt_measurer *measurer;
+    const dt_backend_i *backend;
+    int runs;                  /* runs so far: names each CPU run's own work dir */
     bool replay;               /* the surface's noise-free truth is known */
     double started, sim_seconds, best, best_true;
     int n, cap;
@@ -191,21 +193,26 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     tc.batch_size = o->batch;
     if (tc.sampling.k_min > tc.batch_size)
         tc.sampling.k_min = tc.batch_size;
-    /* On replay each run gets its own measurer, so the noise a run sees does
-     * not depend on how many trials the runs before it measured. */
-    dt_measurer *shared = tr->measurer, *own = NULL;
+    /* Each run gets its own measurer. On replay, so the noise a run sees does
+     * not depend on how many trials the runs before it measured; on the CPU,
+     * with its own work dir, so no run finds another's configs compiled in
+     * the content-addressed cache (the strategies that ran later would). */
+    dt_measurer *own = NULL;
     dt_tuner *t = NULL;
-    int rc = 0;
+    char dir[DT_PATH_MAX + 64];
     if (tr->replay)
-        rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED, &own, err);
+        snprintf(dir, sizeof dir, "%s", o->work_dir);
+    else
+        snprintf(dir, sizeof dir, "%s/%s-%d", o->work_dir, strategy_names[strategy], tr->runs);
+    tr->runs++;
+    int rc = dt_measurer_new(tr->backend, &cfg->measure, dir, REPLAY_SEED, &own, err);
     if (!rc)
         rc = dt_tuner_new(space, &tc, seed, &t, err);
     if (rc) {
         dt_measurer_free(own);
         return rc;
     }
-    if (own)
-        tr->measurer = own;
+    tr->measurer = own;
     tr->n = 0;
     tr->best = tr->best_true = 0;
     tr->sim_seconds = o->sim_seconds;
@@ -214,7 +221,7 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     dt_tuner_stats st;
     rc = dt_tuner_run(t, &b, traced_measure, tr, &st, err);
     dt_tuner_free(t);
-    tr->measurer = shared;
+    tr->measurer = NULL;
     dt_measurer_free(own);
     if (rc)
         return rc;
@@ -390,12 +397,11 @@ static int run_bench(const options *o, dt_error *err)
     int rc = dt_model_load(o->model, &model, err);
     if (rc)
         return rc;
-    dt_measurer *m = NULL;
-    rc = dt_measurer_new(backend, &cfg.measure, o->work_dir, REPLAY_SEED, &m, err);
     trace traces[NSTRAT];
     memset(traces, 0, sizeof traces);
     for (int k = 0; k < NSTRAT; k++) {
-        traces[k] = (trace){ .measurer = m, .cap = o->trials, .replay = backend == &dt_backend_replay };
+        traces[k] = (trace){ .backend = backend, .cap = o->trials,
+                             .replay = backend == &dt_backend_replay };
         traces[k].best_at = calloc((size_t)o->trials, sizeof *traces[k].best_at);
         traces[k].wall_at = calloc((size_t)o->trials, sizeof *traces[k].wall_at);
         traces[k].true_at = calloc((size_t)o->trials, sizeof *traces[k].true_at);
@@ -423,7 +429,6 @@ static int run_bench(const options *o, dt_error *err)
         free(traces[k].wall_at);
         free(traces[k].true_at);
     }
-    dt_measurer_free(m);
     dt_model_free(model);
     return rc;
 }
