@@ -233,14 +233,20 @@ static double advance(sim *s, int k, double until)
     return ts->clock - start;
 }
 
+/* The trial of a task's first valid measurement (its last trial if none). */
+static int first_valid(const task_trace *t)
+{
+    int i = 0;
+    while (i < t->n - 1 && t->best[i] <= 0)
+        i++;
+    return i;
+}
+
 static void warm_up(sim *s)
 {
     for (int k = 0; k < s->tr->ntasks; k++) {
         const task_trace *t = &s->tr->tasks[k];
-        int first = 0;
-        while (first < t->n - 1 && t->best[first] <= 0)
-            first++;
-        s->clock += advance(s, k, t->seconds[first]);
+        s->clock += advance(s, k, t->seconds[first_valid(t)]);
     }
 }
 
@@ -680,15 +686,13 @@ static void print_curve_shape(const trace *traces, int ntraces)
     for (int t = 0; t < ntraces; t++)
         for (int k = 0; k < traces[t].ntasks; k++) {
             const task_trace *tt = &traces[t].tasks[k];
-            int first = 0, li = 0;
-            while (first < tt->n && tt->best[first] <= 0)
-                first++;
+            int first = first_valid(tt), li = 0;
             for (int i = first + 1; i < tt->n; i++)
                 if (tt->best[i] > tt->best[i - 1])
                     li = i;
             last[n++] = li + 1;
             trials = tt->n > trials ? tt->n : trials;
-            if (first < tt->n && tt->best[tt->n - 1] > tt->best[first]) {
+            if (tt->best[tt->n - 1] > tt->best[first]) {
                 double l0 = task_latency_ms(tt, tt->best[first]);
                 double lh = task_latency_ms(tt, tt->best[(tt->n - 1) / 2]);
                 double lf = task_latency_ms(tt, tt->best[tt->n - 1]);

@@ -8,6 +8,7 @@
  */
 #include "dtune/cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,8 +43,9 @@ static void print_header(const dt_run_state *rs)
            rs->target, rs->policy, rs->strategy, rs->phase);
     printf("tuning time %s of %s, slot %d\n", elapsed, budget, rs->slot);
     printf("model latency %.4f ms now, %.4f ms at start", rs->latency_ms, rs->start_latency_ms);
-    if (rs->latency_ms > 0 && rs->start_latency_ms > 0)
-        printf(" (%.2fx faster)", rs->start_latency_ms / rs->latency_ms);
+    double speedup = dt_run_state_speedup(rs);
+    if (isfinite(speedup))
+        printf(" (%.2fx faster)", speedup);
     if (rs->target_latency_ms > 0)
         printf("; target %.4f ms, %s%s", rs->target_latency_ms,
                rs->reached_at >= 0 ? "reached after " : "not reached",

@@ -13,8 +13,8 @@ static void status_line(dt_run *r, const dt_run_state *s)
     char elapsed[32], budget[32];
     dt_report_format_duration(s->elapsed, elapsed, sizeof elapsed);
     dt_report_format_duration(s->budget, budget, sizeof budget);
-    const char *task = s->current_task >= 0 ? s->tasks[s->current_task].name : "-";
-    double speedup = s->latency_ms > 0 && isfinite(s->latency_ms) ? s->start_latency_ms / s->latency_ms : 0;
+    const char *task = dt_run_state_current_task(s) ? dt_run_state_current_task(s) : "-";
+    double speedup = isfinite(dt_run_state_speedup(s)) ? dt_run_state_speedup(s) : 0;
     char target[48] = "none";
     if (s->target_latency_ms > 0)
         snprintf(target, sizeof target, "%.4f ms%s", s->target_latency_ms,

@@ -783,9 +783,9 @@ static void latency_labels(const dt_run_state *rs, const char *unit_name, double
 {
     snprintf(title, len, "%s on %s, policy %s: %.4g ms", rs->model, rs->target, rs->policy,
              rs->latency_ms);
-    if (rs->start_latency_ms > 0 && rs->latency_ms > 0)
+    if (isfinite(dt_run_state_speedup(rs)))
         snprintf(title + strlen(title), len - strlen(title), " (%.2fx faster than %.4g ms)",
-                 rs->start_latency_ms / rs->latency_ms, rs->start_latency_ms);
+                 dt_run_state_speedup(rs), rs->start_latency_ms);
     snprintf(xlabel, len, "tuning time (%s)", unit_name);
     snprintf(hlabel, len, "target %.4g ms", rs->target_latency_ms);
     snprintf(vlabel, len, "target reached at %.3g %s", rs->reached_at / unit, unit_name);
