@@ -56,6 +56,7 @@ void dt_tuner_default_config(dt_tuner_config *cfg)
     snprintf(cfg->strategy, sizeof cfg->strategy, "chameleon");
     cfg->batch_size = 64;
     cfg->random_fraction = 0.05;
+    cfg->neighbours = 4;
     dt_ppo_default_config(&cfg->ppo);
     dt_sampling_default_config(&cfg->sampling);
     dt_costmodel_default_config(&cfg->cost_model);
@@ -71,6 +72,9 @@ static int check_config(const dt_tuner_config *cfg, dt_error *err)
     if (!(cfg->random_fraction >= 0 && cfg->random_fraction <= 1))
         return dt_error_set(err, DT_EINVAL, "tuner: random_fraction %g outside [0, 1]",
                             cfg->random_fraction);
+    if (cfg->neighbours < 0 || cfg->neighbours > DT_TUNER_MAX_BATCH)
+        return dt_error_set(err, DT_EINVAL, "tuner: neighbours %d outside 0..%d", cfg->neighbours,
+                            DT_TUNER_MAX_BATCH);
     return 0;
 }
 

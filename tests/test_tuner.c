@@ -40,6 +40,9 @@ typedef struct bench {
     int batches, trials;
     int first_batch;        /* size of the first batch measured */
     int fail_with;          /* non-zero: return this error */
+    dt_point last[64];      /* the last batch measured */
+    int last_n;
+    volatile int *stop;     /* non-NULL: set after each batch */
 } bench;
 
 static int replay_measure(void *ctx, const dt_space *space, const dt_point *points, int n,
@@ -56,6 +59,10 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
     }
     if (b->batches++ == 0)
         b->first_batch = n;
+    b->last_n = n < 64 ? n : 64;
+    memcpy(b->last, points, (size_t)b->last_n * sizeof *points);
+    if (b->stop)
+        *b->stop = 1;
     b->trials += n;
     return 0;
 }
@@ -322,6 +329,67 @@ static void test_resume_stop_and_errors(void **state)
     dt_space_free(&space);
 }
 
+/* Steps between two points if they differ by one option of one knob, else 0. */
+static bool one_step(const dt_space *space, const dt_point *a, const dt_point *b)
+{
+    int moved = 0;
+    for (int k = 0; k < space->nknobs; k++) {
+        int d = abs(a->opt[k] - b->opt[k]);
+        if (d > 1)
+            return false;
+        moved += d;
+    }
+    return moved == 1;
+}
+
+/* After each model-based round's clusters, chameleon measures up to
+ * tuner.neighbours unmeasured one-step neighbours of the best config so far;
+ * with 0 it measures the clusters' representatives only. */
+static void test_chameleon_measures_incumbent_neighbours(void **state)
+{
+    (void)state;
+    const int dims[3] = {16, 14, 24};
+    dt_space space;
+    make_space(&space, DT_OP_CONV2D, dims);
+    const int wanted[2] = {4, 0};
+    for (int w = 0; w < 2; w++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            dt_tuner_config cfg;
+            dt_tuner_default_config(&cfg);
+            cfg.batch_size = 32;
+            cfg.neighbours = wanted[w];
+            dt_tuner *t = NULL;
+            assert_int_equal(dt_tuner_new(&space, &cfg, seed, &t, NULL), 0);
+            bench b;
+            bench_init(&b, &space, 32);
+            volatile int stop = 0;
+            b.stop = &stop;
+            for (int round = 0; round < 4; round++) {
+                dt_point best;
+                bool have = dt_tuner_best(t, &best, NULL) == 0;
+                stop = 0;
+                dt_tuner_budget one = {.trials = 64, .stop = &stop};   /* one batch */
+                assert_int_equal(dt_tuner_run(t, &one, replay_measure, &b, NULL, NULL), 0);
+                assert_int_equal(b.batches, round + 1);
+                if (!have)
+                    continue;
+                int near = 0;
+                for (int i = 0; i < b.last_n; i++)
+                    near += one_step(&space, &best, &b.last[i]);
+                if (wanted[w] > 0)
+                    assert_true(near >= wanted[w]);
+                else    /* the clusters only: k is k_min (8) doubled at most to the batch */
+                    assert_true(b.last_n == 8 || b.last_n == 16 || b.last_n == 32);
+                print_message("neighbours %d seed %llu round %d: %d of %d one step from the best\n",
+                              wanted[w], (unsigned long long)seed, round, near, b.last_n);
+            }
+            dt_sampling_set_free(&b.seen);
+            dt_tuner_free(t);
+        }
+    }
+    dt_space_free(&space);
+}
+
 static void test_unknown_strategy(void **state)
 {
     (void)state;
@@ -349,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_first_round_sizes),
         cmocka_unit_test(test_every_strategy_exhausts_tiny_space),
         cmocka_unit_test(test_resume_stop_and_errors),
+        cmocka_unit_test(test_chameleon_measures_incumbent_neighbours),
         cmocka_unit_test(test_unknown_strategy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,7 @@ typedef struct dt_tuner_config {
     char strategy[32];         /* chameleon (default), autotvm, random */
     int batch_size;            /* 64 */
     double random_fraction;    /* autotvm's epsilon; 0.05 */
+    int neighbours;            /* chameleon: incumbent's neighbours measured per round; 4 */
     dt_ppo_config ppo;
     dt_sampling_config sampling;
     dt_cost_model_config cost_model;
