@@ -21,6 +21,14 @@
  * truth is known, so a second table repeats the comparison on the noise-free
  * GFLOPS of each strategy's incumbent (its best-measured config).
  *
+ * Two more views of that noise. On replay, an oracle that knows the surface
+ * measures the truly best configs first (once each, with the same noise) and
+ * reports the trials it needs to reach A*: the most trials any tuner can
+ * expect to save against a noisy maximum. On every backend, each run's final
+ * best config is measured REMEASURE more times after the run (outside its
+ * clocks); the mean compares the strategies' finals without the lucky draw,
+ * and A* / its own config's mean shows how much of A* is that draw.
+ *
  * On the replay backend each run gets its own measurer (same surface seed),
  * so the noise a run draws does not depend on how many trials the runs
  * before it measured: a bench is reproducible, and a change to chameleon no
@@ -55,6 +63,7 @@
 #define MAX_SEEDS 16
 #define NSTRAT 3
 #define REPLAY_SEED 1          /* the measurer's seed: fixes the replay surface */
+#define REMEASURE 10           /* re-measurements of each run's final best config */
 
 typedef struct options {
     char backend[16];
@@ -87,6 +96,7 @@ typedef struct outcome {
     int reach_true;            /* replay: trials until the incumbent's truth >= autotvm's final */
     double wall, overhead;     /* whole run, with simulated measurement */
     int trials;
+    double remeasured;         /* mean GFLOPS of REMEASURE new measurements of the final best */
 } outcome;
 
 static const char *const strategy_names[NSTRAT] = { "chameleon", "autotvm", "random" };
@@ -185,6 +195,32 @@ static int reach(const trace *tr, const double *curve, double target, double *wa
     return tr->cap + 1;
 }
 
+/* The mean GFLOPS of REMEASURE further measurements of the run's final best
+ * config (after the run, outside its clocks): what that config measures at
+ * without the luck of the draw that made it the best. 0 if none was ok. */
+static int remeasure(dt_measurer *m, const dt_space *space, const dt_tuner *t, double *mean,
+                     dt_error *err)
+{
+    dt_point best;
+    *mean = 0;
+    if (dt_tuner_best(t, &best, NULL))
+        return 0;
+    int ok = 0;
+    for (int r = 0; r < REMEASURE; r++) {
+        dt_measure_result res;
+        memset(&res, 0, sizeof res);
+        int rc = dt_measurer_run(m, space, &best, 1, &res, err);
+        if (rc)
+            return rc;
+        if (res.result == DT_RESULT_OK && res.gflops > 0) {
+            *mean += res.gflops;
+            ok++;
+        }
+    }
+    *mean = ok ? *mean / ok : 0;
+    return 0;
+}
+
 static int tune_once(const options *o, const dt_config *cfg, const dt_space *space, int strategy,
                      uint64_t seed, trace *tr, outcome *out, dt_error *err)
 {
@@ -220,6 +256,8 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     dt_tuner_budget b = { .trials = o->trials };
     dt_tuner_stats st;
     rc = dt_tuner_run(t, &b, traced_measure, tr, &st, err);
+    if (!rc)
+        rc = remeasure(own, space, t, &out->remeasured, err);
     dt_tuner_free(t);
     tr->measurer = NULL;
     dt_measurer_free(own);
@@ -234,6 +272,80 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     return 0;
 }
 
+/* ---- the replay oracle ---------------------------------------------------------------- */
+
+typedef struct truth_rank {
+    double gflops;
+    uint64_t index;
+} truth_rank;
+
+static int by_truth_desc(const void *a, const void *b)
+{
+    const truth_rank *x = a, *y = b;
+    if (x->gflops != y->gflops)
+        return x->gflops < y->gflops ? 1 : -1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The best `max` valid points of a replay space by noise-free GFLOPS, best
+ * first, into *out (malloc'd); returns how many, or -1 when out of memory. */
+static int oracle_order(const dt_space *space, int max, dt_point **out)
+{
+    truth_rank *all = malloc((size_t)space->size * sizeof *all);
+    *out = malloc((size_t)max * sizeof **out);
+    if (!all || !*out) {
+        free(all);
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < space->size; i++) {
+        dt_point p;
+        dt_space_point(space, i, &p);
+        if (dt_space_valid(space, &p))
+            all[n++] = (truth_rank){ dt_replay_true_gflops(space, &p, REPLAY_SEED), i };
+    }
+    qsort(all, (size_t)n, sizeof *all, by_truth_desc);
+    int m = n < (uint64_t)max ? (int)n : max;
+    for (int i = 0; i < m; i++)
+        dt_space_point(space, all[i].index, &(*out)[i]);
+    free(all);
+    return m;
+}
+
+/* The oracle knows the surface and measures its points best first (each once,
+ * through its own measurer, so it draws noise as any run does); returns the
+ * trials until its best measured GFLOPS reaches target, or trials + 1. No
+ * tuner can expect to reach a noisy maximum sooner than the run that measures
+ * the truly best configs first. */
+static int oracle_reach(const options *o, const dt_config *cfg, const dt_space *space,
+                        const dt_point *order, int n, double target, trace *tr, dt_error *err)
+{
+    dt_measurer *own = NULL;
+    int rc = dt_measurer_new(tr->backend, &cfg->measure, o->work_dir, REPLAY_SEED, &own, err);
+    if (rc)
+        return -rc;
+    dt_measure_result *res = calloc((size_t)o->batch, sizeof *res);
+    if (!res) {
+        dt_measurer_free(own);
+        return -dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    tr->measurer = own;
+    tr->n = 0;
+    tr->best = tr->best_true = 0;
+    tr->sim_seconds = 0;
+    tr->started = now_seconds();
+    for (int at = 0; !rc && at < n && tr->best < target; at += o->batch) {
+        int b = n - at < o->batch ? n - at : o->batch;
+        rc = traced_measure(tr, space, order + at, b, res, err);
+    }
+    tr->measurer = NULL;
+    dt_measurer_free(own);
+    free(res);
+    return rc ? -rc : reach(tr, tr->best_at, target, NULL);
+}
+
 /* ---- reporting ------------------------------------------------------------------------ */
 
 typedef struct summary {
@@ -245,6 +357,10 @@ typedef struct summary {
     int true_pairs, true_reached;
     double overhead_sum[NSTRAT];
     int overhead_n[NSTRAT];
+    double log_oracle_ratio;   /* replay: autotvm's reach / the oracle's */
+    int oracle_pairs, oracle_reached;
+    double log_remeasured_ratio, log_luck;   /* chameleon / autotvm re-measured; A* / its re-measure */
+    int remeasured_pairs;
 } summary;
 
 static void report_seed(const char *task, uint64_t seed, outcome res[NSTRAT], summary *s)
@@ -277,6 +393,14 @@ static void report_seed(const char *task, uint64_t seed, outcome res[NSTRAT], su
             printf(" %6s |", "-");
         }
     }
+    if (c->ran && a->ran && c->remeasured > 0 && a->remeasured > 0) {
+        printf(" %6.2f / %-6.2f |", c->remeasured, a->remeasured);
+        s->log_remeasured_ratio += log(c->remeasured / a->remeasured);
+        s->log_luck += log(a->final_best / a->remeasured);
+        s->remeasured_pairs++;
+    } else {
+        printf(" %15s |", "-");
+    }
     printf("\n");
     fflush(stdout);
 }
@@ -305,8 +429,20 @@ static void print_header(const options *o)
     if (o->sim_seconds > 0)
         printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
     printf("\n| task         | seed | cham best | atvm best | rand best | trials to A* cham/atvm "
-           "| wall s to A* cham/atvm | trial ratio | wall ratio | ovh cham | ovh atvm | ovh rand |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "| wall s to A* cham/atvm | trial ratio | wall ratio | ovh cham | ovh atvm | ovh rand "
+           "| re-measured cham/atvm |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+static void print_oracle(const summary *s)
+{
+    if (s->oracle_pairs == 0)
+        return;
+    printf("\noracle (replay: knows the surface, measures the truly best configs first, one\n"
+           "measurement each with the same noise): reached autotvm's final best in %d of %d runs;\n"
+           "trial ratio (geomean) autotvm / oracle %.2fx - the most any tuner can expect against\n"
+           "this noisy A*\n", s->oracle_reached, s->oracle_pairs,
+           exp(s->log_oracle_ratio / s->oracle_pairs));
 }
 
 static void print_truth(const summary *s)
@@ -325,10 +461,16 @@ static void print_truth(const summary *s)
 static void print_summary(const summary *s)
 {
     print_truth(s);
+    print_oracle(s);
     if (s->pairs == 0)
         return;
     double tr = exp(s->log_trial_ratio / s->pairs), wr = exp(s->log_wall_ratio / s->pairs);
     printf("\nchameleon reached autotvm's final best in %d of %d runs\n", s->reached, s->pairs);
+    if (s->remeasured_pairs)
+        printf("final best configs re-measured %d times each: chameleon / autotvm %.3fx (geomean);\n"
+               "A* is %.1f%% above its own config's re-measured mean (geomean): the luck of the draw\n",
+               REMEASURE, exp(s->log_remeasured_ratio / s->remeasured_pairs),
+               100 * (exp(s->log_luck / s->remeasured_pairs) - 1));
     printf("trial ratio (geomean): %.2fx  goal >= 4.45x: %s\n", tr, tr >= 4.45 ? "met" : "NOT met");
     printf("wall ratio  (geomean): %.2fx  goal > 1x: %s\n", wr, wr > 1 ? "met" : "NOT met");
     for (int k = 0; k < NSTRAT; k++)
@@ -362,6 +504,13 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
     int rc = dt_space_init_opts(&space, task, DT_TARGET_CPU, &opts, err);
     if (rc)
         return rc;
+    dt_point *order = NULL;
+    int norder = 0;
+    if (traces[1].replay && strategy_wanted(o, 1)) {
+        norder = oracle_order(&space, o->trials, &order);
+        if (norder < 0)
+            rc = dt_error_set(err, DT_ENOMEM, "out of memory ranking %s", task->name);
+    }
     for (int seed = o->first_seed; !rc && seed < o->first_seed + o->seeds; seed++) {
         outcome res[NSTRAT];
         memset(res, 0, sizeof res);
@@ -380,7 +529,19 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
         report_seed(task->name, (uint64_t)seed, res, s);
         if (traces[0].replay)
             append_truth(task->name, (uint64_t)seed, res, s);
+        if (order && res[1].ran) {
+            /* the oracle traces into chameleon's buffers, which are read above */
+            int r = oracle_reach(o, cfg, &space, order, norder, target, &traces[0], err);
+            if (r < 0) {
+                rc = -r;
+                break;
+            }
+            s->log_oracle_ratio += log((double)res[1].reach_trials / r);
+            s->oracle_pairs++;
+            s->oracle_reached += r <= o->trials;
+        }
     }
+    free(order);
     dt_space_free(&space);
     return rc;
 }
