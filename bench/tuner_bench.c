@@ -64,6 +64,8 @@
 #define NSTRAT 3
 #define REPLAY_SEED 1          /* the measurer's seed: fixes the replay surface */
 #define REMEASURE 10           /* re-measurements of each run's final best config */
+#define NNEAR 3                /* the summary's shares of A* */
+static const double near_share[NNEAR] = { 0.95, 0.98, 0.99 };
 
 typedef struct options {
     char backend[16];
@@ -91,6 +93,7 @@ typedef struct outcome {
     bool ran;
     double final_best;
     int reach_trials;          /* trials to reach A* (budget + 1 if never) */
+    int reach_near[NNEAR];     /* trials to reach near_share[i] x A* */
     double reach_wall;
     double final_true;         /* replay: the incumbent's noise-free GFLOPS */
     int reach_true;            /* replay: trials until the incumbent's truth >= autotvm's final */
@@ -359,6 +362,8 @@ typedef struct summary {
     int overhead_n[NSTRAT];
     double log_oracle_ratio;   /* replay: autotvm's reach / the oracle's */
     int oracle_pairs, oracle_reached;
+    double log_near_ratio[NNEAR];
+    int near_reached[NNEAR];
     double log_remeasured_ratio, log_luck;   /* chameleon / autotvm re-measured; A* / its re-measure */
     int remeasured_pairs;
 } summary;
@@ -381,6 +386,10 @@ static void report_seed(const char *task, uint64_t seed, outcome res[NSTRAT], su
         s->log_wall_ratio += wr > 0 ? log(wr) : 0;
         s->pairs++;
         s->reached += c->reach_trials <= c->trials;
+        for (int i = 0; i < NNEAR; i++) {
+            s->log_near_ratio[i] += log((double)a->reach_near[i] / c->reach_near[i]);
+            s->near_reached[i] += c->reach_near[i] <= c->trials;
+        }
     } else {
         printf(" %13s | %17s | %7s | %7s |", "-", "-", "-", "-");
     }
@@ -466,6 +475,10 @@ static void print_summary(const summary *s)
         return;
     double tr = exp(s->log_trial_ratio / s->pairs), wr = exp(s->log_wall_ratio / s->pairs);
     printf("\nchameleon reached autotvm's final best in %d of %d runs\n", s->reached, s->pairs);
+    for (int i = 0; i < NNEAR; i++)
+        printf("to %.0f%% of A*: chameleon reached it in %d of %d runs, trial ratio autotvm / chameleon "
+               "%.2fx (geomean)\n", 100 * near_share[i], s->near_reached[i], s->pairs,
+               exp(s->log_near_ratio[i] / s->pairs));
     if (s->remeasured_pairs)
         printf("final best configs re-measured %d times each: chameleon / autotvm %.3fx (geomean);\n"
                "A* is %.1f%% above its own config's re-measured mean (geomean): the luck of the draw\n",
@@ -524,6 +537,9 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
         for (int k = 0; k < NSTRAT; k++)
             if (res[k].ran) {
                 res[k].reach_trials = reach(&traces[k], traces[k].best_at, target, &res[k].reach_wall);
+                for (int i = 0; i < NNEAR; i++)
+                    res[k].reach_near[i] = reach(&traces[k], traces[k].best_at,
+                                                 near_share[i] * target, NULL);
                 res[k].reach_true = reach(&traces[k], traces[k].true_at, target_true, NULL);
             }
         report_seed(task->name, (uint64_t)seed, res, s);
