@@ -64,6 +64,7 @@
 #define NSTRAT 3
 #define REPLAY_SEED 1          /* the measurer's seed: fixes the replay surface */
 #define REMEASURE 10           /* re-measurements of each run's final best config */
+#define ORACLE_MAX_POINTS (1u << 24)   /* the oracle ranks every point of a space this size */
 #define NNEAR 3                /* the summary's shares of A* */
 static const double near_share[NNEAR] = { 0.95, 0.98, 0.99 };
 
@@ -519,7 +520,11 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
         return rc;
     dt_point *order = NULL;
     int norder = 0;
-    if (traces[1].replay && strategy_wanted(o, 1)) {
+    bool oracle = traces[1].replay && strategy_wanted(o, 1);
+    if (oracle && space.size > ORACLE_MAX_POINTS) {
+        printf("(%s: %llu points, more than the oracle ranks; no oracle)\n", task->name,
+               (unsigned long long)space.size);
+    } else if (oracle) {
         norder = oracle_order(&space, o->trials, &order);
         if (norder < 0)
             rc = dt_error_set(err, DT_ENOMEM, "out of memory ranking %s", task->name);
