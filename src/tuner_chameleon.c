@@ -289,19 +289,12 @@ static int incumbent_neighbours(dt_tuner *t, int max, dt_point *out, int *n, dt_
     scored rank[2 * DT_MAX_KNOBS];
     if (max <= 0 || dt_tuner_best(t, &best, NULL))
         return 0;
-    int m = 0;
-    for (int k = 0; k < t->space->nknobs; k++)
-        for (int step = -1; step <= 1; step += 2) {
-            dt_point q = best;
-            int v = q.opt[k] + step;
-            if (v < 0 || v >= t->space->knobs[k].noptions)
-                continue;
-            q.opt[k] = (int16_t)v;
-            uint64_t idx = dt_space_index(t->space, &q);
-            if (dt_space_valid(t->space, &q) && !dt_sampling_set_has(&t->measured, idx) &&
-                !dt_sampling_set_has(&t->batch_taken, idx))
-                near[m++] = q;
-        }
+    int all = dt_space_neighbours(t->space, &best, near), m = 0;
+    for (int i = 0; i < all; i++) {
+        uint64_t idx = dt_space_index(t->space, &near[i]);
+        if (!dt_sampling_set_has(&t->measured, idx) && !dt_sampling_set_has(&t->batch_taken, idx))
+            near[m++] = near[i];
+    }
     if (m == 0)
         return 0;
     int rc = dt_costmodel_predict_points(t->model, t->space, near, m, score, err);
