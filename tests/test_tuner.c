@@ -30,6 +30,7 @@ static const dt_space_opts every_width = { .cpu_max_vec = 16 };
 #define REPLAY_SEED 11
 #define REACH_TRIALS 256
 #define SLOT_TRIALS 16
+#define LAST_MAX 64
 
 /* The measure callback's context: replay plus checks on every batch. */
 typedef struct bench {
@@ -40,7 +41,7 @@ typedef struct bench {
     int batches, trials;
     int first_batch;        /* size of the first batch measured */
     int fail_with;          /* non-zero: return this error */
-    dt_point last[64];      /* the last batch measured */
+    dt_point last[LAST_MAX];  /* the last batch measured (its first LAST_MAX) */
     int last_n;
     volatile int *stop;     /* non-NULL: set after each batch */
 } bench;
@@ -59,7 +60,7 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
     }
     if (b->batches++ == 0)
         b->first_batch = n;
-    b->last_n = n < 64 ? n : 64;
+    b->last_n = n < LAST_MAX ? n : LAST_MAX;
     memcpy(b->last, points, (size_t)b->last_n * sizeof *points);
     if (b->stop)
         *b->stop = 1;
@@ -329,7 +330,7 @@ static void test_resume_stop_and_errors(void **state)
     dt_space_free(&space);
 }
 
-/* Steps between two points if they differ by one option of one knob, else 0. */
+/* Whether two points differ by one option of exactly one knob. */
 static bool one_step(const dt_space *space, const dt_point *a, const dt_point *b)
 {
     int moved = 0;
