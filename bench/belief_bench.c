@@ -29,6 +29,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "dtune/belief.h"
+#include "dtune/util.h"
 
 #define HISTORY 500
 #define HORIZON 564.0
@@ -52,13 +53,6 @@ typedef struct side {
     double ms[MAX_RUNS];      /* per timed run */
     double mean[MAX_RUNS], std[MAX_RUNS], acceptance[MAX_RUNS];
 } side;
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
 
 static int compare_doubles(const void *a, const void *b)
 {
@@ -123,11 +117,11 @@ static int time_dtune(dt_belief *b, const scenario *sc, int segment_start,
     dt_belief_prediction out;
     const double *y = sc->y;
     for (int r = 0; r < TIMING_RUNS + 2; r++) {   /* two warm-up runs */
-        double t0 = now_ms();
+        double t0 = dt_now_seconds();
         if (predict(b, sc, 0, &out))
             return -1;
         if (r >= 2)
-            times[r - 2] = now_ms() - t0;
+            times[r - 2] = (dt_now_seconds() - t0) * 1e3;
     }
     *predict_ms = median(times, TIMING_RUNS);
     int m = HISTORY - segment_start;
@@ -141,9 +135,9 @@ static int time_dtune(dt_belief *b, const scenario *sc, int segment_start,
     if (dt_curve_fitter_new(DT_CURVE_LOG_POWER, m, NULL, &fitter, &err))
         return -1;
     for (int r = 0; r < TIMING_RUNS; r++) {
-        double t0 = now_ms();
+        double t0 = dt_now_seconds();
         dt_curve_fit(fitter, &pts, NULL, NULL, &fit, &err);
-        times[r] = now_ms() - t0;
+        times[r] = (dt_now_seconds() - t0) * 1e3;
     }
     dt_curve_fitter_free(fitter);
     *fit_ms = median(times, TIMING_RUNS);
@@ -154,10 +148,10 @@ static int dtune_seeds(dt_belief *b, const scenario *sc, side *c)
 {
     for (int k = 0; k < c->runs; k++) {
         dt_belief_prediction out;
-        double t0 = now_ms();
+        double t0 = dt_now_seconds();
         if (predict(b, sc, (uint64_t)k, &out))
             return -1;
-        c->ms[k] = now_ms() - t0;
+        c->ms[k] = (dt_now_seconds() - t0) * 1e3;
         c->mean[k] = out.mean;
         c->std[k] = out.std;
         c->acceptance[k] = out.acceptance;
@@ -177,9 +171,9 @@ static double time_pool(const dt_belief_params *params, const double *y)
     for (int k = 0; k < POOL_TASKS; k++)
         tasks[k] = (dt_belief_history){ .y = y, .n = HISTORY, .horizon = HORIZON,
                                         .stream = (uint64_t)k };
-    double t0 = now_ms();
+    double t0 = dt_now_seconds();
     dt_belief_pool_predict(pool, tasks, POOL_TASKS, out, &err);
-    double ms = (now_ms() - t0) / POOL_TASKS;
+    double ms = (dt_now_seconds() - t0) * 1e3 / POOL_TASKS;
     dt_belief_pool_free(pool);
     return ms;
 }

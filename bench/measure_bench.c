@@ -39,6 +39,7 @@
 #include "dtune/model.h"
 #include "dtune/runner.h"
 #include "dtune/space.h"
+#include "dtune/util.h"
 
 /* OpenBLAS: the Fortran symbol, because GSL's CBLAS (linked first) also
  * defines cblas_sgemm. */
@@ -59,13 +60,6 @@ typedef struct bench {
     dt_model *model;
     dt_measure_config measure;   /* the defaults, threads applied */
 } bench;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, const char *msg)
 {
@@ -201,16 +195,16 @@ typedef void (*call_fn)(void *arg);
 static double time_in_process(call_fn fn, void *arg, double flops)
 {
     fn(arg);
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     fn(arg);
-    double one = now_s() - t0;
+    double one = dt_now_seconds() - t0;
     long calls = (long)ceil(FINAL_BATCH_S / (one > 1e-7 ? one : 1e-7));
     double sum = 0;
     for (int r = 0; r < FINAL_BATCHES; r++) {
-        double s = now_s();
+        double s = dt_now_seconds();
         for (long c = 0; c < calls; c++)
             fn(arg);
-        sum += flops * (double)calls / (now_s() - s) * 1e-9;
+        sum += flops * (double)calls / (dt_now_seconds() - s) * 1e-9;
     }
     return sum / FINAL_BATCHES;
 }
@@ -424,9 +418,9 @@ static void part_b_task(const bench *b, const dt_task *task, double *worst_3x3)
     dt_error err;
     if (dt_space_init(&space, task, DT_TARGET_CPU, &err) != 0)
         die("space", err.msg);
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     best_config best = search_random(b, task, &space);
-    double search_s = now_s() - t0;
+    double search_s = dt_now_seconds() - t0;
     if (!best.found) {
         printf("  %-14s no valid config measured\n", task->name);
         dt_space_free(&space);
@@ -677,14 +671,14 @@ int main(int argc, char **argv)
     if (dt_model_load("models/resnet18.yaml", &b.model, &err) != 0)
         die("model (run from the repository root)", err.msg);
     print_machine(&b);
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     if (strchr(b.parts, 'c'))
         part_c(&b);
     if (strchr(b.parts, 'a'))
         part_a(&b);
     if (strchr(b.parts, 'b'))
         part_b(&b);
-    printf("\nbench wall time %.0f s\n", now_s() - t0);
+    printf("\nbench wall time %.0f s\n", dt_now_seconds() - t0);
     dt_model_free(b.model);
     return 0;
 }

@@ -33,6 +33,7 @@
  *                   [--ucb-c C] [--verbose] [--out DIR] [--overhead A.csv,B.csv] TRACE.csv...
  * Traces of one model (same name before -sSEED) are grouped.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@
 #include "dtune/config.h"
 #include "dtune/report.h"
 #include "dtune/scheduler.h"
+#include "dtune/util.h"
 
 #define MAX_TRACES 32
 #define MAX_POLICIES 16
@@ -81,16 +83,11 @@ static void trace_free(trace *t)
 static int push_row(task_trace *tt, int *cap, double seconds, double best)
 {
     if (tt->n == *cap) {
-        int c = *cap ? 2 * *cap : 256;
-        double *s = realloc(tt->seconds, (size_t)c * sizeof *s);
-        if (s)
-            tt->seconds = s;
-        double *b = realloc(tt->best, (size_t)c * sizeof *b);
-        if (b)
-            tt->best = b;
-        if (!s || !b)
+        size_t c = dt_grow_capacity((size_t)*cap, (size_t)tt->n + 1);
+        if (c > INT_MAX || dt_resize(&tt->seconds, c, sizeof *tt->seconds) != 0
+            || dt_resize(&tt->best, c, sizeof *tt->best) != 0)
             return -1;
-        *cap = c;
+        *cap = (int)c;
     }
     tt->seconds[tt->n] = seconds;
     tt->best[tt->n++] = best;
@@ -105,10 +102,8 @@ static int parse_task_line(trace *t, const char *line)
     if (sscanf(line, "#task,%d,%63[^,],%31[^,],%d,%d,%lf,%lf", &index, tt.name, kind, &tt.group,
                &tt.count, &tt.flops, &tt.peak) != 7 || index != t->ntasks)
         return -1;
-    task_trace *grown = realloc(t->tasks, (size_t)(t->ntasks + 1) * sizeof *grown);
-    if (!grown)
+    if (dt_resize(&t->tasks, (size_t)t->ntasks + 1, sizeof *t->tasks) != 0)
         return -1;
-    t->tasks = grown;
     t->tasks[t->ntasks++] = tt;
     return 0;
 }
@@ -391,19 +386,12 @@ typedef struct run_result {
 static int add_point(run_result *r, double x, double y, double decision_ms)
 {
     if (r->npoints == r->cap) {
-        int c = r->cap ? 2 * r->cap : 128;
-        double *nx = realloc(r->x, (size_t)c * sizeof *nx);
-        if (nx)
-            r->x = nx;
-        double *ny = realloc(r->y, (size_t)c * sizeof *ny);
-        if (ny)
-            r->y = ny;
-        double *nd = realloc(r->decision_ms, (size_t)c * sizeof *nd);
-        if (nd)
-            r->decision_ms = nd;
-        if (!nx || !ny || !nd)
+        size_t c = dt_grow_capacity((size_t)r->cap, (size_t)r->npoints + 1);
+        if (c > INT_MAX || dt_resize(&r->x, c, sizeof *r->x) != 0
+            || dt_resize(&r->y, c, sizeof *r->y) != 0
+            || dt_resize(&r->decision_ms, c, sizeof *r->decision_ms) != 0)
             return -1;
-        r->cap = c;
+        r->cap = (int)c;
     }
     r->x[r->npoints] = x;
     r->y[r->npoints++] = y;
@@ -418,13 +406,6 @@ static void run_result_free(run_result *r)
     free(r->y);
     free(r->decision_ms);
     memset(r, 0, sizeof *r);
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 typedef struct bench_opts {
@@ -515,7 +496,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         cap_seconds += 3 * tr->tasks[k].seconds[tr->tasks[k].n - 1];
     rc = add_point(res, s.clock, model_latency(&s), -1);
     while (rc == 0 && s.clock < cap_seconds) {
-        double t0 = now_seconds();
+        double t0 = dt_now_seconds();
         if (belief && (rc = predict(&s, pool, 0, ybuf, hist, pred)))
             break;
         int k;
@@ -527,7 +508,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         } else {
             k = oracle_pick(&s, o->slot_seconds);
         }
-        double decision_ms = (now_seconds() - t0) * 1e3;
+        double decision_ms = (dt_now_seconds() - t0) * 1e3;
         if (belief && o->verbose)
             print_decision(policy, seed, &s, st, scores, k, pred);
         if (k < 0)
@@ -908,10 +889,9 @@ int main(int argc, char **argv)
                         "TRACE.csv...\n");
         return 2;
     }
-    char mk[1100];
-    snprintf(mk, sizeof mk, "mkdir -p '%s'", o.out_dir);
-    if (system(mk) != 0)
-        fprintf(stderr, "sched_bench: cannot create %s\n", o.out_dir);
+    dt_error err;
+    if (dt_mkdir_p(o.out_dir, &err) != 0)
+        fprintf(stderr, "sched_bench: %s\n", err.msg);
     static trace traces[MAX_TRACES];
     bool used[MAX_TRACES] = { false };
     int rc = 0;

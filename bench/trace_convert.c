@@ -19,6 +19,7 @@
  * trials recorded), then "task,trial,seconds,gflops,best_gflops" rows
  * (gflops 0 for a failed trial).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "dtune/report.h"
 #include "dtune/runstate.h"
 #include "dtune/tunelog.h"
+#include "dtune/util.h"
 
 typedef struct trace_row {
     int trial;
@@ -94,12 +96,10 @@ static int on_measure(void *ctx, const dt_measure_record *r)
     }
     task_trace *t = &c->tasks[k];
     if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 256;
-        trace_row *grown = realloc(t->rows, (size_t)cap * sizeof *grown);
-        if (!grown)
+        size_t cap = dt_grow_capacity((size_t)t->cap, (size_t)t->n + 1);
+        if (cap > INT_MAX || dt_resize(&t->rows, cap, sizeof *t->rows) != 0)
             return dt_error_set(c->err, DT_ENOMEM, "out of memory");
-        t->rows = grown;
-        t->cap = cap;
+        t->cap = (int)cap;
     }
     double g = r->m.result == DT_RESULT_OK && isfinite(r->m.gflops) ? r->m.gflops : 0;
     if (g > t->best)

@@ -58,6 +58,7 @@
 #include "dtune/model.h"
 #include "dtune/space.h"
 #include "dtune/tuner.h"
+#include "dtune/util.h"
 
 #define MAX_TASKS 8
 #define MAX_SEEDS 16
@@ -104,13 +105,6 @@ typedef struct outcome {
 } outcome;
 
 static const char *const strategy_names[NSTRAT] = { "chameleon", "autotvm", "random" };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -170,7 +164,7 @@ static int traced_measure(void *ctx, const dt_space *space, const dt_point *poin
     int rc = dt_measurer_run(tr->measurer, space, points, n, results, err);
     if (rc)
         return rc;
-    double wall = now_seconds() - tr->started;
+    double wall = dt_now_seconds() - tr->started;
     for (int i = 0; i < n && tr->n < tr->cap; i++) {
         if (results[i].result == DT_RESULT_OK && results[i].gflops > tr->best) {
             tr->best = results[i].gflops;
@@ -256,7 +250,7 @@ static int tune_once(const options *o, const dt_config *cfg, const dt_space *spa
     tr->n = 0;
     tr->best = tr->best_true = 0;
     tr->sim_seconds = o->sim_seconds;
-    tr->started = now_seconds();
+    tr->started = dt_now_seconds();
     dt_tuner_budget b = { .trials = o->trials };
     dt_tuner_stats st;
     rc = dt_tuner_run(t, &b, traced_measure, tr, &st, err);
@@ -339,7 +333,7 @@ static int oracle_reach(const options *o, const dt_config *cfg, const dt_space *
     tr->n = 0;
     tr->best = tr->best_true = 0;
     tr->sim_seconds = 0;
-    tr->started = now_seconds();
+    tr->started = dt_now_seconds();
     for (int at = 0; !rc && at < n && tr->best < target; at += o->batch) {
         int b = n - at < o->batch ? n - at : o->batch;
         rc = traced_measure(tr, space, order + at, b, res, err);

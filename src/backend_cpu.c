@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "dtune/codegen_cpu.h"
+#include "dtune/util.h"
 
 extern char **environ;
 
@@ -50,13 +51,6 @@ typedef struct cpu_backend {
     size_t nchecked, checked_cap;
     double peak_gflops;          /* 0 until probed, < 0 when the probe failed */
 } cpu_backend;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* snprintf that reports truncation instead of warning about it. */
 static bool fmt_str(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -95,21 +89,6 @@ static void cache_key(const char *cmd, const char *source, char key[33])
     snprintf(key, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[DT_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts)
 {
     opts->compile_timeout_s = measure ? dt_measure_compile_timeout(measure) : 60;
@@ -135,11 +114,13 @@ int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, voi
     int n = snprintf(b->cache_dir, sizeof b->cache_dir, "%s/cache",
                      params->work_dir && *params->work_dir ? params->work_dir : ".");
     int rc;
-    if (n >= (int)sizeof b->cache_dir || mkdir_p(b->cache_dir) != 0) {
-        rc = dt_error_set(err, DT_EIO, "cannot create the artifact cache %s: %s", b->cache_dir,
-                          strerror(errno));
+    if (n >= (int)sizeof b->cache_dir) {
+        rc = dt_error_set(err, DT_EIO, "cannot create the artifact cache %s: path too long",
+                          b->cache_dir);
         goto fail;
     }
+    if ((rc = dt_mkdir_p(b->cache_dir, err)) < 0)
+        goto fail;
     dt_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
                             .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds };
     if ((rc = dt_runner_new(&rp, &b->runner, err)) < 0)
@@ -240,7 +221,7 @@ static int spawn_compiler(const cpu_backend *b, char *const argv[], const char *
 /* Waits for the compiler; returns its wait status, or -1 after killing it. */
 static int wait_compiler(pid_t pid, double timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = dt_now_seconds() + timeout_s;
     long sleep_ns = 1000000;
     for (;;) {
         int status;
@@ -249,7 +230,7 @@ static int wait_compiler(pid_t pid, double timeout_s)
             return status;
         if (w < 0 && errno != EINTR)
             return -2;
-        if (now_s() > deadline) {
+        if (dt_now_seconds() > deadline) {
             kill(-pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
@@ -273,14 +254,14 @@ static int run_compiler(cpu_backend *b, const char *cfile, const char *sofile, i
                      "-shared", "-fPIC", threads > 1 ? "-fopenmp" : "-w", "-o", tmp_so,
                      (char *)cfile, NULL };
     pid_t pid;
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     int rc = spawn_compiler(b, argv, errfile, &pid);
     if (rc != 0) {
         unlink(errfile);
         return dt_error_set(err, DT_EIO, "cannot run the C compiler '%s': %s", b->cc, strerror(rc));
     }
     int status = wait_compiler(pid, b->opts.compile_timeout_s);
-    out->compile_ms = (now_s() - t0) * 1e3;
+    out->compile_ms = (dt_now_seconds() - t0) * 1e3;
     if (status == -1) {
         out->result = DT_RESULT_COMPILE_TIMEOUT;
         snprintf(out->detail, sizeof out->detail, "compiler killed after %.3g s",
@@ -374,14 +355,8 @@ static void mark_checked(cpu_backend *b, uint64_t key)
 {
     if (was_checked(b, key))
         return;
-    if (b->nchecked == b->checked_cap) {
-        size_t cap = b->checked_cap ? 2 * b->checked_cap : 256;
-        uint64_t *grown = realloc(b->checked, cap * sizeof *grown);
-        if (!grown)
-            return;             /* it will be checked again: slower, still right */
-        b->checked = grown;
-        b->checked_cap = cap;
-    }
+    if (dt_grow(&b->checked, &b->checked_cap, b->nchecked + 1, sizeof *b->checked) != 0)
+        return;                 /* it will be checked again: slower, still right */
     size_t i = b->nchecked++;
     for (; i > 0 && b->checked[i - 1] > key; i--)
         b->checked[i] = b->checked[i - 1];

@@ -32,6 +32,7 @@
 #include "dtune/codegen_cuda.h"
 #include "dtune/cuda_api.h"
 #include "dtune/cuda_runner.h"
+#include "dtune/util.h"
 
 extern char **environ;
 
@@ -142,23 +143,6 @@ typedef struct cuda_backend {
     int sock;
 } cuda_backend;
 
-static int make_dirs(const char *path, dt_error *err)
-{
-    char buf[DT_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return dt_error_set(err, DT_EIO, "mkdir %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return dt_error_set(err, DT_EIO, "mkdir %s: %s", buf, strerror(errno));
-    return 0;
-}
-
 static int runner_path(char *out, size_t len, dt_error *err)
 {
     const char *env = getenv("DTUNE_CUDA_RUNNER");
@@ -198,7 +182,7 @@ static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err
     b->seed = params->seed;
     snprintf(b->work_dir, sizeof b->work_dir, "%s", params->work_dir ? params->work_dir : ".");
     snprintf(b->cache_dir, sizeof b->cache_dir, "%.1000s/cuda", b->work_dir);
-    if ((rc = make_dirs(b->cache_dir, err)))
+    if ((rc = dt_mkdir_p(b->cache_dir, err)))
         return rc;
     return runner_path(b->runner_exe, sizeof b->runner_exe, err);
 }
@@ -222,13 +206,6 @@ static int cuda_open(const dt_backend_params *params, void **state, dt_error *er
 }
 
 /* ---- build ------------------------------------------------------------------------ */
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* FNV-1a over the plan's description and the task's shape. */
 static uint64_t plan_hash(const dt_cuda_plan *plan)
@@ -286,9 +263,9 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
         return rc == DT_ENOMEM ? dt_error_set(err, rc, "%s", why.msg) : 0;
     }
     dt_cuda_image image;
-    double start = now_seconds();
+    double start = dt_now_seconds();
     rc = dt_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
-    out->compile_ms = (now_seconds() - start) * 1e3;
+    out->compile_ms = (dt_now_seconds() - start) * 1e3;
     free(source);
     if (rc == DT_ENOMEM)
         return dt_error_set(err, rc, "%s", why.msg);
@@ -471,10 +448,10 @@ static void reap_child(cuda_backend *b, bool kill_first)
         return;
     if (kill_first)
         kill(b->child, SIGKILL);
-    double deadline = now_seconds() + EXIT_WAIT_S;
+    double deadline = dt_now_seconds() + EXIT_WAIT_S;
     int status;
     while (waitpid(b->child, &status, WNOHANG) == 0) {
-        if (now_seconds() > deadline) {
+        if (dt_now_seconds() > deadline) {
             kill(b->child, SIGKILL);
             waitpid(b->child, &status, 0);
             break;
@@ -634,10 +611,10 @@ static int cuda_run(void *state, const dt_space *space, const dt_point *point,
     dt_cuda_plan_from_point(space, point, &plan);
     dt_cuda_plan_launch(&plan, &req.launch);
     snprintf(req.image_path, sizeof req.image_path, "%s", artifact->path);
-    double start = now_seconds();
+    double start = dt_now_seconds();
     rc = exchange(b, &req, out, err);
     out->compile_ms = artifact->compile_ms;
-    out->run_ms = (now_seconds() - start) * 1e3;
+    out->run_ms = (dt_now_seconds() - start) * 1e3;
     return rc;
 }
 

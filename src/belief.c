@@ -12,6 +12,7 @@
  */
 #include "dtune/belief.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "dtune/mcmc.h"
+#include "dtune/util.h"
 
 #define LIFT_MARGIN 1e-3    /* the start centre clears the best by this much */
 #define INITIAL_CAPACITY 256
@@ -114,17 +116,10 @@ static int check_params(const dt_belief_params *p, dt_error *err)
 
 static int grow_buffers(dt_belief *b, int capacity, dt_error *err)
 {
-    double *bufs[3] = { b->x, b->log_x, b->y };
-    for (int k = 0; k < 3; k++) {
-        double *grown = realloc(bufs[k], (size_t)capacity * sizeof *grown);
-        if (!grown) {
-            b->x = bufs[0], b->log_x = bufs[1], b->y = bufs[2];
-            return dt_error_set(err, DT_ENOMEM, "belief: no memory for %d points",
-                                capacity);
-        }
-        bufs[k] = grown;
-    }
-    b->x = bufs[0], b->log_x = bufs[1], b->y = bufs[2];
+    size_t n = (size_t)capacity;
+    if (dt_resize(&b->x, n, sizeof *b->x) != 0 || dt_resize(&b->log_x, n, sizeof *b->log_x) != 0
+        || dt_resize(&b->y, n, sizeof *b->y) != 0)
+        return dt_error_set(err, DT_ENOMEM, "belief: no memory for %d points", capacity);
     b->capacity = capacity;
     return 0;
 }
@@ -567,16 +562,11 @@ static void memo_store(struct pool_memo *m, const dt_belief_history *h,
     if (h->n < 0 || !h->y)
         return;
     if (h->n > m->cap) {
-        int cap = h->n + h->n / 2 + 16;
-        double *x = realloc(m->x, (size_t)cap * sizeof *x);
-        if (x)
-            m->x = x;
-        double *y = realloc(m->y, (size_t)cap * sizeof *y);
-        if (y)
-            m->y = y;
-        if (!x || !y)
+        size_t cap = dt_grow_capacity((size_t)m->cap, (size_t)h->n);
+        if (cap > INT_MAX || dt_resize(&m->x, cap, sizeof *m->x) != 0
+            || dt_resize(&m->y, cap, sizeof *m->y) != 0)
             return;
-        m->cap = cap;
+        m->cap = (int)cap;
     }
     if (h->n > 0) {
         memcpy(m->y, h->y, (size_t)h->n * sizeof *m->y);
@@ -595,18 +585,14 @@ static void memo_store(struct pool_memo *m, const dt_belief_history *h,
 static bool pool_reserve(dt_belief_pool *pool, int n)
 {
     if (n > pool->nmemo) {
-        struct pool_memo *m = realloc(pool->memo, (size_t)n * sizeof *m);
-        if (!m)
+        if (dt_resize(&pool->memo, (size_t)n, sizeof *pool->memo) != 0)
             return false;
-        memset(m + pool->nmemo, 0, (size_t)(n - pool->nmemo) * sizeof *m);
-        pool->memo = m;
+        memset(pool->memo + pool->nmemo, 0, (size_t)(n - pool->nmemo) * sizeof *pool->memo);
         pool->nmemo = n;
     }
     if (n > pool->todo_cap) {
-        int *t = realloc(pool->todo, (size_t)n * sizeof *t);
-        if (!t)
+        if (dt_resize(&pool->todo, (size_t)n, sizeof *pool->todo) != 0)
             return false;
-        pool->todo = t;
         pool->todo_cap = n;
     }
     return true;

@@ -14,6 +14,7 @@
 #include "dtune/cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "dtune/report.h"
+#include "dtune/util.h"
 
 #define MAX_RUNS DT_REPORT_MAX_CURVES
 
@@ -84,7 +86,8 @@ static int load_csv(run_curve *r)
         return 2;
     }
     char line[8192];
-    int lineno = 0, cap = 0, rc = 0;
+    int lineno = 0, rc = 0;
+    size_t cap = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         if (lineno == 1) {
@@ -107,15 +110,10 @@ static int load_csv(run_curve *r)
             rc = 2;
             break;
         }
-        if (r->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            double *nt = realloc(r->t, (size_t)cap * sizeof *nt);
-            if (nt)
-                r->t = nt;
-            double *nm = realloc(r->ms, (size_t)cap * sizeof *nm);
-            if (nm)
-                r->ms = nm;
-            if (!nt || !nm) {
+        if ((size_t)r->n == cap) {
+            cap = dt_grow_capacity(cap, cap + 1);
+            if (cap > INT_MAX || dt_resize(&r->t, cap, sizeof *r->t) != 0
+                || dt_resize(&r->ms, cap, sizeof *r->ms) != 0) {
                 fprintf(stderr, "dtune compare: out of memory\n");
                 rc = 1;
                 break;

@@ -29,44 +29,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a growing text buffer ------------------------------------------------- */
+#include "dtune/util.h"
 
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} sbuf;
+/* ---- the text being written ----------------------------------------------- */
 
-static void emit(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void emit(sbuf *b, const char *fmt, ...)
+static void emit(dt_buf *b, const char *fmt, ...)
 {
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 8192;
-        while (cap <= b->len + (size_t)n)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    dt_buf_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- plans ----------------------------------------------------------------- */
@@ -195,7 +169,7 @@ static size_t round16(size_t n)
     return (n + 15) / 16 * 16;
 }
 
-static void emit_prelude(sbuf *b, const dt_cpu_plan *p)
+static void emit_prelude(dt_buf *b, const dt_cpu_plan *p)
 {
     char shape[128], plan[256];
     dt_task_shape_str(&p->task, shape, sizeof shape);
@@ -214,7 +188,7 @@ static void emit_prelude(sbuf *b, const dt_cpu_plan *p)
             "#define ST(p, v) (*(vfu *)(p) = (v))\n\n", p->vec);
 }
 
-static void emit_omp(sbuf *b, const dt_cpu_plan *p, int collapse)
+static void emit_omp(dt_buf *b, const dt_cpu_plan *p, int collapse)
 {
     if (p->threads > 1)
         emit(b, "#pragma omp parallel for collapse(%d) num_threads(%d) schedule(static)\n",
@@ -223,7 +197,7 @@ static void emit_omp(sbuf *b, const dt_cpu_plan *p, int collapse)
 
 /* Emits perfectly nested loops (names[i] from 0 to bounds[i]) and the body;
  * the OpenMP pragma goes before loop omp_at, collapsing it with the next. */
-static void emit_loops(sbuf *b, const dt_cpu_plan *p, const char *const *names,
+static void emit_loops(dt_buf *b, const dt_cpu_plan *p, const char *const *names,
                        const char *const *bounds, int nloops, int omp_at, const char *body)
 {
     for (int i = 0; i < nloops; i++) {
@@ -234,7 +208,7 @@ static void emit_loops(sbuf *b, const dt_cpu_plan *p, const char *const *names,
     emit(b, "        %s\n", body);
 }
 
-static void emit_acc_decl(sbuf *b, int rows, int cols)
+static void emit_acc_decl(dt_buf *b, int rows, int cols)
 {
     for (int i = 0; i < rows; i++) {
         emit(b, "    vf");
@@ -244,7 +218,7 @@ static void emit_acc_decl(sbuf *b, int rows, int cols)
     }
 }
 
-static void emit_acc_zero(sbuf *b, int rows, int cols)
+static void emit_acc_zero(dt_buf *b, int rows, int cols)
 {
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++)
@@ -252,7 +226,7 @@ static void emit_acc_zero(sbuf *b, int rows, int cols)
 }
 
 /* Accumulator (i, j) lives at base + i * row_stride + j * VEC. */
-static void emit_acc_io(sbuf *b, int rows, int cols, const char *base, const char *row_stride,
+static void emit_acc_io(dt_buf *b, int rows, int cols, const char *base, const char *row_stride,
                         bool store)
 {
     for (int i = 0; i < rows; i++)
@@ -264,14 +238,14 @@ static void emit_acc_io(sbuf *b, int rows, int cols, const char *base, const cha
         }
 }
 
-static void emit_weight_loads(sbuf *b, int cols, const char *base)
+static void emit_weight_loads(dt_buf *b, int cols, const char *base)
 {
     for (int j = 0; j < cols; j++)
         emit(b, "            const vf w%d = LD(%s + %d * VEC);\n", j, base, j);
 }
 
 /* acc(p, v) += w_v * scalar at xv[p * pixel_stride] for every pixel p. */
-static void emit_broadcast_fmas(sbuf *b, int pixels, int cols, const char *pixel_stride)
+static void emit_broadcast_fmas(dt_buf *b, int pixels, int cols, const char *pixel_stride)
 {
     for (int i = 0; i < pixels; i++) {
         emit(b, "            { const float x = xv[%d * (%s)];", i, pixel_stride);
@@ -282,7 +256,7 @@ static void emit_broadcast_fmas(sbuf *b, int pixels, int cols, const char *pixel
 }
 
 /* The kw loop, either a real loop kept rolled or KW copies with s fixed. */
-static void emit_s_open(sbuf *b, const dt_cpu_plan *p, int s)
+static void emit_s_open(dt_buf *b, const dt_cpu_plan *p, int s)
 {
     if (p->unroll)
         emit(b, "        { const int s = %d;\n", s);
@@ -295,7 +269,7 @@ static int s_copies(const dt_cpu_plan *p)
     return p->unroll ? p->task.conv.kw : 1;
 }
 
-static void emit_conv_defines(sbuf *b, const dt_cpu_plan *p)
+static void emit_conv_defines(dt_buf *b, const dt_cpu_plan *p)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit(b, "#define NB %d\n#define CI %d\n#define CO %d\n#define H %d\n#define W %d\n"
@@ -310,7 +284,7 @@ static void emit_conv_defines(sbuf *b, const dt_cpu_plan *p)
 }
 
 /* Blocked output [CO/COB][OH][OW][COB] to NCHW. */
-static void emit_unpack_y(sbuf *b, const dt_cpu_plan *p)
+static void emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
 {
     emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
     if (p->threads > 1)
@@ -322,7 +296,7 @@ static void emit_unpack_y(sbuf *b, const dt_cpu_plan *p)
             "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
 }
 
-static void emit_entry(sbuf *b, const dt_cpu_plan *p, size_t ws_floats, const char *image_step)
+static void emit_entry(dt_buf *b, const dt_cpu_plan *p, size_t ws_floats, const char *image_step)
 {
     emit(b, "size_t dt_kernel_workspace(void)\n{\n    return %zu;\n}\n\n", ws_floats);
     emit(b, "void dt_kernel_prepare(const float *restrict weight, float *restrict ws)\n{\n");
@@ -341,7 +315,7 @@ static void emit_entry(sbuf *b, const dt_cpu_plan *p, size_t ws_floats, const ch
 
 /* The entry of both convolutions: per image, pack the input after the packed
  * weights in the workspace, compute into the packed output, unpack to NCHW. */
-static void emit_conv_entry(sbuf *b, const dt_cpu_plan *p, size_t wsz, size_t xsz, size_t ysz)
+static void emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, size_t wsz, size_t xsz, size_t ysz)
 {
     char step[512];
     snprintf(step, sizeof step,
@@ -374,7 +348,7 @@ static const char *conv_bound(const char *loop)
     return "1";
 }
 
-static void emit_conv_pack_w(sbuf *b, const dt_cpu_plan *p)
+static void emit_conv_pack_w(dt_buf *b, const dt_cpu_plan *p)
 {
     if (p->red_order == 0)
         emit(b, "#define WIDX(cox, cix, cii, r, s, c) "
@@ -391,7 +365,7 @@ static void emit_conv_pack_w(sbuf *b, const dt_cpu_plan *p)
             "            w[(((size_t)co * CI + ci) * KH + r) * KW + s];\n}\n\n");
 }
 
-static void emit_conv_pack_x(sbuf *b, const dt_cpu_plan *p)
+static void emit_conv_pack_x(dt_buf *b, const dt_cpu_plan *p)
 {
     emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
     if (p->threads > 1)
@@ -421,7 +395,7 @@ static void emit_conv_pack_x(sbuf *b, const dt_cpu_plan *p)
 }
 
 /* The reduction over one ci tile (ci_o) into the register tile. */
-static void emit_conv_reduction(sbuf *b, const dt_cpu_plan *p)
+static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
 {
     int cv = p->co_block / p->vec;
     emit(b, "    {\n    const float *restrict wt = wp + (size_t)(co_o * CIO + ci_o) * (CIB * KH * KW * COB);\n");
@@ -454,7 +428,7 @@ static void emit_conv_reduction(sbuf *b, const dt_cpu_plan *p)
     emit(b, "    }\n    }\n");
 }
 
-static void emit_conv_tile(sbuf *b, const dt_cpu_plan *p, bool reduction_inside)
+static void emit_conv_tile(dt_buf *b, const dt_cpu_plan *p, bool reduction_inside)
 {
     int cv = p->co_block / p->vec;
     emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
@@ -477,7 +451,7 @@ static void emit_conv_tile(sbuf *b, const dt_cpu_plan *p, bool reduction_inside)
     emit(b, "}\n\n");
 }
 
-static void emit_conv2d(sbuf *b, const dt_cpu_plan *p)
+static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
@@ -511,7 +485,7 @@ static const char *const dw_order_loops[DT_CPU_DEPTHWISE_ORDERS][4] = {
     { "oh_o", "oh_i", "ow_o", "co_o" },
 };
 
-static void emit_dw_packing(sbuf *b, const dt_cpu_plan *p)
+static void emit_dw_packing(dt_buf *b, const dt_cpu_plan *p)
 {
     emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
             "    for (int co = 0; co < CO; co++)\n"
@@ -534,7 +508,7 @@ static void emit_dw_packing(sbuf *b, const dt_cpu_plan *p)
             "                row[(PW + iw) * COB + c] = src[iw];\n        }\n    }\n}\n\n");
 }
 
-static void emit_dw_tile(sbuf *b, const dt_cpu_plan *p)
+static void emit_dw_tile(dt_buf *b, const dt_cpu_plan *p)
 {
     int cv = p->co_block / p->vec;
     emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
@@ -560,7 +534,7 @@ static void emit_dw_tile(sbuf *b, const dt_cpu_plan *p)
     emit(b, "}\n\n");
 }
 
-static void emit_depthwise(sbuf *b, const dt_cpu_plan *p)
+static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
@@ -597,7 +571,7 @@ static const char *mm_bound(const char *loop)
 }
 
 /* Panel form: B packed [BATCH][N/NB][K][NB], vectorised over n. */
-static void emit_mm_panel_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
+static void emit_mm_panel_tile(dt_buf *b, const dt_cpu_plan *p, bool inside)
 {
     int nv = p->n_block / p->vec;
     emit(b, "static void pack_w(const float *restrict w, float *restrict bp)\n{\n"
@@ -636,7 +610,7 @@ static void emit_mm_panel_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
 }
 
 /* Dot form: B as stored, vectorised over k, horizontal sums at the end. */
-static void emit_mm_dot_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
+static void emit_mm_dot_tile(dt_buf *b, const dt_cpu_plan *p, bool inside)
 {
     emit(b, "static void pack_w(const float *restrict w, float *restrict bp)\n{\n"
             "    (void)w;\n    (void)bp;\n}\n\n");
@@ -674,7 +648,7 @@ static void emit_mm_dot_tile(sbuf *b, const dt_cpu_plan *p, bool inside)
     emit(b, "}\n\n");
 }
 
-static void emit_mm(sbuf *b, const dt_cpu_plan *p)
+static void emit_mm(dt_buf *b, const dt_cpu_plan *p)
 {
     const dt_mm_shape *m = &p->task.mm;
     emit(b, "#define BATCH %d\n#define M %d\n#define N %d\n#define K %d\n#define MB %d\n"
@@ -707,7 +681,7 @@ int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
     int rc = dt_cpu_plan_check(plan, err);
     if (rc < 0)
         return rc;
-    sbuf b = { 0 };
+    dt_buf b = { 0 };
     emit_prelude(&b, plan);
     if (plan->task.kind == DT_OP_CONV2D)
         emit_conv2d(&b, plan);
@@ -715,10 +689,10 @@ int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
         emit_depthwise(&b, plan);
     else
         emit_mm(&b, plan);
-    if (b.oom) {
-        free(b.s);
+    if (b.failed) {
+        dt_buf_free(&b);
         return dt_error_set(err, DT_ENOMEM, "out of memory writing kernel source");
     }
-    *source = b.s;
+    *source = b.data;
     return 0;
 }

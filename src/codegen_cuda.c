@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/util.h"
+
 /* ---- plans ------------------------------------------------------------------ */
 
 void dt_cuda_limits_default(dt_cuda_limits *limits)
@@ -211,50 +213,27 @@ void dt_cuda_plan_str(const dt_cuda_plan *p, char *buf, size_t len)
 /* ---- the emitter --------------------------------------------------------------- */
 
 typedef struct emitter {
-    char *text;
-    size_t len, cap;
+    dt_buf text;
     int indent;
-    bool failed;
     const dt_cuda_plan *plan;
 } emitter;
-
-static bool reserve(emitter *e, size_t more)
-{
-    if (e->len + more + 1 <= e->cap)
-        return true;
-    size_t cap = e->cap ? e->cap : 4096;
-    while (cap < e->len + more + 1)
-        cap *= 2;
-    char *grown = realloc(e->text, cap);
-    if (!grown) {
-        e->failed = true;
-        return false;
-    }
-    e->text = grown;
-    e->cap = cap;
-    return true;
-}
 
 /* Writes one line: indentation, the formatted text, a newline. */
 static void emit(emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void emit(emitter *e, const char *fmt, ...)
 {
+    static const char spaces[] = "                                ";
+    for (size_t pad = (size_t)e->indent * 4; pad > 0;) {
+        size_t n = pad < sizeof spaces - 1 ? pad : sizeof spaces - 1;
+        dt_buf_append(&e->text, spaces, n);
+        pad -= n;
+    }
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    dt_buf_vprintf(&e->text, fmt, ap);
     va_end(ap);
-    size_t pad = (size_t)e->indent * 4;
-    if (e->failed || n < 0 || !reserve(e, pad + (size_t)n + 1))
-        return;
-    memset(e->text + e->len, ' ', pad);
-    e->len += pad;
-    va_start(ap, fmt);
-    vsnprintf(e->text + e->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    e->len += (size_t)n;
-    e->text[e->len++] = '\n';
-    e->text[e->len] = '\0';
+    dt_buf_append(&e->text, "\n", 1);
 }
 
 static void open_block(emitter *e, const char *head)
@@ -699,11 +678,11 @@ int dt_codegen_cuda(const dt_cuda_plan *plan, char **source, dt_error *err)
         emit_depthwise(&e);
     else
         emit_matmul(&e);
-    if (e.failed) {
-        free(e.text);
+    if (e.text.failed) {
+        dt_buf_free(&e.text);
         return dt_error_set(err, DT_ENOMEM, "out of memory writing the CUDA source of %s",
                             plan->task.name);
     }
-    *source = e.text;
+    *source = e.text.data;
     return 0;
 }

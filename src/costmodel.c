@@ -9,8 +9,11 @@
  * doubles before the DMatrix is freed.
  */
 #include "dtune/costmodel.h"
+#include "dtune/util.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,14 +119,10 @@ static int grow_labels(dt_costmodel *cm, int n, dt_error *err)
 {
     if (n <= cm->labels_cap)
         return 0;
-    int cap = cm->labels_cap ? cm->labels_cap : 256;
-    while (cap < n)
-        cap *= 2;
-    float *labels = realloc(cm->labels, (size_t)cap * sizeof *labels);
-    if (!labels)
+    size_t cap = dt_grow_capacity((size_t)cm->labels_cap, (size_t)n);
+    if (cap > INT_MAX || dt_resize(&cm->labels, cap, sizeof *cm->labels) != 0)
         return dt_error_set(err, DT_ENOMEM, "cost model: out of memory for %d labels", n);
-    cm->labels = labels;
-    cm->labels_cap = cap;
+    cm->labels_cap = (int)cap;
     return 0;
 }
 
@@ -252,14 +251,11 @@ static int grow_features(dt_costmodel *cm, int n, dt_error *err)
 {
     if (n <= cm->features_rows)
         return 0;
-    int rows = cm->features_rows ? cm->features_rows : 256;
-    while (rows < n)
-        rows *= 2;
-    float *f = realloc(cm->features, (size_t)rows * (size_t)cm->nfeatures * sizeof *f);
-    if (!f)
+    size_t rows = dt_grow_capacity((size_t)cm->features_rows, (size_t)n);
+    if (rows > INT_MAX || rows > SIZE_MAX / (size_t)cm->nfeatures
+        || dt_resize(&cm->features, rows * (size_t)cm->nfeatures, sizeof *cm->features) != 0)
         return dt_error_set(err, DT_ENOMEM, "cost model: out of memory for %d feature rows", n);
-    cm->features = f;
-    cm->features_rows = rows;
+    cm->features_rows = (int)rows;
     return 0;
 }
 

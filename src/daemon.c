@@ -12,6 +12,7 @@
  */
 #include "dtune/daemon.h"
 
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "dtune/daemon_internal.h"
 #include "dtune/measure.h"
 #include "dtune/tunelog.h"
+#include "dtune/util.h"
 
 #define WARMUP_BATCH 4
 #define WARMUP_MAX_TRIALS 64
@@ -50,16 +52,9 @@ const char *dt_stop_reason_name(dt_stop_reason r)
 
 /* ---- time ------------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double dt_run_elapsed(const dt_run *r)
 {
-    return r->elapsed_base + (now_seconds() - r->t0);
+    return r->elapsed_base + (dt_now_seconds() - r->t0);
 }
 
 /* ---- bookkeeping of one measurement ----------------------------------------- */
@@ -67,12 +62,10 @@ double dt_run_elapsed(const dt_run *r)
 static int push_curve(dt_task_run *tr, double best)
 {
     if (tr->ncurve == tr->capcurve) {
-        int cap = tr->capcurve ? tr->capcurve * 2 : 256;
-        double *grown = realloc(tr->curve, (size_t)cap * sizeof *grown);
-        if (!grown)
+        size_t cap = dt_grow_capacity((size_t)tr->capcurve, (size_t)tr->ncurve + 1);
+        if (cap > INT_MAX || dt_resize(&tr->curve, cap, sizeof *tr->curve) != 0)
             return DT_ENOMEM;
-        tr->curve = grown;
-        tr->capcurve = cap;
+        tr->capcurve = (int)cap;
     }
     tr->curve[tr->ncurve++] = best;
     return 0;
@@ -310,14 +303,14 @@ static dt_stop_reason should_stop(const dt_run *r)
 static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
 {
     int n = r->model->ntasks, rc;
-    double t0 = now_seconds();
+    double t0 = dt_now_seconds();
     if (dt_scheduler_needs_belief(r->sched) && (rc = dt_run_predict(r, err)))
         return rc;
     dt_sched_task st[n];
     double scores[n];
     fill_sched(r, st);
     int k = dt_scheduler_pick(r->sched, r->slot + 1, st, n, scores);
-    double decision_ms = (now_seconds() - t0) * 1e3;
+    double decision_ms = (dt_now_seconds() - t0) * 1e3;
     r->decision_seconds += decision_ms / 1e3;
     if (k < 0) {
         *reason = DT_STOP_FINISHED;
@@ -373,7 +366,7 @@ int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
     res->resumed_records = r->resumed_records;
     struct sigaction old_int, old_term;
     install_signals(&old_int, &old_term);
-    r->t0 = now_seconds();
+    r->t0 = dt_now_seconds();
     rc = main_loop(r, res, err);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -17,25 +17,7 @@
 
 #include "dtune/backend.h"
 #include "dtune/daemon_internal.h"
-
-/* mkdir -p */
-static int make_dirs(const char *path, dt_error *err)
-{
-    char buf[DT_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return dt_error_set(err, DT_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
-            *p = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    return 0;
-}
+#include "dtune/util.h"
 
 static int open_tasks(dt_run *r, dt_error *err)
 {
@@ -226,7 +208,7 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
     r->slot = -1;
     r->tty = isatty(STDERR_FILENO);
     snprintf(r->run_dir, sizeof r->run_dir, "%s", cfg->output_dir);
-    int rc = make_dirs(r->run_dir, err);
+    int rc = dt_mkdir_p(r->run_dir, err);
     if (rc == 0)
         rc = dt_model_load(cfg->model, &r->model, err);
     if (rc == 0 && dt_run_state_init(&r->state, r->model) != 0)

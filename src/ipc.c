@@ -5,14 +5,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "dtune/util.h"
 
 bool dt_ipc_send_all(int fd, const void *buf, size_t len)
 {
@@ -32,11 +26,11 @@ bool dt_ipc_send_all(int fd, const void *buf, size_t len)
 int dt_ipc_recv_all(int fd, void *buf, size_t len, double timeout_s)
 {
     char *p = buf;
-    double deadline = now_seconds() + timeout_s;
+    double deadline = dt_now_seconds() + timeout_s;
     while (len > 0) {
         int wait_ms = -1;
         if (timeout_s >= 0) {
-            double left = deadline - now_seconds();
+            double left = deadline - dt_now_seconds();
             if (left <= 0)
                 return -1;
             wait_ms = left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1e3) + 1;

@@ -6,6 +6,7 @@
  * is how AutoTVM extracts tasks from a network.
  */
 #include "dtune/model.h"
+#include "dtune/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -392,10 +393,8 @@ static int add_task(dt_model *m, const dt_task *t)
             return 0;
         }
     }
-    dt_task *grown = realloc(m->tasks, (size_t)(m->ntasks + 1) * sizeof *grown);
-    if (!grown)
+    if (dt_resize(&m->tasks, (size_t)m->ntasks + 1, sizeof *m->tasks) != 0)
         return DT_ENOMEM;
-    m->tasks = grown;
     m->tasks[m->ntasks++] = *t;
     return 0;
 }

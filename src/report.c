@@ -15,6 +15,7 @@
  * for another file name.
  */
 #include "dtune/report.h"
+#include "dtune/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,20 +54,6 @@ typedef struct chart_range {
 } chart_range;
 
 /* ---- files ---------------------------------------------------------------- */
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* fsyncs the directory holding path so a rename in it is durable. */
 static int fsync_parent(const char *path)
@@ -263,8 +250,8 @@ static int csv_append(int fd, const char *path, const dt_run_state *rs, dt_error
         rc = csv_resume(fd, path, header, hlen, &need_header, err);
     if (rc == 0 && lseek(fd, 0, SEEK_END) < 0)
         rc = dt_error_set(err, DT_EIO, "%s: %s", path, strerror(errno));
-    if (rc == 0 && ((need_header && write_all(fd, header, hlen) != 0) ||
-                    write_all(fd, row, rlen) != 0 || fsync(fd) != 0))
+    if (rc == 0 && ((need_header && dt_write_all(fd, header, hlen) != 0) ||
+                    dt_write_all(fd, row, rlen) != 0 || fsync(fd) != 0))
         rc = dt_error_set(err, DT_EIO, "%s: write failed: %s", path, strerror(errno));
     if (rc == 0 && need_header && fsync_parent(path) != 0) /* a new file's name */
         rc = dt_error_set(err, DT_EIO, "%s: syncing its directory: %s", path, strerror(errno));
@@ -381,7 +368,7 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err)
         free(text);
         return fd;
     }
-    if (write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0) {
+    if (dt_write_all(fd, text, strlen(text)) != 0 || dt_write_all(fd, "\n", 1) != 0) {
         int e = errno;
         free(text);
         close(fd);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "dtune/measure.h"
+#include "dtune/util.h"
 
 extern char **environ;
 
@@ -55,13 +56,6 @@ typedef struct request_msg {
     uint32_t magic;
     dt_runner_request req;
 } request_msg;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* ---- shared helpers ---------------------------------------------------------- */
 
@@ -231,9 +225,9 @@ static bool parent_gone(int fd)
 static void time_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
                         dt_measure_result *res)
 {
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     k->kernel(c->input, c->weight, k->output, k->workspace);
-    double first = now_s() - t0;
+    double first = dt_now_seconds() - t0;
     long calls = req->micro_batch;
     if (calls <= 0) {
         double want = DT_RUNNER_AUTO_BATCH_S / (first > 1e-9 ? first : 1e-9);
@@ -245,10 +239,10 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
     long total_calls = 0;
     bool stop = false;
     while (!stop) {
-        double start = now_s();
+        double start = dt_now_seconds();
         for (long i = 0; i < calls; i++)
             k->kernel(c->input, c->weight, k->output, k->workspace);
-        double seconds = now_s() - start;
+        double seconds = dt_now_seconds() - start;
         total += seconds;
         total_calls += calls;
         stop = dt_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
@@ -530,7 +524,7 @@ int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result 
                   dt_error *err)
 {
     memset(out, 0, sizeof *out);
-    double t0 = now_s();
+    double t0 = dt_now_seconds();
     int rc = send_request(r, req, err);
     if (rc < 0)
         return rc;
@@ -539,7 +533,7 @@ int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result 
         await(r, MSG_RESULT, r->params.timeout_seconds, &m, out) == 0)
         *out = m.result;
     out->compile_ms = 0;
-    out->run_ms = (now_s() - t0) * 1e3;
+    out->run_ms = (dt_now_seconds() - t0) * 1e3;
     if (out->result == DT_RESULT_WRONG_OUTPUT && r->pid > 0) {
         reap(r, true, NULL);
         r->restarts++;

@@ -1,12 +1,14 @@
 /* runstate.c — the shared snapshot of a run (see runstate.h). */
 #include "dtune/runstate.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtune/error.h"
+#include "dtune/util.h"
 
 int dt_run_state_init(dt_run_state *rs, const dt_model *model)
 {
@@ -45,12 +47,10 @@ void dt_run_state_destroy(dt_run_state *rs)
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
 {
     if (rs->npoints == rs->cap_points) {
-        int cap = rs->cap_points ? rs->cap_points * 2 : 64;
-        dt_latency_point *grown = realloc(rs->points, (size_t)cap * sizeof *grown);
-        if (!grown)
+        size_t cap = dt_grow_capacity((size_t)rs->cap_points, (size_t)rs->npoints + 1);
+        if (cap > INT_MAX || dt_resize(&rs->points, cap, sizeof *rs->points) != 0)
             return DT_ENOMEM;
-        rs->points = grown;
-        rs->cap_points = cap;
+        rs->cap_points = (int)cap;
     }
     rs->points[rs->npoints++] = *p;
     return 0;

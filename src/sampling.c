@@ -9,6 +9,7 @@
  * search reaches further than any before.
  */
 #include "dtune/sampling.h"
+#include "dtune/util.h"
 
 #include <float.h>
 #include <math.h>
@@ -368,13 +369,8 @@ static bool usable(const dt_sampling *s, const dt_point *p, const dt_sampling_se
 
 static int queue_push(dt_sampling *s, size_t *tail, uint64_t idx)
 {
-    if (*tail == s->queue_cap) {
-        uint64_t *q = realloc(s->queue, 2 * s->queue_cap * sizeof *q);
-        if (!q)
-            return DT_ENOMEM;
-        s->queue = q;
-        s->queue_cap *= 2;
-    }
+    if (dt_grow(&s->queue, &s->queue_cap, *tail + 1, sizeof *s->queue) != 0)
+        return DT_ENOMEM;
     s->queue[(*tail)++] = idx;
     return 0;
 }

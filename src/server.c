@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dtune/report.h"
+#include "dtune/util.h"
 
 struct dt_server {
     struct MHD_Daemon *daemon;
@@ -50,6 +51,7 @@ typedef struct page {
 typedef int (*page_builder)(const dt_run_state *snap, page *out);
 
 #define MAX_REPLY_BYTES (64u << 20)
+#define READ_CHUNK (1u << 14)   /* bytes made room for before each read */
 
 /* ---- addresses ------------------------------------------------------------ */
 
@@ -317,29 +319,25 @@ static int text_page(page *out, unsigned status, const char *text)
     return out->body ? 0 : DT_ENOMEM;
 }
 
-/* Reads all of fd into a malloc'd buffer. */
+/* Reads all of fd (at most MAX_REPLY_BYTES) into a malloc'd NUL-terminated
+ * buffer. */
 static char *read_fd(int fd, size_t *len)
 {
-    size_t cap = 1 << 16;
-    char *buf = malloc(cap);
-    *len = 0;
-    while (buf) {
-        if (*len == cap) {
-            char *grown = cap < MAX_REPLY_BYTES ? realloc(buf, cap *= 2) : NULL;
-            if (!grown)
-                break;
-            buf = grown;
-        }
-        ssize_t n = read(fd, buf + *len, cap - *len);
+    dt_buf buf = { 0 };
+    while (buf.len < MAX_REPLY_BYTES && dt_buf_reserve(&buf, READ_CHUNK) == 0) {
+        ssize_t n = read(fd, buf.data + buf.len, buf.cap - buf.len - 1);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == 0)
-            return buf;
         if (n < 0)
             break;
-        *len += (size_t)n;
+        if (n == 0) {
+            buf.data[buf.len] = '\0';
+            *len = buf.len;
+            return buf.data;
+        }
+        buf.len += (size_t)n;
     }
-    free(buf);
+    dt_buf_free(&buf);
     return NULL;
 }
 
@@ -571,33 +569,27 @@ static int send_all(int fd, const char *buf, size_t len, int timeout_ms)
     return 0;
 }
 
-/* Reads until the peer closes; returns a malloc'd NUL-terminated buffer. */
+/* Reads until the peer closes (at most MAX_REPLY_BYTES); returns a malloc'd
+ * NUL-terminated buffer. */
 static char *recv_all(int fd, int timeout_ms, size_t *len)
 {
-    size_t cap = 1 << 14;
-    char *buf = malloc(cap);
-    *len = 0;
-    while (buf) {
-        if (*len + 1 >= cap) {
-            char *grown = cap < MAX_REPLY_BYTES ? realloc(buf, cap *= 2) : NULL;
-            if (!grown)
-                break;
-            buf = grown;
-        }
+    dt_buf buf = { 0 };
+    while (buf.len < MAX_REPLY_BYTES && dt_buf_reserve(&buf, READ_CHUNK) == 0) {
         if (wait_fd(fd, POLLIN, timeout_ms) != 0)
             break;
-        ssize_t n = recv(fd, buf + *len, cap - *len - 1, 0);
+        ssize_t n = recv(fd, buf.data + buf.len, buf.cap - buf.len - 1, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n < 0)
             break;
         if (n == 0) {
-            buf[*len] = '\0';
-            return buf;
+            buf.data[buf.len] = '\0';
+            *len = buf.len;
+            return buf.data;
         }
-        *len += (size_t)n;
+        buf.len += (size_t)n;
     }
-    free(buf);
+    dt_buf_free(&buf);
     return NULL;
 }
 

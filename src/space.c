@@ -6,12 +6,14 @@
  */
 #include "dtune/space.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtune/space_table.h"
+#include "dtune/util.h"
 
 static const char *const target_names[DT_TARGET_COUNT] = { "cpu", "cuda" };
 
@@ -44,12 +46,10 @@ typedef struct factor_list {
 static int factor_push(factor_list *fl)
 {
     if (fl->n == fl->cap) {
-        int cap = fl->cap ? fl->cap * 2 : 16;
-        int *grown = realloc(fl->rows, (size_t)cap * fl->parts * sizeof *grown);
-        if (!grown)
+        size_t cap = dt_grow_capacity((size_t)fl->cap, (size_t)fl->n + 1);
+        if (cap > INT_MAX || dt_resize(&fl->rows, cap * (size_t)fl->parts, sizeof *fl->rows) != 0)
             return DT_ENOMEM;
-        fl->rows = grown;
-        fl->cap = cap;
+        fl->cap = (int)cap;
     }
     memcpy(fl->rows + (size_t)fl->n * fl->parts, fl->current, (size_t)fl->parts * sizeof(int));
     fl->n++;

@@ -24,6 +24,7 @@
  * back within one rounding of the value written.
  */
 #include "dtune/tunelog.h"
+#include "dtune/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -251,23 +252,6 @@ static int encode_slot(const dt_slot_record *r, json_t **out, dt_error *err)
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* Returns 0 or an errno value. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return errno;
-        if (n == 0)
-            return EIO;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int fsync_fd(int fd)
 {
     while (fsync(fd) != 0) {
@@ -316,7 +300,7 @@ static int write_line_locked(dt_tunelog *log, const char *line, size_t len, dt_e
     start = lseek(log->fd, 0, SEEK_END);
     if (start < 0)
         return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
-    e = write_all(log->fd, line, len);
+    e = dt_write_all(log->fd, line, len);
     if (e != 0) {
         cut_back(log, start);
         return dt_error_set(err, DT_EIO, "%s: write failed: %s", log->path, strerror(e));
@@ -837,15 +821,10 @@ int dt_history_push(dt_history *h, const dt_measure_record *r)
     if (!has_best)
         h->best = -1;   /* also makes a calloc'd history valid */
     if (h->n == h->cap) {
-        int cap = h->cap > 0 ? h->cap * 2 : 16;
-        dt_measure_record *grown;
-        if (h->cap > INT_MAX / 2)
+        size_t cap = dt_grow_capacity((size_t)h->cap, (size_t)h->n + 1);
+        if (cap > INT_MAX || dt_resize(&h->records, cap, sizeof *h->records) != 0)
             return DT_ENOMEM;
-        grown = realloc(h->records, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return DT_ENOMEM;
-        h->records = grown;
-        h->cap = cap;
+        h->cap = (int)cap;
     }
     h->records[h->n] = *r;
     if (r->m.result == DT_RESULT_OK && (!has_best || r->m.gflops > h->best_gflops)) {

@@ -13,11 +13,13 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "dtune/ppo.h"
+#include "dtune/util.h"
 
 /* Spaces up to this size are counted at creation, so exhaustion is exact. */
 #define DT_TUNER_COUNT_LIMIT (1u << 20)
@@ -41,13 +43,6 @@ static const dt_tuner_strategy_i *find_strategy(const char *name)
         if (strcmp(strategies[i]->name, name) == 0)
             return strategies[i];
     return NULL;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void dt_tuner_default_config(dt_tuner_config *cfg)
@@ -155,21 +150,14 @@ static int grow_history(dt_tuner *t)
 {
     if (t->n < t->cap)
         return 0;
-    int cap = t->cap ? 2 * t->cap : 256;
+    size_t cap = dt_grow_capacity((size_t)t->cap, (size_t)t->n + 1);
     size_t nf = (size_t)t->space->nfeatures;
-    dt_point *points = realloc(t->points, (size_t)cap * sizeof *points);
-    if (!points)
+    if (cap > INT_MAX || (nf && cap > SIZE_MAX / nf)
+        || dt_resize(&t->points, cap, sizeof *t->points) != 0
+        || dt_resize(&t->features, cap * nf, sizeof *t->features) != 0
+        || dt_resize(&t->gflops, cap, sizeof *t->gflops) != 0)
         return DT_ENOMEM;
-    t->points = points;
-    float *features = realloc(t->features, (size_t)cap * nf * sizeof *features);
-    if (!features)
-        return DT_ENOMEM;
-    t->features = features;
-    double *gflops = realloc(t->gflops, (size_t)cap * sizeof *gflops);
-    if (!gflops)
-        return DT_ENOMEM;
-    t->gflops = gflops;
-    t->cap = cap;
+    t->cap = (int)cap;
     return 0;
 }
 
@@ -345,7 +333,7 @@ static bool budget_left(const dt_tuner *t, const dt_tuner_budget *b, const dt_tu
         return false;
     if (b->trials > 0 && s->trials >= b->trials)
         return false;
-    if (b->seconds > 0 && now_seconds() - started >= b->seconds)
+    if (b->seconds > 0 && dt_now_seconds() - started >= b->seconds)
         return false;
     return !dt_tuner_exhausted(t);
 }
@@ -369,21 +357,21 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
     dt_tuner_stats local;
     dt_tuner_stats *s = stats ? stats : &local;
     memset(s, 0, sizeof *s);
-    double started = now_seconds();
+    double started = dt_now_seconds();
     int rc = 0;
     while (!rc && budget_left(t, b, s, started)) {
         int max = t->cfg.batch_size, n = 0;
         if (b->trials > 0 && b->trials - s->trials < max)
             max = b->trials - s->trials;
-        double t0 = now_seconds();
+        double t0 = dt_now_seconds();
         rc = propose_batch(t, max, &n, err);
-        double t1 = now_seconds();
+        double t1 = dt_now_seconds();
         s->overhead_seconds += t1 - t0;
         if (rc || n == 0)
             break;
         memset(t->results, 0, (size_t)n * sizeof *t->results);
         rc = measure(ctx, t->space, t->batch, n, t->results, err);
-        double t2 = now_seconds();
+        double t2 = dt_now_seconds();
         s->measure_seconds += t2 - t1;
         if (rc)
             break;
@@ -392,8 +380,8 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
             rc = dt_error_set(err, improved, "tuner: out of memory recording a batch");
         else
             s->improved += improved, s->trials += n;
-        s->overhead_seconds += now_seconds() - t2;
+        s->overhead_seconds += dt_now_seconds() - t2;
     }
-    s->wall_seconds = now_seconds() - started;
+    s->wall_seconds = dt_now_seconds() - started;
     return rc;
 }

@@ -44,11 +44,13 @@
  */
 #include "tuner_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtune/ppo.h"
+#include "dtune/util.h"
 
 /* Episodes from measured configs start at one of the best this many. */
 #define CHAM_TOP_STARTS 16
@@ -126,18 +128,11 @@ static int grow_records(cham_state *c, int n, dt_error *err)
 {
     if (n <= c->records_cap)
         return 0;
-    int cap = c->records_cap ? c->records_cap : 256;
-    while (cap < n)
-        cap *= 2;
-    int *order = realloc(c->order, (size_t)cap * sizeof *order);
-    if (order)
-        c->order = order;
-    double *scores = realloc(c->record_scores, (size_t)cap * sizeof *scores);
-    if (scores)
-        c->record_scores = scores;
-    if (!order || !scores)
+    size_t cap = dt_grow_capacity((size_t)c->records_cap, (size_t)n);
+    if (cap > INT_MAX || dt_resize(&c->order, cap, sizeof *c->order) != 0
+        || dt_resize(&c->record_scores, cap, sizeof *c->record_scores) != 0)
         return dt_error_set(err, DT_ENOMEM, "chameleon: out of memory for %d records", n);
-    c->records_cap = cap;
+    c->records_cap = (int)cap;
     return 0;
 }
 

@@ -37,6 +37,7 @@
 #include "dtune/codegen_cuda.h"
 #include "dtune/config.h"
 #include "dtune/cuda_api.h"
+#include "dtune/util.h"
 #include "support/run_cmd.h"
 
 static char out[1 << 16];
@@ -318,13 +319,6 @@ static void test_flush_l2_and_invalid(void **state)
 
 /* ---- the process machinery against a fake driver -------------------------------- */
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Runs point 0 of a small dense task `runs` times on a freshly opened
  * backend and prints "run I CLASS repeats=R seconds=S | detail" per run. */
 static int fake_runs(bool check_output, int runs)
@@ -355,10 +349,10 @@ static int fake_runs(bool check_output, int runs)
     printf("build %s %s | %s\n", dt_error_name(rc), dt_result_name(art.result), art.detail);
     for (int i = 0; i < runs && rc == 0; i++) {
         dt_measure_result r;
-        double start = seconds_now();
+        double start = dt_now_seconds();
         rc = dt_backend_cuda.run(b, &s, &p, &art, &r, &err);
         printf("run %d %s repeats=%d seconds=%.1f | %s%s\n", i, rc ? dt_error_name(rc) :
-               dt_result_name(r.result), r.repeats, seconds_now() - start, r.detail, rc ? err.msg : "");
+               dt_result_name(r.result), r.repeats, dt_now_seconds() - start, r.detail, rc ? err.msg : "");
     }
     dt_space_free(&s);
     dt_backend_cuda.close(b);

@@ -18,6 +18,7 @@
 
 #include "dtune/runner.h"
 #include "dtune/server.h"
+#include "dtune/util.h"
 #include "support/run_cmd.h"
 
 static char out[1 << 16];
@@ -45,8 +46,9 @@ static int measured_configs(const char *log, char ***keys_out)
     FILE *f = fopen(log, "r");
     assert_non_null(f);
     char line[8192];
-    int n = 0, cap = 1024;
-    char **keys = malloc((size_t)cap * sizeof *keys);
+    int n = 0;
+    size_t cap = 0;
+    char **keys = NULL;
     while (fgets(line, sizeof line, f)) {
         json_error_t jerr;
         json_t *rec = json_loads(line, 0, &jerr);
@@ -59,8 +61,7 @@ static int measured_configs(const char *log, char ***keys_out)
             for (int i = 0; i < n; i++)
                 if (strcmp(keys[i], key) == 0)
                     fail_msg("%s measured twice", key);
-            if (n == cap)
-                keys = realloc(keys, (size_t)(cap *= 2) * sizeof *keys);
+            assert_int_equal(dt_grow(&keys, &cap, (size_t)n + 1, sizeof *keys), 0);
             keys[n++] = strdup(key);
         }
         json_decref(rec);

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dtune/util.h"
+
 const char *dt_test_dtune(void)
 {
     const char *bin = getenv("DTUNE_BIN");
@@ -99,26 +101,17 @@ char *dt_test_slurp(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
+    dt_buf buf = { 0 };
+    size_t got = 1;
+    while (got > 0 && dt_buf_reserve(&buf, 4096) == 0) {
+        got = fread(buf.data + buf.len, 1, buf.cap - buf.len - 1, f);
+        buf.len += got;
+        buf.data[buf.len] = '\0';
     }
     fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
+    if (buf.failed)
+        dt_buf_free(&buf);
+    return buf.data;
 }
 
 int dt_test_count_lines(const char *path, const char *needle)

@@ -1,0 +1,68 @@
+/* util.h — the small helpers every part uses, written once: the monotonic
+ * clock, mkdir -p, write-all, array growth and a growable text buffer.
+ *
+ * Public because the benchmarks in bench/ and the test support use them too.
+ */
+#ifndef DTUNE_UTIL_H
+#define DTUNE_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "dtune/error.h"
+
+/* Seconds on CLOCK_MONOTONIC: system-wide, so a parent and its measurement
+ * processes compare stamps; never steps, so differences are durations. */
+double dt_now_seconds(void);
+
+/* Creates directory path and its missing parents with mode 0755 (less the
+ * umask); existing ones are fine. Returns 0, or DT_EIO with
+ * "PATH: cannot create directory: REASON" in err. */
+int dt_mkdir_p(const char *path, dt_error *err);
+
+/* Writes all len bytes of buf to fd, retrying short writes and EINTR.
+ * Returns 0, or the errno value of the failing write (EIO when write
+ * returned 0). */
+int dt_write_all(int fd, const void *buf, size_t len);
+
+/* Array growth. array_ptr is always the address of the array's pointer (of
+ * any element type); on failure the old array stays valid and unchanged. */
+
+/* The capacity for at least `need` elements: `cap` when they fit, else
+ * doubling from max(cap, 16). Returns 0 when that overflows a size_t. */
+size_t dt_grow_capacity(size_t cap, size_t need);
+
+/* Reallocates *array_ptr to n elements of `size` bytes, the product checked
+ * for overflow. Returns 0 or DT_ENOMEM. */
+int dt_resize(void *array_ptr, size_t n, size_t size);
+
+/* Grows *array_ptr of *cap elements so that at least `need` fit
+ * (dt_grow_capacity, dt_resize) and updates *cap. Returns 0 or DT_ENOMEM. */
+int dt_grow(void *array_ptr, size_t *cap, size_t need, size_t size);
+
+/* A growable byte buffer that keeps its text NUL-terminated. Zero-initialise
+ * it (`dt_buf b = {0};`); after an allocation failure `failed` is set, every
+ * later append is ignored, and the caller reports out of memory once. */
+typedef struct dt_buf {
+    char *data;      /* NULL until the first append; NUL-terminated after it */
+    size_t len;      /* bytes held, not counting the terminator */
+    size_t cap;      /* bytes allocated */
+    bool failed;
+} dt_buf;
+
+/* Ensures room for `more` bytes after len plus the terminator. Returns 0, or
+ * DT_ENOMEM (and sets failed). */
+int dt_buf_reserve(dt_buf *b, size_t more);
+
+/* Appends n bytes. Returns 0 or DT_ENOMEM. */
+int dt_buf_append(dt_buf *b, const void *bytes, size_t n);
+
+/* Appends printf-formatted text. Returns 0 or DT_ENOMEM. */
+int dt_buf_printf(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* Frees the buffer's memory and zeroes it; accepts a zeroed buffer. */
+void dt_buf_free(dt_buf *b);
+
+#endif

@@ -1,0 +1,160 @@
+/* util.c — the small helpers every part uses: the monotonic clock, mkdir -p,
+ * write-all, array growth and a growable text buffer (see util.h). */
+#include "dtune/util.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DT_DIR_MODE 0755
+#define MIN_CAPACITY 16
+
+double dt_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int make_dir(const char *path, dt_error *err)
+{
+    if (mkdir(path, DT_DIR_MODE) != 0 && errno != EEXIST)
+        return dt_error_set(err, DT_EIO, "%s: cannot create directory: %s", path, strerror(errno));
+    return 0;
+}
+
+int dt_mkdir_p(const char *path, dt_error *err)
+{
+    size_t n = strlen(path);
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    memcpy(buf, path, n + 1);
+    int rc = 0;
+    for (char *p = buf + 1; *p && rc == 0; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        rc = make_dir(buf, err);
+        *p = '/';
+    }
+    if (rc == 0)
+        rc = make_dir(buf, err);
+    free(buf);
+    return rc;
+}
+
+int dt_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            return EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+size_t dt_grow_capacity(size_t cap, size_t need)
+{
+    if (need <= cap)
+        return cap;
+    size_t grown = cap > MIN_CAPACITY ? cap : MIN_CAPACITY;
+    while (grown < need) {
+        if (grown > SIZE_MAX / 2)
+            return 0;
+        grown *= 2;
+    }
+    return grown;
+}
+
+int dt_resize(void *array_ptr, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return DT_ENOMEM;
+    /* The caller's pointer has its own element type; copy its bytes rather
+     * than write it through a void ** of another type. */
+    void *old;
+    memcpy(&old, array_ptr, sizeof old);
+    void *p = realloc(old, n * size);
+    if (!p && n * size > 0)
+        return DT_ENOMEM;
+    memcpy(array_ptr, &p, sizeof p);
+    return 0;
+}
+
+int dt_grow(void *array_ptr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t grown = dt_grow_capacity(*cap, need);
+    if (grown == 0 || dt_resize(array_ptr, grown, size) != 0)
+        return DT_ENOMEM;
+    *cap = grown;
+    return 0;
+}
+
+int dt_buf_reserve(dt_buf *b, size_t more)
+{
+    if (b->failed)
+        return DT_ENOMEM;
+    if (more > SIZE_MAX - b->len - 1 || dt_grow(&b->data, &b->cap, b->len + more + 1, 1) != 0) {
+        b->failed = true;
+        return DT_ENOMEM;
+    }
+    return 0;
+}
+
+int dt_buf_append(dt_buf *b, const void *bytes, size_t n)
+{
+    if (dt_buf_reserve(b, n) != 0)
+        return DT_ENOMEM;
+    memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = b->failed ? -1 : vsnprintf(b->data ? b->data + b->len : NULL,
+                                       b->data ? b->cap - b->len : 0, fmt, ap);
+    if (n >= 0 && b->data && b->len + (size_t)n < b->cap) {
+        b->len += (size_t)n;
+    } else if (n < 0 || dt_buf_reserve(b, (size_t)n) != 0) {
+        b->failed = true;
+    } else {
+        vsnprintf(b->data + b->len, b->cap - b->len, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+    return b->failed ? DT_ENOMEM : 0;
+}
+
+int dt_buf_printf(dt_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = dt_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void dt_buf_free(dt_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
