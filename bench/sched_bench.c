@@ -51,10 +51,6 @@
 #define MAX_POLICIES 16
 #define BATCH_SIZE 64            /* the daemon's default tuner batch: horizon before any slot */
 
-/* Budget-limited sequential: each task cut to this share of its trials. */
-static const double budget_fracs[] = { 0.25, 0.5 };
-#define NFRACS ((int)(sizeof budget_fracs / sizeof budget_fracs[0]))
-
 /* ---- traces ------------------------------------------------------------------------ */
 
 typedef struct task_trace {
@@ -160,7 +156,8 @@ static int trace_concat(const trace *a, const trace *b, trace *out)
     if (!(out->tasks = malloc((size_t)out->ntasks * sizeof *out->tasks)))
         return -1;
     memcpy(out->tasks, a->tasks, (size_t)a->ntasks * sizeof *out->tasks);
-    memcpy(out->tasks + a->ntasks, b->tasks, (size_t)b->ntasks * sizeof *out->tasks);
+    if (b->ntasks > 0)
+        memcpy(out->tasks + a->ntasks, b->tasks, (size_t)b->ntasks * sizeof *out->tasks);
     return 0;
 }
 
@@ -170,7 +167,7 @@ typedef struct task_sim {
     int pos;                     /* trials consumed */
     double clock;                /* own tuning seconds consumed */
     double best;
-    int last_improvement, slots, last_slot_trials, nhistory;
+    int last_improvement, slots, measured_slots, last_slot_trials, nhistory;
     double latency_history[DT_SCHED_WINDOW];
     bool pred_ok;
     double pred_gflops;
@@ -264,6 +261,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
         st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .group = t->group,
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
+                                 .measured_slots = ts->measured_slots,
                                  .finished = ts->pos - ts->last_improvement >= finish_after,
                                  .exhausted = ts->pos >= task_len(s, k), .nhistory = ts->nhistory };
         memcpy(st[k].latency_history, ts->latency_history, sizeof st[k].latency_history);
@@ -310,43 +308,71 @@ static double true_reduction(const sim *s, int k, double slot_seconds)
     return t->count * (task_latency_ms(t, ts->best) - task_latency_ms(t, b));
 }
 
-/* How well the belief's r_k ranks tasks, over decisions where every task has
- * had a slot: argmax r_k is the task of largest true one-slot reduction
- * (hits), the true reduction of the argmax over the largest one (share), and
- * the sums of predicted and true reductions of the argmax (calibration). */
+/* How well a policy's prediction ranks tasks, over decisions where every
+ * task has had a slot: the true one-slot reduction of the task it chose
+ * over the largest one (share), and Spearman's rho between predicted and
+ * true reductions of the tasks it may pick. */
 typedef struct belief_quality {
-    int decisions, hits;
-    double share_sum, pred_sum, true_sum;
+    int decisions, rho_decisions;
+    double share_sum, rho_sum;
 } belief_quality;
 
-static void judge_belief(const sim *s, const dt_sched_task *st, double slot_seconds,
-                         belief_quality *q)
+/* Ranks of v[0..n) (1-based, ties share their mean rank) into rank. */
+static void ranks(const double *v, int n, double *rank)
 {
-    int n = s->tr->ntasks, kp = -1, kt = -1;
-    double rp = -1, rt = -1;
+    for (int i = 0; i < n; i++) {
+        int below = 0, equal = 0;
+        for (int j = 0; j < n; j++) {
+            below += v[j] < v[i];
+            equal += v[j] == v[i];
+        }
+        rank[i] = below + (equal + 1) / 2.0;
+    }
+}
+
+/* Spearman's rho of x and y: Pearson's r of their ranks; NAN when either is constant. */
+static double spearman(const double *x, const double *y, int n)
+{
+    double rx[n], ry[n], mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+    ranks(x, n, rx);
+    ranks(y, n, ry);
+    for (int i = 0; i < n; i++) {
+        mx += rx[i] / n;
+        my += ry[i] / n;
+    }
+    for (int i = 0; i < n; i++) {
+        sxy += (rx[i] - mx) * (ry[i] - my);
+        sxx += (rx[i] - mx) * (rx[i] - mx);
+        syy += (ry[i] - my) * (ry[i] - my);
+    }
+    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
+static void judge_belief(const sim *s, const dt_scheduler *sched, const dt_sched_task *st,
+                         int chosen, double slot_seconds, belief_quality *q)
+{
+    int n = s->tr->ntasks, m = 0;
+    double pred[n], truth[n], rt = 0;
     for (int k = 0; k < n; k++) {
         if (st[k].slots == 0)
             return;
         if (st[k].exhausted || st[k].finished)
             continue;
-        double p = dt_sched_expected_reduction(&st[k]), t = true_reduction(s, k, slot_seconds);
-        if (p > rp) {
-            rp = p;
-            kp = k;
-        }
-        if (t > rt) {
-            rt = t;
-            kt = k;
-        }
+        pred[m] = dt_scheduler_predicted_cut(sched, &st[k]);
+        if (isnan(pred[m]))
+            pred[m] = 0;  /* no prediction: no expected cut */
+        truth[m] = true_reduction(s, k, slot_seconds);
+        rt = fmax(rt, truth[m++]);
     }
-    if (kp < 0 || rt <= 0)
+    if (chosen < 0 || rt <= 0)
         return;
-    double tp = true_reduction(s, kp, slot_seconds);
     q->decisions++;
-    q->hits += kp == kt;
-    q->share_sum += tp / rt;
-    q->pred_sum += rp;
-    q->true_sum += tp;
+    q->share_sum += true_reduction(s, chosen, slot_seconds) / rt;
+    double rho = m >= 3 ? spearman(pred, truth, m) : NAN;
+    if (isfinite(rho)) {
+        q->rho_decisions++;
+        q->rho_sum += rho;
+    }
 }
 
 /* Oracle: the task whose next m slots (best m) cut the true latency most per slot. */
@@ -412,8 +438,15 @@ typedef struct bench_opts {
     double slot_seconds;
     int seeds, finish_after, threads;
     double ucb_c;                /* < 0: the config default */
+    double prior_slots;          /* < 0: the config default */
     bool verbose;                /* one line per slot decision of belief policies */
+    bool lomo;                   /* hazard table fitted on the other models' traces */
+    bool fit_hazard;             /* print the hazard table fitted on all traces */
+    const char *csv_path;
+    const char *policies;        /* comma-separated; NULL: all */
     const char *out_dir, *overhead;
+    const char *hazard;          /* NULL: the config default */
+    FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
 } bench_opts;
 
 static void print_decision(const char *policy, uint64_t seed, const sim *s, const dt_sched_task *st,
@@ -464,8 +497,12 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     dt_config cfg;
     dt_config_defaults(&cfg);
     cfg.scheduler.finish_after = o->finish_after;
+    if (o->hazard)
+        snprintf(cfg.scheduler.hazard, sizeof cfg.scheduler.hazard, "%s", o->hazard);
     if (o->ucb_c >= 0)
         cfg.scheduler.ucb_c = o->ucb_c;
+    if (o->prior_slots >= 0)
+        cfg.scheduler.prior_slots = o->prior_slots;
     dt_error err = { 0 };
     dt_scheduler *sched = NULL;
     dt_belief_pool *pool = NULL;
@@ -496,19 +533,20 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         cap_seconds += 3 * tr->tasks[k].seconds[tr->tasks[k].n - 1];
     rc = add_point(res, s.clock, model_latency(&s), -1);
     while (rc == 0 && s.clock < cap_seconds) {
-        double t0 = dt_now_seconds();
+        double t0 = dt_now_seconds(), decision_ms;
         if (belief && (rc = predict(&s, pool, 0, ybuf, hist, pred)))
             break;
         int k;
         if (sched) {
             fill_sched(&s, o->finish_after, st);
             k = dt_scheduler_pick(sched, s.slot + 1, st, n, scores);
-            if (belief && quality)
-                judge_belief(&s, st, o->slot_seconds, quality);
+            decision_ms = (dt_now_seconds() - t0) * 1e3;
+            if (quality && dt_scheduler_predicts(sched))
+                judge_belief(&s, sched, st, k, o->slot_seconds, quality);
         } else {
             k = oracle_pick(&s, o->slot_seconds);
+            decision_ms = (dt_now_seconds() - t0) * 1e3;
         }
-        double decision_ms = (dt_now_seconds() - t0) * 1e3;
         if (belief && o->verbose)
             print_decision(policy, seed, &s, st, scores, k, pred);
         if (k < 0)
@@ -519,6 +557,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         s.clock += advance(&s, k, ts->clock + o->slot_seconds);
         ts->last_slot_trials = ts->pos - before;
         ts->slots++;
+        ts->measured_slots += ts->pos > before;
         push_history(ts, task_latency_ms(&tr->tasks[k], ts->best));
         rc = add_point(res, s.clock, model_latency(&s), decision_ms);
     }
@@ -571,10 +610,14 @@ static void format_interval(char *buf, size_t len, double *v, int n)
     snprintf(buf, len, "%5.2f [%4.2f, %4.2f]", med, lo, hi);
 }
 
-static int split_policies(char names[][32])
+/* The policies in list (comma-separated; NULL: every policy), sequential
+ * always among them (it defines L*). */
+static int split_policies(char names[][32], const char *list)
 {
-    const char *all = dt_scheduler_policies();
+    const char *all = list ? list : dt_scheduler_policies();
     int n = 0;
+    if (list && !strstr(list, "sequential"))
+        snprintf(names[n++], 32, "sequential");
     for (const char *p = all; *p && n < MAX_POLICIES;) {
         size_t l = strcspn(p, ", ");
         if (l > 0 && l < 32) {
@@ -612,40 +655,6 @@ static void draw_curves(const char *model, run_result *first, char names[][32], 
         fprintf(stderr, "sched_bench: %s: %s\n", path, err.msg);
     else
         printf("  curves: %s\n", path);
-}
-
-/* Median and interval of num[i] / den[i] over n runs into buf. */
-static void ratio_interval(char *buf, size_t len, const double *num, const double *den, int n,
-                           double *scratch)
-{
-    for (int i = 0; i < n; i++)
-        scratch[i] = den[i] > 0 ? num[i] / den[i] : INFINITY;
-    format_interval(buf, len, scratch, n);
-}
-
-static void print_table(const trace *tr, int ntraces, char names[][32], int np, const double *reach,
-                        const double *reach5, const double *final_ms, int nruns, const bench_opts *o)
-{
-    int seq = find_policy(names, np, "sequential"), grad = find_policy(names, np, "gradient");
-    double *v = malloc((size_t)nruns * sizeof *v);
-    if (!v)
-        return;
-    printf("  %-15s %9s %22s %22s %22s %22s %9s\n", "policy", "reach (s)", "x sooner: sequential",
-           "x sooner: gradient", "time / oracle's", "to 1.05 L*: x seq", "final ms");
-    for (int p = 0; p <= np; p++) {
-        char a[64], b[64], c[64], d[64];
-        const double *rp = &reach[p * nruns], *r5 = &reach5[p * nruns];
-        ratio_interval(a, sizeof a, &reach[seq * nruns], rp, nruns, v);
-        ratio_interval(b, sizeof b, &reach[grad * nruns], rp, nruns, v);
-        ratio_interval(c, sizeof c, rp, &reach[np * nruns], nruns, v);
-        ratio_interval(d, sizeof d, &reach5[seq * nruns], r5, nruns, v);
-        memcpy(v, rp, (size_t)nruns * sizeof *v);
-        double med_reach = quantile(v, nruns, 0.5);
-        memcpy(v, &final_ms[p * nruns], (size_t)nruns * sizeof *v);
-        printf("  %-15s %9.0f %22s %22s %22s %22s %9.4f\n", p < np ? names[p] : "oracle", med_reach,
-               a, b, c, d, quantile(v, nruns, 0.5));
-    }
-    free(v);
 }
 
 /* How late the task curves still improve: the trial of each task's last
@@ -690,165 +699,456 @@ static void print_curve_shape(const trace *traces, int ntraces)
     free(half);
 }
 
-/* Budget-limited comparison: x sooner than the cut sequential, per share. */
-static void print_budget_table(char names[][32], int np, const double *seqf, const double *reachf,
-                               int nruns)
+/* ---- the exact optimum and the hazard table -------------------------------------- */
+
+/* Task k alone, slot after slot from the end of its warm-up to the end of
+ * its trace: after s slots its weighted latency lat[s] (ms), the seconds
+ * those slots took cost[s], and the trials slot s measured trials[s]. Each
+ * array holds *nslots + 1 entries (trials: *nslots); the caller frees them.
+ * *warm gets the task's warm-up seconds. */
+static int task_slots(const trace *tr, int k, double slot_seconds, double **lat, double **cost,
+                      int **trials, int *nslots, double *warm)
 {
-    double *v = malloc((size_t)nruns * sizeof *v);
-    if (!v)
+    const task_trace *t = &tr->tasks[k];
+    task_sim *ts = calloc((size_t)tr->ntasks, sizeof *ts);
+    sim s = { .tr = tr, .ts = ts, .trial_frac = 1.0 };
+    int cap = (int)ceil(t->seconds[t->n - 1] / slot_seconds) + 2;
+    *lat = malloc((size_t)(cap + 1) * sizeof **lat);
+    *cost = malloc((size_t)(cap + 1) * sizeof **cost);
+    *trials = malloc((size_t)(cap + 1) * sizeof **trials);
+    if (!ts || !*lat || !*cost || !*trials) {
+        free(ts);
+        return -1;
+    }
+    *warm = advance(&s, k, t->seconds[first_valid(t)]);
+    int n = 0;
+    (*lat)[0] = t->count * task_latency_ms(t, ts[k].best);
+    (*cost)[0] = 0;
+    while (ts[k].pos < t->n && n < cap) {
+        int before = ts[k].pos;
+        double spent = advance(&s, k, ts[k].clock + slot_seconds);
+        (*trials)[n++] = ts[k].pos - before;
+        (*lat)[n] = t->count * task_latency_ms(t, ts[k].best);
+        (*cost)[n] = (*cost)[n - 1] + spent;
+    }
+    *nslots = n;
+    free(ts);
+    return 0;
+}
+
+/* Least run seconds (warm-up included) to each target latency: dt_sched_optimum. */
+static int optimum_times(const trace *tr, double slot_seconds, const double *targets, int ntargets,
+                         double *seconds)
+{
+    int n = tr->ntasks, rc = 0;
+    dt_sched_curve *curves = calloc((size_t)n, sizeof *curves);
+    double **lat = calloc((size_t)n, sizeof *lat), **cost = calloc((size_t)n, sizeof *cost);
+    int **trials = calloc((size_t)n, sizeof *trials);
+    double warm = 0;
+    if (!curves || !lat || !cost || !trials)
+        rc = -1;
+    for (int k = 0; rc == 0 && k < n; k++) {
+        double w;
+        rc = task_slots(tr, k, slot_seconds, &lat[k], &cost[k], &trials[k], &curves[k].nslots, &w);
+        curves[k].latency = lat[k];
+        curves[k].cost = cost[k];
+        warm += w;
+    }
+    dt_error err = { 0 };
+    if (rc == 0 && (rc = dt_sched_optimum(curves, n, targets, ntargets, seconds, &err)))
+        fprintf(stderr, "sched_bench: %s\n", err.msg);
+    for (int i = 0; rc == 0 && i < ntargets; i++)
+        seconds[i] += warm;
+    for (int k = 0; k < n && lat && cost && trials; k++) {
+        free(lat[k]);
+        free(cost[k]);
+        free(trials[k]);
+    }
+    free(curves);
+    free(lat);
+    free(cost);
+    free(trials);
+    return rc;
+}
+
+#define HAZARD_ENTRIES 8         /* fitted entries; the last averages every later slot */
+
+/* The hazard table from traces (all but those of model `skip`, may be NULL):
+ * entry m is the mean share of a task's latency that its (m+1)-th slot
+ * measuring at least one trial cut, over every task; into text. */
+static int fit_hazard(const trace *traces, int ntraces, const char *skip, double slot_seconds,
+                      char *text, size_t len)
+{
+    double sum[HAZARD_ENTRIES] = { 0 };
+    int count[HAZARD_ENTRIES] = { 0 };
+    for (int t = 0; t < ntraces; t++) {
+        if (skip && strcmp(traces[t].model, skip) == 0)
+            continue;
+        for (int k = 0; k < traces[t].ntasks; k++) {
+            double *lat, *cost, warm;
+            int *trials, nslots, m = 0;
+            if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &nslots, &warm))
+                return -1;
+            for (int j = 0; j < nslots; j++) {
+                if (trials[j] == 0)
+                    continue;
+                int e = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1;
+                sum[e] += (lat[j] - lat[j + 1]) / lat[j];
+                count[e]++;
+                m++;
+            }
+            free(lat);
+            free(cost);
+            free(trials);
+        }
+    }
+    size_t at = 0;
+    for (int e = 0; e < HAZARD_ENTRIES && count[e] > 0 && at < len; e++)
+        at += (size_t)snprintf(text + at, len - at, "%s%.4f", e ? " " : "", sum[e] / count[e]);
+    return count[0] > 0 ? 0 : -1;
+}
+
+/* ---- metrics ------------------------------------------------------------------------ */
+
+static const double eps_targets[] = { 0.10, 0.05, 0.02, 0.01 };
+#define NEPS ((int)(sizeof eps_targets / sizeof eps_targets[0]))
+static const double area_fracs[] = { 0.25, 0.5, 1.0 };
+#define NAREA ((int)(sizeof area_fracs / sizeof area_fracs[0]))
+
+enum { M_TIME = 0, M_AREA = NEPS, M_SHARE = NEPS + NAREA, M_RHO, NMETRICS };
+static const char *const metric_names[NMETRICS] = {
+    "time_to_10pct", "time_to_5pct", "time_to_2pct", "time_to_1pct",
+    "area_25", "area_50", "area_100", "belief_share", "belief_rho",
+};
+
+/* Mean latency (ms) of the step curve r over [from, to]; the curve's last
+ * value holds past its end. */
+static double mean_latency(const run_result *r, double from, double to)
+{
+    double area = 0;
+    for (int i = 0; i < r->npoints; i++) {
+        double a = fmax(r->x[i], from), b = i + 1 < r->npoints ? fmin(r->x[i + 1], to) : to;
+        if (b > a)
+            area += r->y[i] * (b - a);
+    }
+    return to > from ? area / (to - from) : r->y[0];
+}
+
+/* The metrics of one run into m[0..NMETRICS) (NAN where they do not apply). */
+static void run_metrics(const run_result *r, double lstar, double warm_end, double seq_end,
+                        const belief_quality *q, double *m)
+{
+    for (int e = 0; e < NEPS; e++)
+        m[M_TIME + e] = time_to(r, (1 + eps_targets[e]) * lstar);
+    for (int a = 0; a < NAREA; a++)
+        m[M_AREA + a] = mean_latency(r, warm_end, warm_end + area_fracs[a] * (seq_end - warm_end));
+    m[M_SHARE] = q && q->decisions ? q->share_sum / q->decisions : NAN;
+    m[M_RHO] = q && q->rho_decisions ? q->rho_sum / q->rho_decisions : NAN;
+}
+
+/* Trace name: the file's base name without .csv. */
+static void trace_name(const trace *t, char *buf, size_t len)
+{
+    const char *slash = strrchr(t->path, '/'), *base = slash ? slash + 1 : t->path;
+    size_t n = strlen(base) < len - 1 ? strlen(base) : len - 1;
+    memcpy(buf, base, n);
+    buf[n] = '\0';
+    char *dot = strstr(buf, ".csv");
+    if (dot)
+        *dot = '\0';
+}
+
+/* Median and interval over runs of v[run], skipping NAN; "-" when none. */
+static void cell(char *buf, size_t len, const double *v, int nruns, double *scratch)
+{
+    int n = 0;
+    for (int i = 0; i < nruns; i++)
+        if (!isnan(v[i]))
+            scratch[n++] = v[i];
+    if (n == 0)
+        snprintf(buf, len, "-");
+    else
+        format_interval(buf, len, scratch, n);
+}
+
+/* Per-model medians kept for the summary over models. */
+#define MAX_MODELS 16
+typedef struct summary {
+    int nmodels, nrows;
+    char model[MAX_MODELS][64], rows[MAX_POLICIES + 2][32];
+    double median[MAX_MODELS][MAX_POLICIES + 2][NMETRICS];   /* share / ratio, per model */
+} summary;
+
+static double median_of(const double *v, int nruns, double *scratch)
+{
+    int n = 0;
+    for (int i = 0; i < nruns; i++)
+        if (!isnan(v[i]))
+            scratch[n++] = v[i];
+    return n ? quantile(scratch, n, 0.5) : NAN;
+}
+
+/* vals[(row * NMETRICS + metric) * nruns + run]; rows: policies, oracle, optimum. */
+static void print_tables(const char *model, char rows[][32], int nrows, const double *vals, int nruns,
+                         summary *sum)
+{
+    int oracle = nrows - 2, optimum = nrows - 1;
+    double *share = malloc((size_t)nruns * 2 * sizeof *share), *scratch = share + nruns;
+    int mi = sum->nmodels < MAX_MODELS ? sum->nmodels++ : MAX_MODELS - 1;
+    if (!share)
         return;
-    printf("  budget-limited: sequential with every task cut to a share of its trials (AutoTVM's\n"
-           "  n_trial fitted to a shorter budget); x sooner than it to reach its final latency:\n");
-    printf("  %-15s", "policy");
-    for (int f = 0; f < NFRACS; f++) {
+    snprintf(sum->model[mi], sizeof sum->model[mi], "%s", model);
+    sum->nrows = nrows;
+    printf("  time to (1 + eps) L*: the exact optimum's time / the policy's (1 = as soon as the\n"
+           "  optimum); optimum's seconds in the last row\n  %-15s", "policy");
+    for (int e = 0; e < NEPS; e++) {
         char head[32];
-        snprintf(head, sizeof head, "share %.0f %%", 100 * budget_fracs[f]);
+        snprintf(head, sizeof head, "eps %g %%", 100 * eps_targets[e]);
         printf(" %22s", head);
     }
     printf("\n");
-    for (int p = 0; p <= np; p++) {
-        printf("  %-15s", p < np ? names[p] : "oracle");
-        for (int f = 0; f < NFRACS; f++) {
-            char cell[64];
-            ratio_interval(cell, sizeof cell, &seqf[f * nruns],
-                           &reachf[((size_t)f * (size_t)(np + 1) + (size_t)p) * (size_t)nruns],
-                           nruns, v);
-            printf(" %22s", cell);
+    for (int p = 0; p < nrows; p++) {
+        snprintf(sum->rows[p], sizeof sum->rows[p], "%s", rows[p]);
+        printf("  %-15s", rows[p]);
+        for (int e = 0; e < NEPS; e++) {
+            const double *t = &vals[((size_t)p * NMETRICS + M_TIME + e) * nruns];
+            const double *opt = &vals[((size_t)optimum * NMETRICS + M_TIME + e) * nruns];
+            for (int r = 0; r < nruns; r++)
+                share[r] = p == optimum ? t[r] : isinf(t[r]) ? 0 : opt[r] / t[r];
+            char c[64];
+            cell(c, sizeof c, share, nruns, scratch);
+            printf(" %22s", c);
+            sum->median[mi][p][M_TIME + e] = median_of(share, nruns, scratch);
         }
         printf("\n");
     }
-    free(v);
+    printf("  anytime: mean model latency over the first 25 / 50 / 100 %% of sequential's time,\n"
+           "  / the oracle's (oracle's ms in its row)\n  %-15s %22s %22s %22s\n", "policy",
+           "area 25 %", "area 50 %", "area 100 %");
+    for (int p = 0; p < optimum; p++) {
+        printf("  %-15s", rows[p]);
+        for (int a = 0; a < NAREA; a++) {
+            const double *v = &vals[((size_t)p * NMETRICS + M_AREA + a) * nruns];
+            const double *o = &vals[((size_t)oracle * NMETRICS + M_AREA + a) * nruns];
+            for (int r = 0; r < nruns; r++)
+                share[r] = p == oracle ? v[r] : v[r] / o[r];
+            char c[64];
+            cell(c, sizeof c, share, nruns, scratch);
+            printf(" %22s", c);
+            sum->median[mi][p][M_AREA + a] = p == oracle ? 1.0 : median_of(share, nruns, scratch);
+        }
+        printf("\n");
+    }
+    printf("  predictions, per decision after every task's first slot (mean per run): share of the\n"
+           "  best true one-slot cut that the chosen task made; Spearman's rho predicted vs true\n");
+    for (int p = 0; p < oracle; p++) {
+        const double *sh = &vals[((size_t)p * NMETRICS + M_SHARE) * nruns];
+        const double *rho = &vals[((size_t)p * NMETRICS + M_RHO) * nruns];
+        sum->median[mi][p][M_SHARE] = median_of(sh, nruns, scratch);
+        sum->median[mi][p][M_RHO] = median_of(rho, nruns, scratch);
+        if (isnan(sum->median[mi][p][M_SHARE]))
+            continue;
+        char a[64], b[64];
+        cell(a, sizeof a, sh, nruns, scratch);
+        cell(b, sizeof b, rho, nruns, scratch);
+        printf("  %-15s share %22s   rho %22s\n", rows[p], a, b);
+    }
+    free(share);
 }
 
-/* All policies and the oracle on one model's traces. */
-static int bench_model(trace *traces, int ntraces, const bench_opts *o)
+/* Over models: the median and the least of the per-model medians of the
+ * time shares, the largest area ratio, mean belief share and rho. */
+static void print_summary(const summary *sum)
 {
-    char names[MAX_POLICIES][32];
-    int np = split_policies(names);
-    int seq = find_policy(names, np, "sequential"), dyn = find_policy(names, np, "dynatune");
-    int nruns = ntraces * o->seeds;
-    belief_quality quality = { 0 };
-    size_t cells = (size_t)(np + 1) * (size_t)nruns;
-    double *reach = calloc(cells, sizeof *reach), *reach5 = calloc(cells, sizeof *reach5);
-    double *final_ms = calloc(cells, sizeof *final_ms);
-    double *seqf = calloc((size_t)NFRACS * (size_t)nruns, sizeof *seqf);
-    double *reachf = calloc((size_t)NFRACS * cells, sizeof *reachf);
+    if (sum->nmodels < 1)
+        return;
+    printf("\nsummary over %d model(s) (per-model medians): time share of the optimum, median over\n"
+           "models / least model; area / oracle's, largest model; belief share and rho, mean\n",
+           sum->nmodels);
+    printf("  %-15s %13s %13s %13s %13s %9s %9s %9s %7s %7s\n", "policy", "10 %", "5 %", "2 %",
+           "1 %", "area 25", "area 50", "area 100", "share", "rho");
+    for (int p = 0; p < sum->nrows - 1; p++) {
+        printf("  %-15s", sum->rows[p]);
+        double v[MAX_MODELS];
+        for (int e = 0; e < NEPS; e++) {
+            for (int m = 0; m < sum->nmodels; m++)
+                v[m] = sum->median[m][p][M_TIME + e];
+            double med = quantile(v, sum->nmodels, 0.5), lo = quantile(v, sum->nmodels, 0);
+            printf("   %4.2f / %4.2f", med, lo);
+        }
+        for (int a = 0; a < NAREA; a++) {
+            double hi = -INFINITY;
+            for (int m = 0; m < sum->nmodels; m++)
+                hi = fmax(hi, sum->median[m][p][M_AREA + a]);
+            printf(" %9.3f", hi);
+        }
+        for (int q = M_SHARE; q <= M_RHO; q++) {
+            double mean = 0;
+            for (int m = 0; m < sum->nmodels; m++)
+                mean += sum->median[m][p][q] / sum->nmodels;
+            printf(" %7.2f", mean);
+        }
+        printf("\n");
+    }
+}
+
+static void write_csv(FILE *f, const char *model, const char *trace_id, const char *row,
+                      uint64_t seed, const double *m)
+{
+    for (int i = 0; f && i < NMETRICS; i++)
+        if (!isnan(m[i]))
+            fprintf(f, "%s,%s,%s,%llu,%s,%.6g\n", model, trace_id, row, (unsigned long long)seed,
+                    metric_names[i], m[i]);
+}
+
+/* All policies, the oracle and the exact optimum on one model's traces;
+ * `all` (nall traces) is every trace given, for the leave-one-model-out
+ * hazard table. */
+static int bench_model(trace *traces, int ntraces, const trace *all, int nall, const bench_opts *o,
+                       summary *sum)
+{
+    char rows[MAX_POLICIES + 2][32];
+    int np = split_policies(rows, o->policies);
+    int seq = find_policy(rows, np, "sequential");
+    snprintf(rows[np], sizeof rows[np], "oracle");
+    snprintf(rows[np + 1], sizeof rows[np + 1], "optimum");
+    int nrows = np + 2, nruns = ntraces * o->seeds;
+    bench_opts mo = *o;
+    char hazard[160];
+    if (o->lomo) {
+        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, hazard, sizeof hazard)) {
+            fprintf(stderr, "sched_bench: --lomo: no other model's traces to fit the hazard table on\n");
+            return -1;
+        }
+        mo.hazard = hazard;
+    }
+    double *vals = malloc((size_t)nrows * NMETRICS * (size_t)nruns * sizeof *vals);
     run_result first[MAX_POLICIES + 1];
     memset(first, 0, sizeof first);
-    int rc = !reach || !reach5 || !final_ms || !seqf || !reachf || seq < 0 || find_policy(names, np, "gradient") < 0 ? -1 : 0;
-    double seq_final_ms = 0, seq_time = 0;
-    for (int t = 0; rc == 0 && t < ntraces; t++)
+    int rc = !vals || seq < 0 ? -1 : 0;
+    double lstar0 = 0, seq_time0 = 0;
+    for (int t = 0; rc == 0 && t < ntraces; t++) {
+        char trace_id[128];
+        trace_name(&traces[t], trace_id, sizeof trace_id);
         for (int sd = 0; rc == 0 && sd < o->seeds; sd++) {
             int run = t * o->seeds + sd, made = 0;
             run_result rr[MAX_POLICIES + 1];
+            belief_quality q[MAX_POLICIES + 1];
+            memset(q, 0, sizeof q);
             for (int p = 0; rc == 0 && p <= np; p++, made++)
-                rc = replay(&traces[t], p < np ? names[p] : NULL, (uint64_t)sd + 1, o, 1.0, &rr[p],
-                            p == dyn ? &quality : NULL);
-            if (rc) {
-                for (int p = 0; p < made; p++)
-                    run_result_free(&rr[p]);
-                break;
+                rc = replay(&traces[t], p < np ? rows[p] : NULL, (uint64_t)sd + 1, &mo, 1.0, &rr[p],
+                            &q[p]);
+            /* L*: sequential's final latency on this trace (every task tuned
+             * until finish_after trials without improvement, in model order). */
+            double lstar = rc ? 0 : rr[seq].y[rr[seq].npoints - 1];
+            double warm_end = rc ? 0 : rr[seq].x[0], seq_end = rc ? 0 : rr[seq].x[rr[seq].npoints - 1];
+            double targets[NEPS], m[NMETRICS];
+            for (int e = 0; e < NEPS; e++)
+                targets[e] = (1 + eps_targets[e]) * lstar;
+            if (rc == 0 && run == 0) {
+                lstar0 = lstar;
+                seq_time0 = seq_end;
             }
-            double target = rr[seq].y[rr[seq].npoints - 1];
-            if (run == 0) {
-                seq_final_ms = target;
-                seq_time = time_to(&rr[seq], target);
+            for (int p = 0; rc == 0 && p <= np; p++) {
+                run_metrics(&rr[p], lstar, warm_end, seq_end, &q[p], m);
+                for (int i = 0; i < NMETRICS; i++)
+                    vals[((size_t)p * NMETRICS + i) * nruns + run] = m[i];
+                write_csv(o->csv, traces[t].model, trace_id, rows[p], (uint64_t)sd + 1, m);
             }
-            /* Budget-limited: sequential with every task cut to a share of
-             * its trials; when do the others reach its final latency? */
-            for (int f = 0; rc == 0 && f < NFRACS; f++) {
-                run_result capped;
-                rc = replay(&traces[t], "sequential", (uint64_t)sd + 1, o, budget_fracs[f], &capped,
-                            NULL);
-                if (rc)
-                    break;
-                double lf = capped.y[capped.npoints - 1];
-                seqf[f * nruns + run] = time_to(&capped, lf);
-                for (int p = 0; p <= np; p++)
-                    reachf[((size_t)f * (size_t)(np + 1) + (size_t)p) * (size_t)nruns + (size_t)run] =
-                        time_to(&rr[p], lf);
-                run_result_free(&capped);
+            if (rc == 0 && (rc = optimum_times(&traces[t], o->slot_seconds, targets, NEPS, m)) == 0) {
+                for (int i = NEPS; i < NMETRICS; i++)
+                    m[i] = NAN;
+                for (int i = 0; i < NMETRICS; i++)
+                    vals[((size_t)(np + 1) * NMETRICS + i) * nruns + run] = m[i];
+                write_csv(o->csv, traces[t].model, trace_id, "optimum", (uint64_t)sd + 1, m);
             }
-            for (int p = 0; p <= np; p++) {
-                reach[p * nruns + run] = time_to(&rr[p], target);
-                reach5[p * nruns + run] = time_to(&rr[p], 1.05 * target);
-                final_ms[p * nruns + run] = rr[p].y[rr[p].npoints - 1];
-                if (run == 0)
+            for (int p = 0; p < made; p++) {
+                if (rc == 0 && run == 0)
                     first[p] = rr[p];
                 else
                     run_result_free(&rr[p]);
             }
         }
+    }
     if (rc == 0) {
         printf("\nmodel %s: %d tasks, %d trace(s), %d scheduler seeds, slot %g s, finish_after %d\n",
                traces[0].model, traces[0].ntasks, ntraces, o->seeds, o->slot_seconds, o->finish_after);
         printf("  machine: %s\n", traces[0].machine);
-        printf("  L* = sequential's final latency %.4f ms, reached at %.0f s (first trace, seed 1);\n"
-               "  median [2.5th, 97.5th percentile] over %d runs\n", seq_final_ms, seq_time, nruns);
-        print_table(traces, ntraces, names, np, reach, reach5, final_ms, nruns, o);
-        print_budget_table(names, np, seqf, reachf, nruns);
+        printf("  hazard table: %s%s\n", mo.hazard ? mo.hazard : "config default",
+               o->lomo ? " (fitted on the other models' traces)" : "");
+        printf("  L* = sequential's final latency on each trace (first trace: %.4f ms at %.0f s);\n"
+               "  median [2.5th, 97.5th percentile] over %d runs (trace seeds x scheduler seeds)\n",
+               lstar0, seq_time0, nruns);
+        print_tables(traces[0].model, rows, nrows, vals, nruns, sum);
         print_curve_shape(traces, ntraces);
-        if (quality.decisions > 0)
-            printf("  dynatune's belief, %d decisions after every task's first slot: argmax r_k is the\n"
-                   "  best next slot %.0f %% of the time; its true reduction is %.0f %% of the best one;\n"
-                   "  predicted / true reduction of the chosen task: %.2f\n",
-                   quality.decisions, 100.0 * quality.hits / quality.decisions,
-                   100.0 * quality.share_sum / quality.decisions,
-                   quality.true_sum > 0 ? quality.pred_sum / quality.true_sum : INFINITY);
-        draw_curves(traces[0].model, first, names, np, o);
+        draw_curves(traces[0].model, first, rows, np, o);
     }
     for (int p = 0; p <= np; p++)
         run_result_free(&first[p]);
-    free(reach);
-    free(reach5);
-    free(final_ms);
-    free(seqf);
-    free(reachf);
+    free(vals);
     return rc;
 }
 
-/* Slot decision time of dynatune (belief of every task + pick) on two
- * traces concatenated. */
-static int bench_overhead(const bench_opts *o)
+/* Slot decision time of the policy (belief of every task where it needs
+ * one + pick) on traces concatenated (A.csv,B.csv,...; 31 tasks from
+ * squeezenet1_1 and resnet18). */
+static int overhead_of(const trace *both, const char *policy, const bench_opts *o)
 {
-    char a_path[512], *comma;
-    snprintf(a_path, sizeof a_path, "%s", o->overhead);
-    if (!(comma = strchr(a_path, ','))) {
-        fprintf(stderr, "sched_bench: --overhead wants A.csv,B.csv\n");
-        return -1;
-    }
-    *comma = '\0';
-    trace a, b, both;
-    if (trace_load(a_path, &a))
-        return -1;
-    if (trace_load(comma + 1, &b)) {
-        trace_free(&a);
-        return -1;
-    }
-    int rc = trace_concat(&a, &b, &both);
     run_result r = { 0 };
-    if (rc == 0)
-        rc = replay(&both, "dynatune", 1, o, 1.0, &r, NULL);
+    int rc = replay(both, policy, 1, o, 1.0, &r, NULL);
     if (rc == 0 && r.ndecisions > 0) {
         double med = quantile(r.decision_ms, r.ndecisions, 0.5);
         double p95 = quantile(r.decision_ms, r.ndecisions, 0.95);
-        printf("\noverhead: dynatune on %s (%d tasks), %d slot decisions, %d belief thread(s)\n",
-               both.model, both.ntasks, r.ndecisions, o->threads);
-        printf("  decision (belief fits of all tasks + pick): median %.1f ms, p95 %.1f ms\n", med, p95);
-        printf("  share of a %g s slot: median %.3f %%, p95 %.3f %% (goal <= 0.1 %%)\n", o->slot_seconds,
-               med / (o->slot_seconds * 1e3) * 100, p95 / (o->slot_seconds * 1e3) * 100);
+        printf("  %-12s %5d decisions: median %8.3f ms, p95 %8.3f ms = %.4f %% / %.4f %% of a %g s "
+               "slot\n", policy, r.ndecisions, med, p95, med / (o->slot_seconds * 1e3) * 100,
+               p95 / (o->slot_seconds * 1e3) * 100, o->slot_seconds);
     }
     run_result_free(&r);
-    free(both.tasks); /* the task arrays belong to a and b */
-    trace_free(&a);
-    trace_free(&b);
+    return rc;
+}
+
+static int bench_overhead(const bench_opts *o)
+{
+    char list[2048];
+    snprintf(list, sizeof list, "%s", o->overhead);
+    trace parts[MAX_TRACES], both = { 0 };
+    int nparts = 0, rc = 0;
+    for (char *save = NULL, *path = strtok_r(list, ",", &save); path && rc == 0;
+         path = strtok_r(NULL, ",", &save)) {
+        if (nparts == MAX_TRACES || trace_load(path, &parts[nparts]))
+            rc = -1;
+        else
+            nparts++;
+    }
+    for (int i = 0; rc == 0 && i < nparts; i++) {
+        trace joined;
+        if (i == 0) {
+            rc = trace_concat(&parts[0], &(trace){ 0 }, &joined);
+        } else {
+            rc = trace_concat(&both, &parts[i], &joined);
+            free(both.tasks); /* the task arrays belong to the parts */
+        }
+        both = joined;
+    }
+    if (rc == 0) {
+        printf("\noverhead: slot decision on %d tasks (%d trace(s) concatenated), %d belief "
+               "thread(s); CPU of a shared machine\n", both.ntasks, nparts, o->threads);
+        char names[MAX_POLICIES][32];
+        int np = split_policies(names, o->policies);
+        for (int p = 0; rc == 0 && p < np; p++)
+            if (strcmp(names[p], "sequential") != 0)
+                rc = overhead_of(&both, names[p], o);
+    }
+    free(both.tasks);
+    for (int i = 0; i < nparts; i++)
+        trace_free(&parts[i]);
     return rc;
 }
 
 static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, int *npaths)
 {
     *o = (bench_opts){ .slot_seconds = 10, .seeds = 5, .finish_after = 200, .threads = 2,
-                       .ucb_c = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
+                       .ucb_c = -1, .prior_slots = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
     *npaths = 0;
     for (int i = 1; i < argc; i++) {
         bool v = i + 1 < argc;
@@ -864,10 +1164,22 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->out_dir = argv[++i];
         else if (strcmp(argv[i], "--ucb-c") == 0 && v)
             o->ucb_c = atof(argv[++i]);
+        else if (strcmp(argv[i], "--prior-slots") == 0 && v)
+            o->prior_slots = atof(argv[++i]);
         else if (strcmp(argv[i], "--verbose") == 0)
             o->verbose = true;
         else if (strcmp(argv[i], "--overhead") == 0 && v)
             o->overhead = argv[++i];
+        else if (strcmp(argv[i], "--hazard") == 0 && v)
+            o->hazard = argv[++i];
+        else if (strcmp(argv[i], "--policies") == 0 && v)
+            o->policies = argv[++i];
+        else if (strcmp(argv[i], "--lomo") == 0)
+            o->lomo = true;
+        else if (strcmp(argv[i], "--fit-hazard") == 0)
+            o->fit_hazard = true;
+        else if (strcmp(argv[i], "--csv") == 0 && v)
+            o->csv_path = argv[++i];
         else if (argv[i][0] != '-' && *npaths < MAX_TRACES)
             paths[(*npaths)++] = argv[i];
         else
@@ -885,8 +1197,9 @@ int main(int argc, char **argv)
     int npaths;
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
-                        "[--threads T] [--ucb-c C] [--verbose] [--out DIR] [--overhead A.csv,B.csv] "
-                        "TRACE.csv...\n");
+                        "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
+                        "[--policies A,B,...] [--hazard 'H1 H2 ...' | --lomo] [--fit-hazard] "
+                        "[--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
     dt_error err;
@@ -897,6 +1210,20 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
+    if (rc == 0 && o.fit_hazard) {
+        char table[160];
+        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, table, sizeof table) == 0)
+            printf("hazard table fitted on %d trace(s), slot %g s: %s\n", npaths, o.slot_seconds, table);
+    }
+    if (rc == 0 && o.csv_path) {
+        if (!(o.csv = fopen(o.csv_path, "w"))) {
+            fprintf(stderr, "sched_bench: cannot write %s\n", o.csv_path);
+            rc = -1;
+        } else {
+            fprintf(o.csv, "model,trace,policy,seed,metric,value\n");
+        }
+    }
+    static summary sum;
     for (int i = 0; rc == 0 && i < npaths; i++) {
         if (used[i])
             continue;
@@ -917,7 +1244,13 @@ int main(int argc, char **argv)
             }
         if (rc)
             break;
-        rc = bench_model(group, ng, &o);
+        rc = bench_model(group, ng, traces, npaths, &o, &sum);
+    }
+    if (rc == 0 && npaths > 0)
+        print_summary(&sum);
+    if (o.csv && fclose(o.csv) != 0 && rc == 0) {
+        fprintf(stderr, "sched_bench: cannot write %s\n", o.csv_path);
+        rc = -1;
     }
     if (rc == 0 && o.overhead)
         rc = bench_overhead(&o);

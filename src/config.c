@@ -17,6 +17,7 @@
  * to be wrong. Relative paths in the file are taken relative to its folder.
  */
 #include "dtune/config.h"
+#include "dtune/scheduler.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -57,7 +58,7 @@ typedef struct key_def {
 
 static const char *const policies[] = {
     "dynatune", "sequential", "round_robin", "random", "linear", "da_random",
-    "da_round_robin", "eps_greedy", "softmax", "gradient", NULL,
+    "da_round_robin", "eps_greedy", "softmax", "gradient", "weighted_rr", "hazard", NULL,
 };
 static const char *const strategies[] = { "chameleon", "autotvm", "random", NULL };
 static const char *const curves[] = { "log_power", "pow4", "log_linear", NULL };
@@ -88,13 +89,17 @@ static const key_def keys[] = {
     K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9, "0",
           "stop once model latency <= this; 0 = never"),
     K_CHOICE("scheduler.policy", scheduler.policy, policies, "dynatune", "how the next task is picked"),
-    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "2", "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
+    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "0.05", "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
     K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "1e9", "score of a task with no slot yet"),
     K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9, "200",
           "a task is done after this many trials without improvement"),
     K_DBL("scheduler.epsilon", scheduler.epsilon, 0, 1, "0.05", "eps_greedy: chance of a random task"),
     K_DBL("scheduler.softmax_temperature", scheduler.softmax_temperature, 1e-6, 1e6, "1",
           "softmax: temperature over task scores"),
+    K_TYPED("scheduler.hazard", KT_STRING, scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039", F_NONEMPTY,
+            "hazard: share of a task's latency its 1st, 2nd, ... measured slot cuts (last holds on)"),
+    K_DBL("scheduler.prior_slots", scheduler.prior_slots, 0, 1e9, "3",
+          "dynatune: the hazard prior weighs as this many measured slots of the task's own curve; 0 = no prior"),
     K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, curves, "log_power",
              "learning-curve family"),
     K_INT("scheduler.belief.walkers", scheduler.belief.walkers, 2, 10000, "10", "MCMC walkers"),
@@ -503,8 +508,18 @@ static int backend_fits_target(const dt_config *cfg, char *why, size_t len)
                     b, target, target) > 0;
 }
 
+static int hazard_table_valid(const dt_config *cfg, char *why, size_t len)
+{
+    double h[DT_SCHED_HAZARD_MAX];
+    int n;
+    dt_error err = { 0 };
+    return dt_sched_hazard_parse(cfg->scheduler.hazard, h, &n, &err) &&
+           snprintf(why, len, "scheduler.%s", err.msg) > 0;
+}
+
 static const rule rules[] = {
     { { "scheduler.belief.burn_in", "scheduler.belief.steps" }, burn_in_below_steps },
+    { { "scheduler.hazard", "scheduler.policy" }, hazard_table_valid },
     { { "measure.min_batches", "measure.max_repeats" }, min_batches_within_repeats },
     { { "budget.slot_trials", "budget.slot_seconds" }, slot_size_set },
     { { "budget.slot_seconds", "budget.total_seconds" }, slot_within_total },

@@ -160,6 +160,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->pred_gflops = tr->pred_gflops;
         s->pred_ok = tr->pred_ok;
         s->slots = tr->slots;
+        s->measured_slots = tr->measured_slots;
         s->finished = task_finished(r, k);
         s->exhausted = tr->dead || dt_tuner_exhausted(tr->tuner);
         s->nhistory = tr->nhistory;
@@ -195,8 +196,14 @@ double dt_run_model_latency(const dt_run *r)
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms)
 {
     if (k >= 0) {
-        r->tasks[k].slots++;
-        push_latency_history(&r->tasks[k], task_latency_ms(r, k));
+        dt_task_run *tr = &r->tasks[k];
+        tr->slots++;
+        tr->measured_slots += tr->trials > tr->trials_at_close;
+        tr->trials_at_close = tr->trials;
+        push_latency_history(tr, task_latency_ms(r, k));
+    } else {
+        for (int i = 0; i < r->model->ntasks; i++)  /* warm-up's trials are no slot's */
+            r->tasks[i].trials_at_close = r->tasks[i].trials;
     }
     pthread_mutex_lock(&r->state.lock);
     r->state.slot = slot;

@@ -6,6 +6,7 @@
  */
 #include "dtune/scheduler.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct dt_scheduler {
     gsl_rng *rng;
     int cursor;           /* round robin: last task picked */
     int current;          /* sequential: task being tuned */
+    double hazard[DT_SCHED_HAZARD_MAX];   /* h(m), parsed from cfg.hazard */
+    int nhazard;
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -89,6 +92,25 @@ static int argmax(const double *v, const dt_sched_task *tasks, int n, bool skip_
 
 /* ---- policies --------------------------------------------------------------- */
 
+/* DynaTune's predicted cut of task k's next slot. With a prior
+ * (cfg.prior_slots m0 > 0) it is the cross-task hazard cut h(m_k) w_k L_k
+ * and the belief's own r_k weighed as a posterior mean with m0 pseudo-slots
+ * of prior against the task's m_k measured slots of data:
+ *   (m0 h(m_k) w_k L_k + m_k r_k) / (m0 + m_k),
+ * so a fresh task follows the prior and a long history its own curve; a
+ * task the belief could not model gets the prior alone. Without a prior it
+ * is r_k, NAN when the belief has none. */
+static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
+{
+    double m0 = s->cfg.prior_slots, m = k->measured_slots;
+    if (m0 <= 0)
+        return k->pred_ok ? dt_sched_expected_reduction(k) : NAN;
+    double prior = dt_sched_hazard_cut(k, s->hazard, s->nhazard);
+    if (!k->pred_ok)
+        return prior;
+    return (m0 * prior + m * dt_sched_expected_reduction(k)) / (m0 + m);
+}
+
 /* UCB1 (Auer et al. 2002) assumes rewards in [0, 1]: r_k is divided by the
  * largest r_j of this decision among the tasks that may be picked, so the
  * exploration term sqrt(C ln t / c_k) meets rewards of its own scale whatever
@@ -98,24 +120,27 @@ static int pick_dynatune(struct dt_scheduler *s, int t, const dt_sched_task *tas
                          double *scores)
 {
     double u[n], r[n], rmax = 0, lsum = 0;
+    bool prior = s->cfg.prior_slots > 0;
     for (int i = 0; i < n; i++) {
-        r[i] = tasks[i].slots > 0 ? dt_sched_expected_reduction(&tasks[i]) : 0;
+        r[i] = prior || tasks[i].slots > 0 ? dynatune_cut(s, &tasks[i]) : 0;
         if (pickable(&tasks[i], true) && r[i] > rmax)
             rmax = r[i];
         lsum += task_latency(&tasks[i]);
     }
     for (int i = 0; i < n; i++) {
         const dt_sched_task *k = &tasks[i];
-        /* A played task the belief could not model (too few trials yet, a
-         * failed fit) is as unknown as an unplayed one: it gets the largest
-         * reward of the decision, 1, and the bonus keeps it from holding
-         * every slot. */
-        double reward = !k->pred_ok ? 1.0 : rmax > 0 ? r[i] / rmax : 0;
-        /* Unplayed tasks all score gamma (the paper); among them the one
-         * with the largest share of the model's current latency goes first. */
-        u[i] = k->slots == 0 ? s->cfg.gamma + (lsum > 0 ? task_latency(k) / lsum : 0)
-                             : reward +
-                                   sqrt(s->cfg.ucb_c * log((double)(t > 1 ? t : 1)) / k->slots);
+        /* A played task without a predicted cut (too few trials yet, a
+         * failed fit, no prior) is as unknown as an unplayed one: it gets
+         * the largest reward of the decision, 1, and the bonus keeps it
+         * from holding every slot. */
+        double reward = isnan(r[i]) ? 1.0 : rmax > 0 ? r[i] / rmax : 0;
+        /* Without a prior, unplayed tasks all score gamma (the paper);
+         * among them the one with the largest share of the model's current
+         * latency goes first. With one, an unplayed task has a predicted
+         * cut like any other and counts its prior as one play. */
+        double plays = k->slots + (prior ? 1 : 0);
+        u[i] = plays == 0 ? s->cfg.gamma + (lsum > 0 ? task_latency(k) / lsum : 0)
+                          : reward + sqrt(s->cfg.ucb_c * log((double)(t > 1 ? t : 1)) / plays);
         if (scores)
             scores[i] = pickable(k, true) ? u[i] : -INFINITY;
     }
@@ -296,6 +321,68 @@ static int pick_gradient(struct dt_scheduler *s, int t, const dt_sched_task *tas
     return argmax(neg, tasks, n, true);
 }
 
+/* A task without a measurement has no latency to weigh: it goes first. */
+static double unmeasured_first(const dt_scheduler *s, const dt_sched_task *k, double score)
+{
+    return k->best_gflops > 0 ? score : s->cfg.gamma;
+}
+
+static int pick_weighted_rr(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                            double *scores)
+{
+    double w[n];
+    for (int i = 0; i < n; i++) {
+        w[i] = unmeasured_first(s, &tasks[i],
+                                task_latency(&tasks[i]) / pow(tasks[i].slots + 1.0, 2.5));
+        if (scores)
+            scores[i] = pickable(&tasks[i], true) ? w[i] : -INFINITY;
+    }
+    return argmax(w, tasks, n, true);
+}
+
+double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
+{
+    if (n <= 0)
+        return 0;
+    int m = k->measured_slots < n ? k->measured_slots : n - 1;
+    return h[m] * task_latency(k);
+}
+
+static int pick_hazard(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
+                       double *scores)
+{
+    double cut[n];
+    for (int i = 0; i < n; i++) {
+        cut[i] = unmeasured_first(s, &tasks[i], dt_sched_hazard_cut(&tasks[i], s->hazard, s->nhazard));
+        if (scores)
+            scores[i] = pickable(&tasks[i], true) ? cut[i] : -INFINITY;
+    }
+    return argmax(cut, tasks, n, true);
+}
+
+int dt_sched_hazard_parse(const char *text, double *h, int *n, dt_error *err)
+{
+    *n = 0;
+    const char *p = text;
+    while (*(p += strspn(p, " ,\t"))) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || !(v >= 0 && v <= 1) || (*end && !strchr(" ,\t", *end)))
+            return dt_error_set(err, DT_EINVAL,
+                                "hazard table '%s': entry %d is not a share in [0, 1]", text,
+                                *n + 1);
+        if (*n == DT_SCHED_HAZARD_MAX)
+            return dt_error_set(err, DT_EINVAL, "hazard table '%s': more than %d entries", text,
+                                DT_SCHED_HAZARD_MAX);
+        h[(*n)++] = v;
+        p = end;
+    }
+    if (*n == 0)
+        return dt_error_set(err, DT_EINVAL, "hazard table is empty");
+    return 0;
+}
+
 static const policy policies[] = {
     { "dynatune", pick_dynatune, true },
     { "sequential", pick_sequential, false },
@@ -307,6 +394,8 @@ static const policy policies[] = {
     { "eps_greedy", pick_eps_greedy, true },
     { "softmax", pick_softmax, true },
     { "gradient", pick_gradient, false },
+    { "weighted_rr", pick_weighted_rr, false },
+    { "hazard", pick_hazard, false },
 };
 
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
@@ -314,7 +403,7 @@ static const policy policies[] = {
 const char *dt_scheduler_policies(void)
 {
     return "dynatune, sequential, round_robin, random, linear, da_random, da_round_robin, "
-           "eps_greedy, softmax, gradient";
+           "eps_greedy, softmax, gradient, weighted_rr, hazard";
 }
 
 static const policy *find_policy(const char *name)
@@ -338,6 +427,10 @@ int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t 
     if (!p)
         return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
                             dt_scheduler_policies());
+    double hazard[DT_SCHED_HAZARD_MAX];
+    int nhazard, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
+    if (rc)
+        return rc;
     dt_scheduler *s = calloc(1, sizeof *s);
     if (!s || !(s->rng = gsl_rng_alloc(gsl_rng_mt19937))) {
         free(s);
@@ -348,6 +441,8 @@ int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t 
     s->cfg = *cfg;
     s->cursor = -1;
     s->current = -1;
+    memcpy(s->hazard, hazard, sizeof hazard);
+    s->nhazard = nhazard;
     *out = s;
     return 0;
 }
@@ -366,6 +461,62 @@ void dt_scheduler_replay(dt_scheduler *s, int k)
         return;
     s->cursor = k;
     s->current = k;
+}
+
+bool dt_scheduler_predicts(const dt_scheduler *s)
+{
+    return s->policy->needs_belief || s->policy->pick == pick_hazard;
+}
+
+double dt_scheduler_predicted_cut(const dt_scheduler *s, const dt_sched_task *task)
+{
+    if (s->policy->pick == pick_hazard)
+        return dt_sched_hazard_cut(task, s->hazard, s->nhazard);
+    if (s->policy->pick == pick_dynatune)
+        return dynatune_cut(s, task);
+    return s->policy->needs_belief ? dt_sched_expected_reduction(task) : NAN;
+}
+
+int dt_sched_optimum(const dt_sched_curve *tasks, int ntasks, const double *targets,
+                     int ntargets, double *min_seconds, dt_error *err)
+{
+    int total = 0;
+    for (int k = 0; k < ntasks; k++) {
+        if (tasks[k].nslots < 0)
+            return dt_error_set(err, DT_EINVAL, "optimum: task %d has %d slots", k, tasks[k].nslots);
+        total += tasks[k].nslots;
+    }
+    /* lat[S], cost[S]: best allocation of S slots over the tasks so far. */
+    double *lat = malloc((size_t)(total + 1) * 4 * sizeof *lat);
+    if (!lat)
+        return dt_error_set(err, DT_ENOMEM, "optimum: out of memory");
+    double *cost = lat + total + 1, *nlat = cost + total + 1, *ncost = nlat + total + 1;
+    lat[0] = cost[0] = 0;
+    int reach = 0;  /* largest S so far */
+    for (int k = 0; k < ntasks; k++) {
+        const dt_sched_curve *c = &tasks[k];
+        for (int S = 0; S <= reach + c->nslots; S++)
+            nlat[S] = ncost[S] = INFINITY;
+        for (int S = 0; S <= reach; S++)
+            for (int j = 0; j <= c->nslots; j++) {
+                double l = lat[S] + c->latency[j], t = cost[S] + c->cost[j];
+                if (l < nlat[S + j] || (l == nlat[S + j] && t < ncost[S + j])) {
+                    nlat[S + j] = l;
+                    ncost[S + j] = t;
+                }
+            }
+        reach += c->nslots;
+        memcpy(lat, nlat, (size_t)(reach + 1) * sizeof *lat);
+        memcpy(cost, ncost, (size_t)(reach + 1) * sizeof *cost);
+    }
+    for (int i = 0; i < ntargets; i++) {
+        min_seconds[i] = INFINITY;
+        for (int S = 0; S <= reach; S++)
+            if (lat[S] <= targets[i] * (1 + 1e-12) && cost[S] < min_seconds[i])
+                min_seconds[i] = cost[S];
+    }
+    free(lat);
+    return 0;
 }
 
 bool dt_scheduler_needs_belief(const dt_scheduler *s)

@@ -111,7 +111,8 @@ static void test_defaults(void **state)
     assert_true(c.budget.total_seconds == 600 && c.budget.slot_seconds == 10);
     assert_true(c.budget.slot_trials == 0 && c.budget.target_latency_ms == 0);
     assert_string_equal(c.scheduler.policy, "dynatune");
-    assert_true(c.scheduler.ucb_c == 2 && c.scheduler.gamma == 1e9);
+    assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
+    assert_true(c.scheduler.prior_slots == 3);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
     assert_string_equal(c.scheduler.belief.curve, "log_power");
@@ -242,7 +243,8 @@ static void test_full_config(void **state)
     assert_int_equal(dt_config_validate(&c, &err), 0);
 }
 
-/* The shipped config.yaml is the defaults with a five-minute budget. */
+/* The shipped config.yaml is the defaults with a five-minute budget (its
+ * slots are the default 10 s). */
 static void test_repository_config(void **state)
 {
     dt_config loaded, want;
@@ -254,7 +256,6 @@ static void test_repository_config(void **state)
     snprintf(want.path, sizeof want.path, "config.yaml");
     snprintf(want.model, sizeof want.model, "models/resnet18.yaml");
     want.budget.total_seconds = 300;
-    want.budget.slot_seconds = 20;
     assert_memory_equal(&loaded, &want, sizeof want);
 }
 
@@ -552,7 +553,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 57);
+    assert_int_equal(rows, 59);
     assert_memory_equal(&c, &defaults, sizeof c);
 }
 

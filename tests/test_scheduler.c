@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtune/scheduler.h"
@@ -19,6 +21,7 @@ static dt_scheduler_config sched_cfg(void)
     c.epsilon = 0.05;
     c.softmax_temperature = 1.0;
     c.finish_after = 200;
+    snprintf(c.hazard, sizeof c.hazard, "0.47, 0.21 0.04");
     return c;
 }
 
@@ -236,6 +239,115 @@ static void test_unknown_policy(void **state)
     assert_false(dt_scheduler_known("greedy"));
 }
 
+/* weighted_rr: argmax w L / (c + 1)^2.5. Task 0: 2 x 10 ms, 1 slot -> 20 / 5.657
+ * = 3.536; task 1: 1 x 5 ms, 0 slots -> 5; task 2: 3 x 8 ms, 2 slots ->
+ * 24 / 15.59 = 1.540. */
+static void test_weighted_rr_formula(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("weighted_rr");
+    dt_sched_task t[3] = { task(2, 0.2, 20, 0, 1), task(1, 0.05, 10, 0, 0), task(3, 0.4, 50, 0, 2) };
+    double scores[3];
+    assert_int_equal(dt_scheduler_pick(s, 4, t, 3, scores), 1);
+    assert_true(fabs(scores[0] - 20 / pow(2, 2.5)) < 1e-9 * scores[0]);
+    assert_true(fabs(scores[2] - 24 / pow(3, 2.5)) < 1e-9 * scores[2]);
+    assert_true(isnan(dt_scheduler_predicted_cut(s, &t[0])));
+    t[1].slots = 3;  /* 5 / 32 = 0.156: task 0 leads now */
+    assert_int_equal(dt_scheduler_pick(s, 5, t, 3, NULL), 0);
+    t[0].finished = true;  /* finished tasks are skipped */
+    assert_int_equal(dt_scheduler_pick(s, 6, t, 3, NULL), 2);
+    dt_scheduler_free(s);
+}
+
+/* hazard: argmax h(m) w L with m the measured slots and h's last entry for
+ * later ones: task 0: 0.04 x 20 = 0.8 (m = 5); task 1: 0.21 x 5 = 1.05
+ * (m = 1, though 4 slots); task 2: 0.47 x 1.7 = 0.799 (m = 0). */
+static void test_hazard_formula(void **state)
+{
+    (void)state;
+    dt_scheduler *s = make("hazard");
+    dt_sched_task t[3] = { task(2, 0.2, 20, 0, 5), task(1, 0.05, 10, 0, 4), task(1, 0.017, 10, 0, 0) };
+    t[0].measured_slots = 5;
+    t[1].measured_slots = 1;
+    double scores[3];
+    assert_int_equal(dt_scheduler_pick(s, 10, t, 3, scores), 1);
+    assert_true(fabs(scores[0] - 0.8) < 1e-9);
+    assert_true(fabs(scores[1] - 1.05) < 1e-9);
+    assert_true(fabs(scores[2] - 0.799) < 1e-9);
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t[1]) - 1.05) < 1e-9);
+    t[1].measured_slots = 2;  /* 0.04 x 5 = 0.2 */
+    assert_int_equal(dt_scheduler_pick(s, 11, t, 3, NULL), 0);
+    dt_scheduler_free(s);
+}
+
+static void test_hazard_table_parse(void **state)
+{
+    (void)state;
+    double h[DT_SCHED_HAZARD_MAX];
+    int n;
+    dt_error err;
+    assert_int_equal(dt_sched_hazard_parse(" 0.5,0.25  0.125 ", h, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_true(h[2] == 0.125);
+    assert_int_equal(dt_sched_hazard_parse("0.5 1.5", h, &n, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "entry 2"));
+    assert_int_equal(dt_sched_hazard_parse("0.5 x", h, &n, &err), DT_EINVAL);
+    assert_int_equal(dt_sched_hazard_parse("", h, &n, &err), DT_EINVAL);
+    dt_scheduler_config c = sched_cfg();
+    snprintf(c.hazard, sizeof c.hazard, "0.3 -0.1");
+    dt_scheduler *s = NULL;
+    assert_int_equal(dt_scheduler_new("hazard", &c, 1, &s, &err), DT_EINVAL);
+    assert_null(s);
+}
+
+/* The optimum against every allocation of slots on four small tasks with
+ * costs that are not whole slots at a trace's end. */
+#define OPT_TASKS 4
+#define OPT_SLOTS 4
+static void test_optimum_matches_brute_force(void **state)
+{
+    (void)state;
+    double lat[OPT_TASKS][OPT_SLOTS + 1], cost[OPT_TASKS][OPT_SLOTS + 1];
+    int nslots[OPT_TASKS] = { 4, 3, 4, 2 };
+    dt_sched_curve c[OPT_TASKS];
+    srand(7);
+    for (int k = 0; k < OPT_TASKS; k++) {
+        lat[k][0] = 3.7 + k * 1.3;
+        cost[k][0] = 0;
+        for (int j = 1; j <= nslots[k]; j++) {
+            lat[k][j] = lat[k][j - 1] * (0.35 + 0.6 * rand() / (double)RAND_MAX);
+            cost[k][j] = 10.0 * j;
+        }
+        c[k] = (dt_sched_curve){ .nslots = nslots[k], .latency = lat[k], .cost = cost[k] };
+    }
+    double targets[5] = { 16.9, 12.3, 8.1, 5.5, 0.01 }, got[5], want[5];
+    for (int i = 0; i < 5; i++)
+        want[i] = INFINITY;
+    int s[OPT_TASKS];
+    for (s[0] = 0; s[0] <= nslots[0]; s[0]++)
+        for (s[1] = 0; s[1] <= nslots[1]; s[1]++)
+            for (s[2] = 0; s[2] <= nslots[2]; s[2]++)
+                for (s[3] = 0; s[3] <= nslots[3]; s[3]++) {
+                    double l = 0, t = 0;
+                    for (int k = 0; k < OPT_TASKS; k++) {
+                        l += lat[k][s[k]];
+                        t += cost[k][s[k]];
+                    }
+                    for (int i = 0; i < 5; i++)
+                        if (l <= targets[i] && t < want[i])
+                            want[i] = t;
+                }
+    dt_error err;
+    assert_int_equal(dt_sched_optimum(c, OPT_TASKS, targets, 5, got, &err), 0);
+    for (int i = 0; i < 5; i++) {
+        if (isinf(want[i]))
+            assert_true(isinf(got[i]));
+        else
+            assert_true(fabs(got[i] - want[i]) < 1e-9);
+    }
+    assert_true(isinf(got[4]) && isfinite(got[0]) && got[0] < got[3]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +361,10 @@ int main(void)
         cmocka_unit_test(test_random_policies_pick_only_pickable),
         cmocka_unit_test(test_gradient_prefers_steep_descent),
         cmocka_unit_test(test_unknown_policy),
+        cmocka_unit_test(test_weighted_rr_formula),
+        cmocka_unit_test(test_hazard_formula),
+        cmocka_unit_test(test_hazard_table_parse),
+        cmocka_unit_test(test_optimum_matches_brute_force),
     };
     return cmocka_run_group_tests_name("scheduler", tests, NULL, NULL);
 }

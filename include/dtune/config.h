@@ -43,6 +43,8 @@ typedef struct dt_scheduler_config {
     int finish_after;          /* trials without improvement; default 200 */
     double epsilon;            /* eps_greedy; default 0.05 */
     double softmax_temperature;/* softmax; default 1 */
+    char hazard[160];          /* hazard: next-slot cut shares by measured slot */
+    double prior_slots;        /* dynatune: weight of the hazard prior, in slots */
     dt_belief_config belief;
 } dt_scheduler_config;
 

@@ -28,6 +28,8 @@ typedef struct dt_task_run {
     double warm_latency_ms;    /* latency of the first valid measurement */
     double peak_gflops;        /* the target's peak for the belief's normalisation */
     int slots;
+    int measured_slots;        /* slots that measured at least one trial */
+    int trials_at_close;       /* trials when the last slot (or warm-up) closed */
     bool dead;                 /* no valid config found in warm-up */
     double *curve;             /* best-so-far GFLOPS after each trial */
     int ncurve, capcurve;

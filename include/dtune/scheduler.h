@@ -19,6 +19,15 @@
  *   softmax         random with p_k proportional to exp(r_k / (T * max r))
  *   gradient        Ansor's task scheduler (alpha 0.2, beta 2, backward
  *                   window 3, similarity groups by op kind and kernel)
+ *   weighted_rr     the task of largest w_k L_k / (c_k + 1)^2.5 (L_k: its
+ *                   latency at its best; a task's share of the slots falls
+ *                   as it is played, slower for the tasks that weigh most)
+ *   hazard          the task of largest predicted cut h(m_k) w_k L_k, where
+ *                   h(m) is the share of its latency a task's (m+1)-th
+ *                   measured slot cuts on average, learned across tasks
+ *                   (scheduler.hazard; the last entry holds for later
+ *                   slots) and m_k counts the slots that measured at least
+ *                   one trial (a slot that measured nothing taught nothing)
  * Static policies keep handing slots to finished tasks (their time is spent
  * without gain, as in the paper's static allocation); exhausted tasks (every
  * valid point measured) are never picked.
@@ -33,6 +42,7 @@
 #include "dtune/error.h"
 
 #define DT_SCHED_WINDOW 8
+#define DT_SCHED_HAZARD_MAX 16    /* entries of the hazard table at most */
 
 /* What a policy sees of one task before a slot. */
 typedef struct dt_sched_task {
@@ -43,6 +53,7 @@ typedef struct dt_sched_task {
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
     bool pred_ok;             /* the belief model produced pred_gflops */
     int slots;                /* c_k: slots held so far */
+    int measured_slots;       /* m_k: those that measured at least one trial */
     bool finished;            /* no improvement for finish_after trials */
     bool exhausted;           /* nothing left to measure */
     /* Latency (ms, one execution) after each of the task's last slots, newest
@@ -75,6 +86,46 @@ void dt_scheduler_replay(dt_scheduler *s, int k);
 
 /* Expected latency reduction r_k (ms) of one more slot of task k. */
 double dt_sched_expected_reduction(const dt_sched_task *task);
+
+/* The latency (ms) the hazard table predicts task's next slot to cut:
+ * h(m_k) w_k L_k, h[m] for m < n, h[n - 1] after; 0 before a measurement. */
+double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
+
+/* Parses a hazard table (shares in [0, 1], separated by spaces or commas,
+ * 1..DT_SCHED_HAZARD_MAX of them) into h; *n gets the count. DT_EINVAL with
+ * a message naming the bad entry. */
+int dt_sched_hazard_parse(const char *text, double *h, int *n, dt_error *err);
+
+/* The policy's own prediction of the latency (ms) task's next slot cuts:
+ * the belief's r_k for belief policies (dynatune's blended with its prior),
+ * the hazard cut for hazard; NAN for policies that predict nothing and for
+ * a task dynatune has no prediction of. For displays (next to the scores of
+ * dt_scheduler_pick) and for judging beliefs. */
+bool dt_scheduler_predicts(const dt_scheduler *s);
+double dt_scheduler_predicted_cut(const dt_scheduler *s, const dt_sched_task *task);
+
+/* --- the exact optimum of a replay ------------------------------------------------
+ * Tasks advance independently along their own curves, so a schedule's state
+ * after any number of slots depends only on how many slots each task had.
+ * Task k after s slots has latency latency[s] (w_k L_k, ms) and has spent
+ * cost[s] seconds, s = 0..nslots. */
+typedef struct dt_sched_curve {
+    int nslots;
+    const double *latency;
+    const double *cost;
+} dt_sched_curve;
+
+/* The least seconds any schedule needs to bring the summed latency to or
+ * below each of targets[0..ntargets) (INFINITY when none can), into
+ * min_seconds. A dynamic programme over the total slot count S keeps, per S,
+ * the allocation (s_1..s_n, sum S) of least summed latency (ties: least
+ * cost); the answer is min over S whose latency meets the target of that
+ * allocation's cost. Exact over slot counts when cost[s] is proportional to
+ * s; where a curve's last slot is shorter (its trace ends inside it) the
+ * reported cost is still the allocation's real one. O(n S_max max nslots).
+ * 0, DT_EINVAL (negative nslots), DT_ENOMEM. */
+int dt_sched_optimum(const dt_sched_curve *tasks, int ntasks, const double *targets,
+                     int ntargets, double *min_seconds, dt_error *err);
 
 /* Comma-separated policy names. */
 const char *dt_scheduler_policies(void);
