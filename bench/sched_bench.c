@@ -14,23 +14,31 @@
  * trials, slots, finished after finish_after trials without improvement,
  * latency history) and asks dt_scheduler_pick.
  *
- * Per model it prints, over scheduler seeds × trace seeds, the median and
- * 95 % interval (2.5th–97.5th percentile) of the time each policy needs to
- * reach sequential's final model latency, as a speed-up against sequential
- * and against gradient (Ansor), and its ratio to an oracle that knows the
- * traces (greedy by true latency reduction per slot over the best
- * look-ahead). Budget-limited: sequential again with every task cut to 25 %
- * and 50 % of its trials (AutoTVM with n_trial fitted to a shorter budget),
- * and how much sooner each policy reaches that run's final latency. It
- * prints how late the task curves still improve (each task's last
- * improvement; the share of its whole gain within half its trials). It draws
- * the latency-over-time curves of all policies into
- * bench/out/sched_MODEL.svg, and times the slot decision (belief fits of
- * all tasks + choice) of dynatune on a model of two traces concatenated
- * (≥ 20 tasks) as a share of the slot.
+ * L* is sequential's final latency on each trace: every task tuned in model
+ * order until finish_after trials without improvement (or its trace's end).
+ * Per model it prints, as medians and 2.5-97.5 % intervals over trace seeds
+ * x scheduler seeds: the time each policy needs to reach (1 + eps) L* for
+ * eps = 10, 5, 2, 1 % as a share of the exact optimum's time
+ * (dt_sched_optimum over each task's own slot curve; warm-up included) and
+ * of the oracle's (greedy by true latency reduction per slot over the best
+ * look-ahead); the anytime figure, mean model latency over the first 25 /
+ * 50 / 100 % of sequential's whole time (from the end of warm-up) over the
+ * oracle's; and for policies that predict (dt_scheduler_predicts), per
+ * decision after every task's first slot, the true cut of the chosen task
+ * over the best one (share) and Spearman's rho of predicted against true
+ * cuts. A summary over models follows. --csv writes every run's metrics as
+ * rows model,trace,policy,seed,metric,value. --lomo fits the hazard table
+ * (hazard policy and dynatune's prior) per model on the other models'
+ * traces only; --fit-hazard prints the table fitted on all traces given. It
+ * prints how late the task curves still improve, draws the latency-over-time
+ * curves of all policies into bench/out/sched_MODEL.svg, and with --overhead
+ * times every policy's slot decision (belief fits + pick) on traces
+ * concatenated (squeezenet1_1 + resnet18: 31 tasks) as a share of the slot.
  *
  *   bin/sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] [--threads T]
- *                   [--ucb-c C] [--verbose] [--out DIR] [--overhead A.csv,B.csv] TRACE.csv...
+ *                   [--ucb-c C] [--prior-slots M0] [--policies A,B] [--hazard H | --lomo]
+ *                   [--fit-hazard] [--csv FILE] [--verbose] [--out DIR]
+ *                   [--overhead A.csv,B.csv,...] TRACE.csv...
  * Traces of one model (same name before -sSEED) are grouped.
  */
 #include <limits.h>
@@ -110,8 +118,8 @@ static int trace_load(const char *path, trace *t)
     snprintf(t->path, sizeof t->path, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "sched_bench: cannot open %s\n", path);
-        return -1;
+        fprintf(stderr, "%s:1:1: cannot open\n", path);
+        return 2;
     }
     char line[1024];
     int caps[1024] = { 0 }, rc = 0, lineno = 0;
@@ -140,9 +148,9 @@ static int trace_load(const char *path, trace *t)
     if (rc == 0 && t->ntasks == 0)
         rc = -1;
     if (rc) {
-        fprintf(stderr, "sched_bench: %s:%d: not a trace (or a task without a valid trial)\n", path,
-                lineno);
+        fprintf(stderr, "%s:%d:1: not a trace (or a task without a valid trial)\n", path, lineno);
         trace_free(t);
+        rc = 2;
     }
     return rc;
 }
@@ -258,7 +266,8 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
     for (int k = 0; k < s->tr->ntasks; k++) {
         const task_trace *t = &s->tr->tasks[k];
         const task_sim *ts = &s->ts[k];
-        st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .group = t->group,
+        st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .peak_gflops = t->peak,
+                                 .group = t->group,
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
                                  .measured_slots = ts->measured_slots,
@@ -446,6 +455,8 @@ typedef struct bench_opts {
     const char *policies;        /* comma-separated; NULL: all */
     const char *out_dir, *overhead;
     const char *hazard;          /* NULL: the config default */
+    const char *prior_hazard;    /* NULL: the config default */
+    double ceiling;              /* < 0: the config default */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
 } bench_opts;
 
@@ -499,6 +510,10 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     cfg.scheduler.finish_after = o->finish_after;
     if (o->hazard)
         snprintf(cfg.scheduler.hazard, sizeof cfg.scheduler.hazard, "%s", o->hazard);
+    if (o->prior_hazard)
+        snprintf(cfg.scheduler.prior_hazard, sizeof cfg.scheduler.prior_hazard, "%s", o->prior_hazard);
+    if (o->ceiling >= 0)
+        cfg.scheduler.ceiling = o->ceiling;
     if (o->ucb_c >= 0)
         cfg.scheduler.ucb_c = o->ucb_c;
     if (o->prior_slots >= 0)
@@ -774,17 +789,20 @@ static int optimum_times(const trace *tr, double slot_seconds, const double *tar
 #define HAZARD_ENTRIES 8         /* fitted entries; the last averages every later slot */
 
 /* The hazard table from traces (all but those of model `skip`, may be NULL):
- * entry m is the mean share of a task's latency that its (m+1)-th slot
- * measuring at least one trial cut, over every task; into text. */
+ * entry m is the least-squares factor h(m) of y = h(m) x over every task's
+ * (m+1)-th slot that measured at least one trial, y the share of its
+ * latency the slot cut and x its headroom dt_sched_prior_share(h = 1,
+ * ceiling) (1 without a ceiling: h(m) is then the mean share); into text,
+ * comma-separated. */
 static int fit_hazard(const trace *traces, int ntraces, const char *skip, double slot_seconds,
-                      char *text, size_t len)
+                      double ceiling, char *text, size_t len)
 {
-    double sum[HAZARD_ENTRIES] = { 0 };
-    int count[HAZARD_ENTRIES] = { 0 };
+    double xy[HAZARD_ENTRIES] = { 0 }, xx[HAZARD_ENTRIES] = { 0 }, one = 1;
     for (int t = 0; t < ntraces; t++) {
         if (skip && strcmp(traces[t].model, skip) == 0)
             continue;
         for (int k = 0; k < traces[t].ntasks; k++) {
+            const task_trace *tt = &traces[t].tasks[k];
             double *lat, *cost, warm;
             int *trials, nslots, m = 0;
             if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &nslots, &warm))
@@ -792,9 +810,12 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
             for (int j = 0; j < nslots; j++) {
                 if (trials[j] == 0)
                     continue;
+                dt_sched_task st = { .weight = tt->count, .flops = tt->flops, .peak_gflops = tt->peak,
+                                     .best_gflops = tt->flops / (lat[j] / tt->count * 1e6) };
                 int e = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1;
-                sum[e] += (lat[j] - lat[j + 1]) / lat[j];
-                count[e]++;
+                double x = dt_sched_prior_share(&st, &one, 1, ceiling);
+                xy[e] += x * (lat[j] - lat[j + 1]) / lat[j];
+                xx[e] += x * x;
                 m++;
             }
             free(lat);
@@ -803,9 +824,9 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
         }
     }
     size_t at = 0;
-    for (int e = 0; e < HAZARD_ENTRIES && count[e] > 0 && at < len; e++)
-        at += (size_t)snprintf(text + at, len - at, "%s%.4f", e ? " " : "", sum[e] / count[e]);
-    return count[0] > 0 ? 0 : -1;
+    for (int e = 0; e < HAZARD_ENTRIES && xx[e] > 0 && at < len; e++)
+        at += (size_t)snprintf(text + at, len - at, "%s%.4f", e ? "," : "", xy[e] / xx[e]);
+    return xx[0] > 0 ? 0 : -1;
 }
 
 /* ---- metrics ------------------------------------------------------------------------ */
@@ -1014,13 +1035,18 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
     snprintf(rows[np + 1], sizeof rows[np + 1], "optimum");
     int nrows = np + 2, nruns = ntraces * o->seeds;
     bench_opts mo = *o;
-    char hazard[160];
+    char hazard[160], prior[160];
     if (o->lomo) {
-        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, hazard, sizeof hazard)) {
+        dt_config cfg;
+        dt_config_defaults(&cfg);
+        double ceiling = o->ceiling >= 0 ? o->ceiling : cfg.scheduler.ceiling;
+        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, hazard, sizeof hazard) ||
+            fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, prior, sizeof prior)) {
             fprintf(stderr, "sched_bench: --lomo: no other model's traces to fit the hazard table on\n");
             return -1;
         }
         mo.hazard = hazard;
+        mo.prior_hazard = prior;
     }
     double *vals = malloc((size_t)nrows * NMETRICS * (size_t)nruns * sizeof *vals);
     run_result first[MAX_POLICIES + 1];
@@ -1074,7 +1100,8 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
         printf("\nmodel %s: %d tasks, %d trace(s), %d scheduler seeds, slot %g s, finish_after %d\n",
                traces[0].model, traces[0].ntasks, ntraces, o->seeds, o->slot_seconds, o->finish_after);
         printf("  machine: %s\n", traces[0].machine);
-        printf("  hazard table: %s%s\n", mo.hazard ? mo.hazard : "config default",
+        printf("  hazard table %s, dynatune's prior %s%s\n", mo.hazard ? mo.hazard : "config default",
+               mo.prior_hazard ? mo.prior_hazard : "config default",
                o->lomo ? " (fitted on the other models' traces)" : "");
         printf("  L* = sequential's final latency on each trace (first trace: %.4f ms at %.0f s);\n"
                "  median [2.5th, 97.5th percentile] over %d runs (trace seeds x scheduler seeds)\n",
@@ -1148,7 +1175,7 @@ static int bench_overhead(const bench_opts *o)
 static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, int *npaths)
 {
     *o = (bench_opts){ .slot_seconds = 10, .seeds = 5, .finish_after = 200, .threads = 2,
-                       .ucb_c = -1, .prior_slots = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
+                       .ucb_c = -1, .prior_slots = -1, .ceiling = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
     *npaths = 0;
     for (int i = 1; i < argc; i++) {
         bool v = i + 1 < argc;
@@ -1172,6 +1199,10 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->overhead = argv[++i];
         else if (strcmp(argv[i], "--hazard") == 0 && v)
             o->hazard = argv[++i];
+        else if (strcmp(argv[i], "--prior-hazard") == 0 && v)
+            o->prior_hazard = argv[++i];
+        else if (strcmp(argv[i], "--ceiling") == 0 && v)
+            o->ceiling = atof(argv[++i]);
         else if (strcmp(argv[i], "--policies") == 0 && v)
             o->policies = argv[++i];
         else if (strcmp(argv[i], "--lomo") == 0)
@@ -1198,7 +1229,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
                         "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
-                        "[--policies A,B,...] [--hazard 'H1 H2 ...' | --lomo] [--fit-hazard] "
+                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--ceiling C] [--lomo] [--fit-hazard] "
                         "[--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
@@ -1211,9 +1242,14 @@ int main(int argc, char **argv)
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
     if (rc == 0 && o.fit_hazard) {
-        char table[160];
-        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, table, sizeof table) == 0)
-            printf("hazard table fitted on %d trace(s), slot %g s: %s\n", npaths, o.slot_seconds, table);
+        char table[160], prior[160];
+        dt_config cfg;
+        dt_config_defaults(&cfg);
+        double ceiling = o.ceiling >= 0 ? o.ceiling : cfg.scheduler.ceiling;
+        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, table, sizeof table) == 0 &&
+            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, prior, sizeof prior) == 0)
+            printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g) %s\n",
+                   npaths, o.slot_seconds, table, ceiling, prior);
     }
     if (rc == 0 && o.csv_path) {
         if (!(o.csv = fopen(o.csv_path, "w"))) {

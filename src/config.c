@@ -98,8 +98,12 @@ static const key_def keys[] = {
           "softmax: temperature over task scores"),
     K_TYPED("scheduler.hazard", KT_STRING, scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039", F_NONEMPTY,
             "hazard: share of a task's latency its 1st, 2nd, ... measured slot cuts (last holds on)"),
-    K_DBL("scheduler.prior_slots", scheduler.prior_slots, 0, 1e9, "3",
+    K_DBL("scheduler.prior_slots", scheduler.prior_slots, 0, 1e9, "30",
           "dynatune: the hazard prior weighs as this many measured slots of the task's own curve; 0 = no prior"),
+    K_TYPED("scheduler.prior_hazard", KT_STRING, scheduler.prior_hazard, "0.69,0.50,0.13,0.043,0.019,0.040,0.011,0.011", F_NONEMPTY,
+            "dynatune's prior: share of the latency (times the headroom under scheduler.ceiling) its 1st, 2nd, ... measured slot cuts"),
+    K_DBL("scheduler.ceiling", scheduler.ceiling, 0, 100, "1.2",
+          "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
     K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, curves, "log_power",
              "learning-curve family"),
     K_INT("scheduler.belief.walkers", scheduler.belief.walkers, 2, 10000, "10", "MCMC walkers"),
@@ -508,18 +512,28 @@ static int backend_fits_target(const dt_config *cfg, char *why, size_t len)
                     b, target, target) > 0;
 }
 
-static int hazard_table_valid(const dt_config *cfg, char *why, size_t len)
+static int table_broken(const char *key, const char *table, char *why, size_t len)
 {
     double h[DT_SCHED_HAZARD_MAX];
     int n;
     dt_error err = { 0 };
-    return dt_sched_hazard_parse(cfg->scheduler.hazard, h, &n, &err) &&
-           snprintf(why, len, "scheduler.%s", err.msg) > 0;
+    return dt_sched_hazard_parse(table, h, &n, &err) && snprintf(why, len, "%s: %s", key, err.msg) > 0;
+}
+
+static int hazard_table_valid(const dt_config *cfg, char *why, size_t len)
+{
+    return table_broken("scheduler.hazard", cfg->scheduler.hazard, why, len);
+}
+
+static int prior_table_valid(const dt_config *cfg, char *why, size_t len)
+{
+    return table_broken("scheduler.prior_hazard", cfg->scheduler.prior_hazard, why, len);
 }
 
 static const rule rules[] = {
     { { "scheduler.belief.burn_in", "scheduler.belief.steps" }, burn_in_below_steps },
     { { "scheduler.hazard", "scheduler.policy" }, hazard_table_valid },
+    { { "scheduler.prior_hazard", "scheduler.policy" }, prior_table_valid },
     { { "measure.min_batches", "measure.max_repeats" }, min_batches_within_repeats },
     { { "budget.slot_trials", "budget.slot_seconds" }, slot_size_set },
     { { "budget.slot_seconds", "budget.total_seconds" }, slot_within_total },

@@ -31,6 +31,8 @@ struct dt_scheduler {
     int current;          /* sequential: task being tuned */
     double hazard[DT_SCHED_HAZARD_MAX];   /* h(m), parsed from cfg.hazard */
     int nhazard;
+    double prior[DT_SCHED_HAZARD_MAX];    /* dynatune's h'(m), from cfg.prior_hazard */
+    int nprior;
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -93,8 +95,8 @@ static int argmax(const double *v, const dt_sched_task *tasks, int n, bool skip_
 /* ---- policies --------------------------------------------------------------- */
 
 /* DynaTune's predicted cut of task k's next slot. With a prior
- * (cfg.prior_slots m0 > 0) it is the cross-task hazard cut h(m_k) w_k L_k
- * and the belief's own r_k weighed as a posterior mean with m0 pseudo-slots
+ * (cfg.prior_slots m0 > 0) it is the cross-task prior cut
+ * dt_sched_prior_share(prior_hazard, ceiling) w_k L_k and the belief's own r_k weighed as a posterior mean with m0 pseudo-slots
  * of prior against the task's m_k measured slots of data:
  *   (m0 h(m_k) w_k L_k + m_k r_k) / (m0 + m_k),
  * so a fresh task follows the prior and a long history its own curve; a
@@ -105,7 +107,7 @@ static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
     double m0 = s->cfg.prior_slots, m = k->measured_slots;
     if (m0 <= 0)
         return k->pred_ok ? dt_sched_expected_reduction(k) : NAN;
-    double prior = dt_sched_hazard_cut(k, s->hazard, s->nhazard);
+    double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->cfg.ceiling) * task_latency(k);
     if (!k->pred_ok)
         return prior;
     return (m0 * prior + m * dt_sched_expected_reduction(k)) / (m0 + m);
@@ -340,12 +342,19 @@ static int pick_weighted_rr(struct dt_scheduler *s, int t, const dt_sched_task *
     return argmax(w, tasks, n, true);
 }
 
-double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
+double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, double ceiling)
 {
     if (n <= 0)
         return 0;
-    int m = k->measured_slots < n ? k->measured_slots : n - 1;
-    return h[m] * task_latency(k);
+    double share = h[k->measured_slots < n ? k->measured_slots : n - 1];
+    if (ceiling > 0 && k->peak_gflops > 0)
+        share *= fmax(DT_SCHED_HEADROOM_FLOOR, 1 - k->best_gflops / k->peak_gflops / ceiling);
+    return share;
+}
+
+double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
+{
+    return dt_sched_prior_share(k, h, n, 0) * task_latency(k);
 }
 
 static int pick_hazard(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
@@ -427,9 +436,9 @@ int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t 
     if (!p)
         return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
                             dt_scheduler_policies());
-    double hazard[DT_SCHED_HAZARD_MAX];
-    int nhazard, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
-    if (rc)
+    double hazard[DT_SCHED_HAZARD_MAX], prior[DT_SCHED_HAZARD_MAX];
+    int nhazard, nprior, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
+    if (rc || (rc = dt_sched_hazard_parse(cfg->prior_hazard, prior, &nprior, err)))
         return rc;
     dt_scheduler *s = calloc(1, sizeof *s);
     if (!s || !(s->rng = gsl_rng_alloc(gsl_rng_mt19937))) {
@@ -443,6 +452,8 @@ int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t 
     s->current = -1;
     memcpy(s->hazard, hazard, sizeof hazard);
     s->nhazard = nhazard;
+    memcpy(s->prior, prior, sizeof prior);
+    s->nprior = nprior;
     *out = s;
     return 0;
 }

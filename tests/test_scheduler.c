@@ -22,6 +22,7 @@ static dt_scheduler_config sched_cfg(void)
     c.softmax_temperature = 1.0;
     c.finish_after = 200;
     snprintf(c.hazard, sizeof c.hazard, "0.47, 0.21 0.04");
+    snprintf(c.prior_hazard, sizeof c.prior_hazard, "%s", c.hazard);
     return c;
 }
 
@@ -280,6 +281,38 @@ static void test_hazard_formula(void **state)
     dt_scheduler_free(s);
 }
 
+/* dynatune with a prior: the predicted cut is (m0 h(m) w L + m r) / (m0 + m).
+ * Task: 2 x 10 ms, belief r = 2 x (10 - 8) = 4 ms. m = 0: the prior alone,
+ * 0.47 x 20 = 9.4; m = 1: (3 x 0.21 x 20 + 4) / 4 = 4.15; m = 30: (3 x 0.04
+ * x 20 + 30 x 4) / 33 = 3.709. Without a belief prediction, the prior. */
+static void test_dynatune_prior_blend(void **state)
+{
+    (void)state;
+    dt_scheduler_config c = sched_cfg();
+    c.prior_slots = 3;
+    dt_scheduler *s = NULL;
+    dt_error err;
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &s, &err), 0);
+    assert_true(dt_scheduler_predicts(s));
+    dt_sched_task t = task(2, 0.2, 20, 25, 0);
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 9.4) < 1e-9);
+    t.measured_slots = t.slots = 1;
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 4.15) < 1e-9);
+    t.measured_slots = t.slots = 30;
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - (2.4 + 120) / 33) < 1e-9);
+    t.pred_ok = false;
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 0.8) < 1e-9);
+    /* With the prior, an unplayed task is no longer forced first: a played
+     * task of larger predicted cut wins (ucb_c 0: no bonus). */
+    dt_scheduler_free(s);
+    c.ucb_c = 0;
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &s, &err), 0);
+    dt_sched_task two[2] = { task(10, 0.2, 20, 30, 1), task(1, 0.01, 20, 0, 0) };
+    two[0].measured_slots = 1;  /* (3 x 0.21 x 100 + 10 x 3.33) / 4 > 0.47 x 0.5 */
+    assert_int_equal(dt_scheduler_pick(s, 3, two, 2, NULL), 0);
+    dt_scheduler_free(s);
+}
+
 static void test_hazard_table_parse(void **state)
 {
     (void)state;
@@ -364,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_weighted_rr_formula),
         cmocka_unit_test(test_hazard_formula),
         cmocka_unit_test(test_hazard_table_parse),
+        cmocka_unit_test(test_dynatune_prior_blend),
         cmocka_unit_test(test_optimum_matches_brute_force),
     };
     return cmocka_run_group_tests_name("scheduler", tests, NULL, NULL);

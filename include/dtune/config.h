@@ -45,6 +45,8 @@ typedef struct dt_scheduler_config {
     double softmax_temperature;/* softmax; default 1 */
     char hazard[160];          /* hazard: next-slot cut shares by measured slot */
     double prior_slots;        /* dynatune: weight of the hazard prior, in slots */
+    char prior_hazard[160];    /* dynatune: the prior's cut shares by measured slot */
+    double ceiling;            /* dynatune: the prior's efficiency ceiling (share of peak) */
     dt_belief_config belief;
 } dt_scheduler_config;
 

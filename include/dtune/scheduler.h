@@ -28,6 +28,11 @@
  *                   (scheduler.hazard; the last entry holds for later
  *                   slots) and m_k counts the slots that measured at least
  *                   one trial (a slot that measured nothing taught nothing)
+ * dynatune's predicted cut, with scheduler.prior_slots m0 > 0, is a
+ * posterior mean: the prior h'(m_k) max(0.05, 1 - e_k / c) w_k L_k
+ * (scheduler.prior_hazard h', scheduler.ceiling c, e_k = best / peak) with
+ * weight m0 and the belief's r_k with weight m_k; unplayed tasks are scored
+ * by the prior (no gamma) and the bonus counts the prior as one play.
  * Static policies keep handing slots to finished tasks (their time is spent
  * without gain, as in the paper's static allocation); exhausted tasks (every
  * valid point measured) are never picked.
@@ -48,6 +53,7 @@
 typedef struct dt_sched_task {
     double weight;            /* w_k: occurrences in the model */
     double flops;             /* one execution */
+    double peak_gflops;       /* the target's peak for this task; 0 = unknown */
     int group;                /* similarity group (gradient policy) */
     double best_gflops;       /* best measured; 0 when none */
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
@@ -90,6 +96,14 @@ double dt_sched_expected_reduction(const dt_sched_task *task);
 /* The latency (ms) the hazard table predicts task's next slot to cut:
  * h(m_k) w_k L_k, h[m] for m < n, h[n - 1] after; 0 before a measurement. */
 double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
+
+/* The share of its latency task's next slot is expected to cut under a
+ * prior with a ceiling: h(m_k) x max(DT_SCHED_HEADROOM_FLOOR, 1 - e_k / c),
+ * e_k = best_gflops / peak_gflops (the task's efficiency), c = ceiling (a
+ * share of peak): a task far below the level tasks reach gains more. With
+ * ceiling <= 0 or no peak, h(m_k) alone. */
+#define DT_SCHED_HEADROOM_FLOOR 0.05
+double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, double ceiling);
 
 /* Parses a hazard table (shares in [0, 1], separated by spaces or commas,
  * 1..DT_SCHED_HAZARD_MAX of them) into h; *n gets the count. DT_EINVAL with
