@@ -51,6 +51,7 @@
 
 #include "dtune/belief.h"
 #include "dtune/config.h"
+#include "dtune/model.h"
 #include "dtune/report.h"
 #include "dtune/scheduler.h"
 #include "dtune/util.h"
@@ -65,11 +66,12 @@ typedef struct task_trace {
     char name[64];
     int group, count, n;
     double flops, peak;
+    double bytes;                /* from the model file the header names; 0 = unknown */
     double *seconds, *best;      /* per trial: task's own seconds, best-so-far GFLOPS */
 } task_trace;
 
 typedef struct trace {
-    char path[512], model[64], machine[256];
+    char path[512], model[64], machine[256], model_path[512];
     int ntasks;
     task_trace *tasks;
 } trace;
@@ -112,6 +114,25 @@ static int parse_task_line(trace *t, const char *line)
     return 0;
 }
 
+/* Each task's compulsory bytes from the model file the trace names (for
+ * the roofline of dynatune's prior); left 0 when the file or task is not
+ * found. */
+static void task_bytes(trace *t)
+{
+    dt_model *m = NULL;
+    dt_error err = { 0 };
+    if (!t->model_path[0] || dt_model_load(t->model_path, &m, &err)) {
+        fprintf(stderr, "sched_bench: %s: no model file (%s): the prior's roofline is off\n", t->path,
+                t->model_path[0] ? err.msg : "not named");
+        return;
+    }
+    for (int k = 0; k < t->ntasks; k++) {
+        int i = dt_model_find_task(m, t->tasks[k].name);
+        t->tasks[k].bytes = i >= 0 ? m->tasks[i].bytes : 0;
+    }
+    dt_model_free(m);
+}
+
 static int trace_load(const char *path, trace *t)
 {
     memset(t, 0, sizeof *t);
@@ -130,7 +151,7 @@ static int trace_load(const char *path, trace *t)
         if (strncmp(line, "# machine: ", 11) == 0)
             sscanf(line + 11, "%255[^\n]", t->machine);
         else if (strncmp(line, "# model: ", 9) == 0)
-            sscanf(line + 9, "%63s", t->model);
+            sscanf(line + 9, "%63s (%511[^)])", t->model, t->model_path);
         else if (strncmp(line, "#task,", 6) == 0 && strncmp(line, "#task,index,", 12) != 0)
             rc = t->ntasks < 1024 ? parse_task_line(t, line) : -1;
         else if (line[0] == '#' || strncmp(line, "task,", 5) == 0)
@@ -147,6 +168,8 @@ static int trace_load(const char *path, trace *t)
             rc = -1;
     if (rc == 0 && t->ntasks == 0)
         rc = -1;
+    if (rc == 0)
+        task_bytes(t);
     if (rc) {
         fprintf(stderr, "%s:%d:1: not a trace (or a task without a valid trial)\n", path, lineno);
         trace_free(t);
@@ -267,6 +290,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
         const task_trace *t = &s->tr->tasks[k];
         const task_sim *ts = &s->ts[k];
         st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .peak_gflops = t->peak,
+                                 .bytes = t->bytes,
                                  .group = t->group,
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
@@ -279,19 +303,41 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
 
 /* The daemon's dt_run_predict: best-so-far per trial ÷ peak, horizon one
  * slot of the task's last slot's trials ahead. */
-static int predict(sim *s, dt_belief_pool *pool, uint64_t seed_stream, double *ybuf,
-                   dt_belief_history *hist, dt_belief_prediction *pred)
+/* The curve over the task's own tuning seconds instead of trials: one
+ * point per measured batch (its trials share a time), x = 1 + seconds, the
+ * horizon one slot past the task's clock. Returns the points written. */
+static int seconds_history(const task_trace *t, const task_sim *ts, double *x, double *y)
+{
+    int m = 0;
+    for (int i = 0; i < ts->pos; i++)
+        if (i == ts->pos - 1 || t->seconds[i + 1] != t->seconds[i]) {
+            x[m] = 1 + t->seconds[i];
+            y[m++] = t->best[i] / t->peak;
+        }
+    return m;
+}
+
+static int predict(sim *s, dt_belief_pool *pool, bool over_seconds, double slot_seconds,
+                   double *xbuf, double *ybuf, dt_belief_history *hist, dt_belief_prediction *pred)
 {
     int n = s->tr->ntasks, off = 0;
     for (int k = 0; k < n; k++) {
         const task_trace *t = &s->tr->tasks[k];
         const task_sim *ts = &s->ts[k];
+        if (over_seconds) {
+            int m = seconds_history(t, ts, xbuf + off, ybuf + off);
+            hist[k] = (dt_belief_history){ .x = xbuf + off, .y = ybuf + off, .n = m,
+                                           .horizon = 1 + ts->clock + slot_seconds,
+                                           .stream = dt_belief_task_stream(k, m) };
+            off += m;
+            continue;
+        }
         for (int i = 0; i < ts->pos; i++)
             ybuf[off + i] = t->best[i] / t->peak;
         double ahead = ts->last_slot_trials > 0 ? ts->last_slot_trials : BATCH_SIZE;
         hist[k] = (dt_belief_history){ .x = NULL, .y = ybuf + off, .n = ts->pos,
                                        .horizon = ts->pos + ahead,
-                                       .stream = dt_belief_task_stream(k, ts->pos) + seed_stream };
+                                       .stream = dt_belief_task_stream(k, ts->pos) };
         off += ts->pos;
     }
     dt_error err = { 0 };
@@ -457,6 +503,8 @@ typedef struct bench_opts {
     const char *hazard;          /* NULL: the config default */
     const char *prior_hazard;    /* NULL: the config default */
     double ceiling;              /* < 0: the config default */
+    double bandwidth;            /* GB/s; < 0: the config default */
+    bool over_seconds;           /* belief curves over tuning seconds, not trials */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
 } bench_opts;
 
@@ -514,6 +562,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         snprintf(cfg.scheduler.prior_hazard, sizeof cfg.scheduler.prior_hazard, "%s", o->prior_hazard);
     if (o->ceiling >= 0)
         cfg.scheduler.ceiling = o->ceiling;
+    if (o->bandwidth >= 0)
+        cfg.scheduler.bandwidth_gbs = o->bandwidth;
     if (o->ucb_c >= 0)
         cfg.scheduler.ucb_c = o->ucb_c;
     if (o->prior_slots >= 0)
@@ -529,8 +579,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     size_t total = 0;
     for (int k = 0; k < n; k++)
         total += (size_t)tr->tasks[k].n;
-    double *ybuf = malloc((total + 1) * sizeof *ybuf);
-    if (!s.ts || !st || !scores || !hist || !pred || !ybuf) {
+    double *ybuf = malloc((total + 1) * sizeof *ybuf), *xbuf = malloc((total + 1) * sizeof *xbuf);
+    if (!s.ts || !st || !scores || !hist || !pred || !ybuf || !xbuf) {
         rc = -1;
         goto done;
     }
@@ -549,7 +599,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     rc = add_point(res, s.clock, model_latency(&s), -1);
     while (rc == 0 && s.clock < cap_seconds) {
         double t0 = dt_now_seconds(), decision_ms;
-        if (belief && (rc = predict(&s, pool, 0, ybuf, hist, pred)))
+        if (belief && (rc = predict(&s, pool, o->over_seconds, o->slot_seconds, xbuf, ybuf, hist, pred)))
             break;
         int k;
         if (sched) {
@@ -585,6 +635,7 @@ done:
     free(hist);
     free(pred);
     free(ybuf);
+    free(xbuf);
     return rc;
 }
 
@@ -795,7 +846,7 @@ static int optimum_times(const trace *tr, double slot_seconds, const double *tar
  * ceiling) (1 without a ceiling: h(m) is then the mean share); into text,
  * comma-separated. */
 static int fit_hazard(const trace *traces, int ntraces, const char *skip, double slot_seconds,
-                      double ceiling, char *text, size_t len)
+                      double ceiling, double bandwidth, char *text, size_t len)
 {
     double xy[HAZARD_ENTRIES] = { 0 }, xx[HAZARD_ENTRIES] = { 0 }, one = 1;
     for (int t = 0; t < ntraces; t++) {
@@ -811,9 +862,10 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
                 if (trials[j] == 0)
                     continue;
                 dt_sched_task st = { .weight = tt->count, .flops = tt->flops, .peak_gflops = tt->peak,
+                                     .bytes = tt->bytes,
                                      .best_gflops = tt->flops / (lat[j] / tt->count * 1e6) };
                 int e = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1;
-                double x = dt_sched_prior_share(&st, &one, 1, ceiling);
+                double x = dt_sched_prior_share(&st, &one, 1, ceiling, bandwidth);
                 xy[e] += x * (lat[j] - lat[j + 1]) / lat[j];
                 xx[e] += x * x;
                 m++;
@@ -1040,8 +1092,10 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
         dt_config cfg;
         dt_config_defaults(&cfg);
         double ceiling = o->ceiling >= 0 ? o->ceiling : cfg.scheduler.ceiling;
-        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, hazard, sizeof hazard) ||
-            fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, prior, sizeof prior)) {
+        double bandwidth = o->bandwidth >= 0 ? o->bandwidth : cfg.scheduler.bandwidth_gbs;
+        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, hazard, sizeof hazard) ||
+            fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, bandwidth, prior,
+                       sizeof prior)) {
             fprintf(stderr, "sched_bench: --lomo: no other model's traces to fit the hazard table on\n");
             return -1;
         }
@@ -1175,7 +1229,7 @@ static int bench_overhead(const bench_opts *o)
 static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, int *npaths)
 {
     *o = (bench_opts){ .slot_seconds = 10, .seeds = 5, .finish_after = 200, .threads = 2,
-                       .ucb_c = -1, .prior_slots = -1, .ceiling = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
+                       .ucb_c = -1, .prior_slots = -1, .ceiling = -1, .bandwidth = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
     *npaths = 0;
     for (int i = 1; i < argc; i++) {
         bool v = i + 1 < argc;
@@ -1203,6 +1257,10 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->prior_hazard = argv[++i];
         else if (strcmp(argv[i], "--ceiling") == 0 && v)
             o->ceiling = atof(argv[++i]);
+        else if (strcmp(argv[i], "--belief-seconds") == 0)
+            o->over_seconds = true;
+        else if (strcmp(argv[i], "--bandwidth") == 0 && v)
+            o->bandwidth = atof(argv[++i]);
         else if (strcmp(argv[i], "--policies") == 0 && v)
             o->policies = argv[++i];
         else if (strcmp(argv[i], "--lomo") == 0)
@@ -1229,7 +1287,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
                         "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
-                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--ceiling C] [--lomo] [--fit-hazard] "
+                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--ceiling C] [--bandwidth GBS] [--belief-seconds] [--lomo] [--fit-hazard] "
                         "[--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
@@ -1246,10 +1304,11 @@ int main(int argc, char **argv)
         dt_config cfg;
         dt_config_defaults(&cfg);
         double ceiling = o.ceiling >= 0 ? o.ceiling : cfg.scheduler.ceiling;
-        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, table, sizeof table) == 0 &&
-            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, prior, sizeof prior) == 0)
-            printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g) %s\n",
-                   npaths, o.slot_seconds, table, ceiling, prior);
+        double bandwidth = o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs;
+        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, table, sizeof table) == 0 &&
+            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, prior, sizeof prior) == 0)
+            printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g, "
+                   "bandwidth %g GB/s) %s\n", npaths, o.slot_seconds, table, ceiling, bandwidth, prior);
     }
     if (rc == 0 && o.csv_path) {
         if (!(o.csv = fopen(o.csv_path, "w"))) {

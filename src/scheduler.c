@@ -107,7 +107,8 @@ static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
     double m0 = s->cfg.prior_slots, m = k->measured_slots;
     if (m0 <= 0)
         return k->pred_ok ? dt_sched_expected_reduction(k) : NAN;
-    double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->cfg.ceiling) * task_latency(k);
+    double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->cfg.ceiling, s->cfg.bandwidth_gbs) *
+                   task_latency(k);
     if (!k->pred_ok)
         return prior;
     return (m0 * prior + m * dt_sched_expected_reduction(k)) / (m0 + m);
@@ -342,19 +343,23 @@ static int pick_weighted_rr(struct dt_scheduler *s, int t, const dt_sched_task *
     return argmax(w, tasks, n, true);
 }
 
-double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, double ceiling)
+double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, double ceiling,
+                            double bandwidth_gbs)
 {
     if (n <= 0)
         return 0;
     double share = h[k->measured_slots < n ? k->measured_slots : n - 1];
-    if (ceiling > 0 && k->peak_gflops > 0)
-        share *= fmax(DT_SCHED_HEADROOM_FLOOR, 1 - k->best_gflops / k->peak_gflops / ceiling);
-    return share;
+    if (ceiling <= 0 || k->peak_gflops <= 0)
+        return share;
+    double level = ceiling;
+    if (bandwidth_gbs > 0 && k->bytes > 0)
+        level = fmin(level, k->flops / k->bytes * bandwidth_gbs / k->peak_gflops);
+    return share * fmax(DT_SCHED_HEADROOM_FLOOR, 1 - k->best_gflops / k->peak_gflops / level);
 }
 
 double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
 {
-    return dt_sched_prior_share(k, h, n, 0) * task_latency(k);
+    return dt_sched_prior_share(k, h, n, 0, 0) * task_latency(k);
 }
 
 static int pick_hazard(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,

@@ -113,6 +113,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.scheduler.policy, "dynatune");
     assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
     assert_true(c.scheduler.prior_slots == 30 && c.scheduler.ceiling == 1.2);
+    assert_true(c.scheduler.bandwidth_gbs == 20);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
     assert_string_equal(c.scheduler.belief.curve, "log_power");
@@ -553,7 +554,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 61);
+    assert_int_equal(rows, 62);
     assert_memory_equal(&c, &defaults, sizeof c);
 }
 

@@ -313,6 +313,27 @@ static void test_dynatune_prior_blend(void **state)
     dt_scheduler_free(s);
 }
 
+/* The prior's share with a roofline: 0.2 GFLOP over 40 MB is 5 flop/byte;
+ * at 20 GB/s its level is 100 GFLOPS = 1.0 x the 100 GFLOPS peak, below the
+ * ceiling 1.2. At 25 GFLOPS the headroom is 1 - 0.25 = 0.75; without bytes
+ * the ceiling rules: 1 - 0.25 / 1.2; near the level the floor 0.05. */
+static void test_prior_share_roofline(void **state)
+{
+    (void)state;
+    const double h[2] = { 0.47, 0.21 };
+    dt_sched_task t = task(1, 0.2, 25, 0, 0);
+    t.peak_gflops = 100;
+    t.bytes = 4e7;
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.47 * 0.75) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 0) - 0.47 * (1 - 0.25 / 1.2)) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 0, 20) - 0.47) < 1e-12);
+    t.best_gflops = 99;
+    t.measured_slots = 4;
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.21 * DT_SCHED_HEADROOM_FLOOR) < 1e-12);
+    t.peak_gflops = 0;  /* no peak: no headroom */
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.21) < 1e-12);
+}
+
 static void test_hazard_table_parse(void **state)
 {
     (void)state;
@@ -397,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_weighted_rr_formula),
         cmocka_unit_test(test_hazard_formula),
         cmocka_unit_test(test_hazard_table_parse),
+        cmocka_unit_test(test_prior_share_roofline),
         cmocka_unit_test(test_dynatune_prior_blend),
         cmocka_unit_test(test_optimum_matches_brute_force),
     };

@@ -47,6 +47,7 @@ typedef struct dt_scheduler_config {
     double prior_slots;        /* dynatune: weight of the hazard prior, in slots */
     char prior_hazard[160];    /* dynatune: the prior's cut shares by measured slot */
     double ceiling;            /* dynatune: the prior's efficiency ceiling (share of peak) */
+    double bandwidth_gbs;      /* dynatune: the prior's roofline bandwidth; 0 = none */
     dt_belief_config belief;
 } dt_scheduler_config;
 

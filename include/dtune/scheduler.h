@@ -54,6 +54,7 @@ typedef struct dt_sched_task {
     double weight;            /* w_k: occurrences in the model */
     double flops;             /* one execution */
     double peak_gflops;       /* the target's peak for this task; 0 = unknown */
+    double bytes;             /* compulsory traffic of one execution; 0 = unknown */
     int group;                /* similarity group (gradient policy) */
     double best_gflops;       /* best measured; 0 when none */
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
@@ -98,12 +99,16 @@ double dt_sched_expected_reduction(const dt_sched_task *task);
 double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
 
 /* The share of its latency task's next slot is expected to cut under a
- * prior with a ceiling: h(m_k) x max(DT_SCHED_HEADROOM_FLOOR, 1 - e_k / c),
- * e_k = best_gflops / peak_gflops (the task's efficiency), c = ceiling (a
- * share of peak): a task far below the level tasks reach gains more. With
- * ceiling <= 0 or no peak, h(m_k) alone. */
+ * prior with a roofline: h(m_k) x max(DT_SCHED_HEADROOM_FLOOR, 1 - e_k / c_k),
+ * e_k = best_gflops / peak_gflops (the task's efficiency) and c_k its level,
+ * min(ceiling, flops / bytes x bandwidth_gbs / peak_gflops): a task far
+ * below the level it can reach gains more, and a memory-bound task's level
+ * is its bytes moved at the bandwidth, not the FLOP peak. bandwidth_gbs <= 0
+ * or unknown bytes: the FLOP ceiling alone; ceiling <= 0 or no peak: h(m_k)
+ * alone. */
 #define DT_SCHED_HEADROOM_FLOOR 0.05
-double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, double ceiling);
+double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, double ceiling,
+                            double bandwidth_gbs);
 
 /* Parses a hazard table (shares in [0, 1], separated by spaces or commas,
  * 1..DT_SCHED_HAZARD_MAX of them) into h; *n gets the count. DT_EINVAL with
