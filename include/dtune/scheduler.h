@@ -28,11 +28,12 @@
  *                   (scheduler.hazard; the last entry holds for later
  *                   slots) and m_k counts the slots that measured at least
  *                   one trial (a slot that measured nothing taught nothing)
- * dynatune's predicted cut, with scheduler.prior_slots m0 > 0, is a
- * posterior mean: the prior h'(m_k) max(0.05, 1 - e_k / c) w_k L_k
- * (scheduler.prior_hazard h', scheduler.ceiling c, e_k = best / peak) with
- * weight m0 and the belief's r_k with weight m_k; unplayed tasks are scored
- * by the prior (no gamma) and the bonus counts the prior as one play.
+ * dynatune's r_k, with scheduler.prior_slots m0 > 0, is a posterior mean:
+ * the cross-task prior dt_sched_prior_share(prior_hazard, ceiling,
+ * bandwidth_gbs) w_k L_k with weight m0 and the belief's r_k with weight
+ * m_k (its measured slots); unplayed tasks are scored by the prior (no
+ * gamma) and the bonus sqrt(C ln t / (c_k + 1)) counts the prior as one
+ * play. With m0 = 0 it is the paper's, as above.
  * Static policies keep handing slots to finished tasks (their time is spent
  * without gain, as in the paper's static allocation); exhausted tasks (every
  * valid point measured) are never picked.
