@@ -12,8 +12,9 @@
 
 #include "dtune/error.h"
 
-/* Seconds on CLOCK_MONOTONIC: system-wide, so a parent and its measurement
- * processes compare stamps; never steps, so differences are durations. */
+/* Seconds on CLOCK_MONOTONIC_RAW: system-wide, so a parent and its
+ * measurement processes compare stamps; never stepped nor slewed by time
+ * synchronisation, so differences are durations, kernel timings included. */
 double dt_now_seconds(void);
 
 /* Creates directory path and its missing parents with mode 0755 (less the
