@@ -1,5 +1,8 @@
-/* test_cli.c — the dtune command line, run as a real binary: usage, exit
- * statuses, `models` and `check`. */
+/* test_cli.c — the dtune command line, run as a real binary: usage and
+ * `--help` of every command that `dtune --help` lists, exit statuses,
+ * `models`, `check` and `compare`. (tune, status, report, best and measure
+ * run as real binaries in test_tune, test_server, test_tunelog and
+ * test_measure.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,28 +10,57 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtune/report.h"
 #include "support/run_cmd.h"
 
+#define MAX_COMMANDS 32
+
 static char out[1 << 16];
+
+/* The command names under "commands:" in `dtune --help`; returns how many. */
+static int listed_commands(const char *help, char names[][32])
+{
+    const char *p = strstr(help, "\ncommands:\n");
+    assert_non_null(p);
+    p = strchr(p + 1, '\n') + 1;
+    int n = 0;
+    while (n < MAX_COMMANDS && sscanf(p, " %31[a-z]", names[n]) == 1 && p[0] == ' ') {
+        n++;
+        p = strchr(p, '\n');
+        if (!p)
+            break;
+        p++;
+    }
+    return n;
+}
 
 static void test_usage_and_unknown(void **state)
 {
     (void)state;
     assert_int_equal(dt_test_run((char *[]){ "dtune", NULL }, out, sizeof out), 2);
     assert_non_null(strstr(out, "usage: dtune"));
-    assert_int_equal(dt_test_run((char *[]){ "dtune", "--help", NULL }, out, sizeof out), 0);
     assert_int_equal(dt_test_run((char *[]){ "dtune", "frobnicate", NULL }, out, sizeof out), 2);
     assert_non_null(strstr(out, "unknown command 'frobnicate'"));
-    const char *cmds[] = { "tune", "status", "report", "best", "models", "measure", "check" };
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        int rc = dt_test_run((char *[]){ "dtune", (char *)cmds[i], "--help", NULL }, out, sizeof out);
-        if (rc != 0)
-            fail_msg("dtune %s --help exited %d: %s", cmds[i], rc, out);
-        assert_non_null(strstr(out, "usage"));
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "--help", NULL }, out, sizeof out), 0);
+    /* Every listed command answers --help; the list is the program's own. */
+    char names[MAX_COMMANDS][32];
+    int n = listed_commands(out, names);
+    assert_true(n >= 8);
+    bool has_compare = false;
+    for (int i = 0; i < n; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "usage: dtune %.31s", names[i]);
+        int rc = dt_test_run((char *[]){ "dtune", names[i], "--help", NULL }, out, sizeof out);
+        if (rc != 0 || !strstr(out, want))
+            fail_msg("dtune %s --help exited %d without '%s': %s", names[i], rc, want, out);
+        has_compare |= strcmp(names[i], "compare") == 0;
     }
+    assert_true(has_compare);
 }
 
 static void test_models_table(void **state)
@@ -72,12 +104,63 @@ static void test_check(void **state)
     rmdir(dir);
 }
 
+/* A run dir of `model` under `policy`: best.json and a latency.csv of rows. */
+static void write_run(const char *dir, const char *model, const char *policy, const char *rows)
+{
+    assert_int_equal(mkdir(dir, 0755), 0);
+    dt_run_state rs;
+    assert_int_equal(dt_run_state_init_empty(&rs, 1), 0);
+    snprintf(rs.run_dir, sizeof rs.run_dir, "%s", dir);
+    snprintf(rs.model, sizeof rs.model, "%s", model);
+    snprintf(rs.target, sizeof rs.target, "cpu");
+    snprintf(rs.policy, sizeof rs.policy, "%s", policy);
+    snprintf(rs.strategy, sizeof rs.strategy, "chameleon");
+    snprintf(rs.tasks[0].name, sizeof rs.tasks[0].name, "fc");
+    snprintf(rs.tasks[0].kind, sizeof rs.tasks[0].kind, "dense");
+    dt_error err;
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    char path[512];
+    snprintf(path, sizeof path, "%s/latency.csv", dir);
+    assert_int_equal(dt_test_write_file(path, "elapsed_s,slot,task,model_latency_ms,fc\n%s", rows), 0);
+}
+
+static void test_compare(void **state)
+{
+    (void)state;
+    char dir[64], seq[128], dyn[128], other[128], svg[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(seq, sizeof seq, "%s/seq", dir);
+    snprintf(dyn, sizeof dyn, "%s/dyn", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(svg, sizeof svg, "%s/cmp.svg", dir);
+    /* sequential reaches its final 2.7 ms at 310 s, dynatune at 124 s */
+    write_run(seq, "tiny", "sequential", "5,0,warm-up,4.1,1\n124,1,fc,3.3,1\n310,2,fc,2.7,1\n");
+    write_run(dyn, "tiny", "dynatune", "5,0,warm-up,4.1,1\n124,1,fc,2.6,1\n310,2,fc,2.2,1\n");
+    write_run(other, "resnet18", "dynatune", "5,0,warm-up,9.3,1\n");
+    int rc = dt_test_run((char *[]){ "dtune", "compare", "-o", svg, seq, dyn, NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune compare exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "L* = 2.7000 ms"));
+    assert_non_null(strstr(out, "2.50"));   /* dynatune reached L* 310/124 times sooner */
+    struct stat st;
+    assert_int_equal(stat(svg, &st), 0);
+    assert_true(st.st_size > 0);
+    rc = dt_test_run((char *[]){ "dtune", "compare", "-o", svg, seq, other, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    rc = dt_test_run((char *[]){ "dtune", "compare", "/nonexistent_dtune_run", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "/nonexistent_dtune_run"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_and_unknown),
         cmocka_unit_test(test_models_table),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
