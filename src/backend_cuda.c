@@ -11,7 +11,7 @@
  * next run; a child whose context was lost exits after answering.
  */
 #include "dtune/backend_cuda.h"
-#include "dtune/ipc.h"
+#include "ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
-#include "dtune/daemon.h"
+#include "daemon.h"
 
 static void usage(FILE *f)
 {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/cuda_api.h"
 #include "dtune/measure.h"
 
 #define NAN_BITS 0x7fc00000u

@@ -636,11 +636,6 @@ void dt_curve_fitter_free(dt_curve_fitter *fitter)
     free(fitter);
 }
 
-dt_curve_family dt_curve_fitter_family(const dt_curve_fitter *fitter)
-{
-    return fitter->family;
-}
-
 static int check_points(const dt_curve_fitter *ft, const dt_curve_points *pts,
                         dt_error *err)
 {

@@ -10,7 +10,7 @@
  * Signals only set a flag; the tuner checks it between batches, so the
  * measurement in flight finishes and is logged. A second SIGINT exits at once.
  */
-#include "dtune/daemon.h"
+#include "daemon.h"
 
 #include <limits.h>
 #include <errno.h>
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/daemon_internal.h"
+#include "daemon_internal.h"
 #include "dtune/measure.h"
 #include "dtune/tunelog.h"
 #include "dtune/util.h"

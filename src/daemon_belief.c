@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "dtune/belief.h"
-#include "dtune/daemon_internal.h"
+#include "daemon_internal.h"
 
 static int open_pool(dt_run *r, dt_error *err)
 {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dtune/daemon_internal.h"
+#include "daemon_internal.h"
 #include "dtune/report.h"
 
 static void status_line(dt_run *r, const dt_run_state *s)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/daemon_internal.h"
+#include "daemon_internal.h"
 #include "dtune/util.h"
 
 static int open_tasks(dt_run *r, dt_error *err)

@@ -1,5 +1,5 @@
 /* ipc.c — whole-message socket I/O for the measurement processes. */
-#include "dtune/ipc.h"
+#include "ipc.h"
 
 #include <errno.h>
 #include <limits.h>

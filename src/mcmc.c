@@ -38,7 +38,6 @@ struct dt_mcmc {
     long steps_run;       /* steps since the last start (= steps recorded) */
     bool started;
     double *chain;        /* max_steps × walkers × ndim */
-    double *chain_log_prob; /* max_steps × walkers */
     double *fft;          /* 2 × next_pow2(max_steps) */
     double *acf_sum;      /* max_steps */
 };
@@ -98,11 +97,10 @@ static bool alloc_buffers(dt_mcmc *s)
     s->order = malloc(w * sizeof *s->order);
     s->accepted = calloc(w, sizeof *s->accepted);
     s->chain = malloc(steps * w * d * sizeof *s->chain);
-    s->chain_log_prob = malloc(steps * w * sizeof *s->chain_log_prob);
     s->fft = malloc(dt_mcmc_integrated_time_work((int)steps) * sizeof *s->fft);
     s->acf_sum = malloc(steps * sizeof *s->acf_sum);
     return s->position && s->log_prob && s->proposal && s->order && s->accepted &&
-           s->chain && s->chain_log_prob && s->fft && s->acf_sum;
+           s->chain && s->fft && s->acf_sum;
 }
 
 int dt_mcmc_new(const dt_mcmc_params *params, dt_mcmc **out, dt_error *err)
@@ -140,7 +138,6 @@ void dt_mcmc_free(dt_mcmc *sampler)
     free(sampler->order);
     free(sampler->accepted);
     free(sampler->chain);
-    free(sampler->chain_log_prob);
     free(sampler->fft);
     free(sampler->acf_sum);
     free(sampler);
@@ -260,7 +257,6 @@ static void record_step(dt_mcmc *s)
     size_t w = (size_t)s->params.walkers, d = (size_t)s->params.ndim;
     size_t t = (size_t)s->steps_run;
     memcpy(s->chain + t * w * d, s->position, w * d * sizeof *s->chain);
-    memcpy(s->chain_log_prob + t * w, s->log_prob, w * sizeof *s->chain_log_prob);
     s->steps_run++;
 }
 
@@ -302,11 +298,6 @@ int dt_mcmc_ndim(const dt_mcmc *sampler)
 const double *dt_mcmc_chain(const dt_mcmc *sampler)
 {
     return sampler->chain;
-}
-
-const double *dt_mcmc_chain_log_prob(const dt_mcmc *sampler)
-{
-    return sampler->chain_log_prob;
 }
 
 double dt_mcmc_acceptance_fraction(const dt_mcmc *sampler, int walker)

@@ -15,6 +15,7 @@
  * for another file name.
  */
 #include "dtune/report.h"
+#include "report_json.h"
 #include "dtune/util.h"
 
 #include <errno.h>
@@ -291,7 +292,11 @@ static int put(json_t *obj, const char *key, json_t *value)
     return json_object_set_new(obj, key, value) != 0;
 }
 
-json_t *dt_report_task_json(const dt_task_state *t)
+/* One task's state as a JSON object (best.json's and /status's task rows):
+ * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
+ * best_gflops, best_latency_ms, peak_gflops, trials, slots, finished. New
+ * reference, NULL when out of memory. */
+static json_t *task_json(const dt_task_state *t)
 {
     json_t *o = json_object();
     if (!o)
@@ -342,7 +347,7 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
                                                          : json_null()) |
               put(o, "tasks", tasks);
     for (int k = 0; k < rs->ntasks && !bad; k++)
-        bad = json_array_append_new(tasks, dt_report_task_json(&rs->tasks[k])) != 0;
+        bad = json_array_append_new(tasks, task_json(&rs->tasks[k])) != 0;
     if (bad) {
         json_decref(o);
         return NULL;
@@ -803,16 +808,6 @@ int dt_report_write_svg(const dt_run_state *rs, dt_error *err)
     rc = render_chart(path, &c, err);
     free(x);
     free(y);
-    return rc;
-}
-
-int dt_report_slot(const dt_run_state *rs, dt_error *err)
-{
-    int rc = dt_report_append_csv(rs, err);
-    if (rc == 0)
-        rc = dt_report_write_best(rs, err);
-    if (rc == 0)
-        rc = dt_report_write_svg(rs, err);
     return rc;
 }
 

@@ -16,7 +16,7 @@
  * unloading it with a kernel would unmap the code its idle threads sleep in.
  */
 #include "dtune/runner.h"
-#include "dtune/ipc.h"
+#include "ipc.h"
 
 #include <dlfcn.h>
 #include <errno.h>

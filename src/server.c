@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dtune/report.h"
+#include "report_json.h"
 #include "dtune/util.h"
 
 struct dt_server {

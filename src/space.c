@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/space_table.h"
+#include "space_table.h"
 #include "dtune/util.h"
 
 static const char *const target_names[DT_TARGET_COUNT] = { "cpu", "cuda" };

@@ -12,7 +12,7 @@
  * would only spend trials.
  */
 #include "dtune/codegen_cpu.h"
-#include "dtune/space_table.h"
+#include "space_table.h"
 
 static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };

@@ -11,7 +11,7 @@
  * over 65535 or a register tile over DT_CUDA_MAX_ACCUMULATORS is invalid.
  */
 #include "dtune/codegen_cuda.h"
-#include "dtune/space_table.h"
+#include "space_table.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -144,15 +144,6 @@ int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap)
     return b->failed ? DT_ENOMEM : 0;
 }
 
-int dt_buf_printf(dt_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = dt_buf_vprintf(b, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 void dt_buf_free(dt_buf *b)
 {
     free(b->data);

@@ -17,7 +17,6 @@
 #include "dtune/backend_cuda.h"
 #include "dtune/codegen_cuda.h"
 #include "dtune/config.h"
-#include "dtune/cuda_api.h"
 #include "dtune/result.h"
 
 typedef struct dt_cuda_session dt_cuda_session;

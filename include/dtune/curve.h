@@ -129,8 +129,6 @@ int dt_curve_fitter_new(dt_curve_family family, int capacity,
 /* Accepts NULL. */
 void dt_curve_fitter_free(dt_curve_fitter *fitter);
 
-dt_curve_family dt_curve_fitter_family(const dt_curve_fitter *fitter);
-
 /* Fits pts inside the box [lo, hi] (NULL for the default box with level_max
  * 1). Needs pts->n ≥ parameter count and finite data. Fills *res and
  * returns 0 when some start reached a finite cost, even if LM stopped at

@@ -77,9 +77,6 @@ int dt_mcmc_ndim(const dt_mcmc *sampler);
  * coordinate i) at [(t * walkers + k) * ndim + i]. */
 const double *dt_mcmc_chain(const dt_mcmc *sampler);
 
-/* Log probabilities of the chain: (t, k) at [t * walkers + k]. */
-const double *dt_mcmc_chain_log_prob(const dt_mcmc *sampler);
-
 /* Accepted proposals of walker k divided by the steps run (0 before any). */
 double dt_mcmc_acceptance_fraction(const dt_mcmc *sampler, int walker);
 

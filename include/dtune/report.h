@@ -2,7 +2,7 @@
  * time (latency.csv, latency.svg) and the best configuration of every task
  * (best.json), plus SVG line charts of several named curves for the benches.
  *
- * The daemon calls dt_report_slot (or the three writers) after every slot
+ * The daemon calls the three writers (CSV, best.json, SVG) after every slot
  * with a snapshot of its run state. latency.svg and best.json are replaced
  * atomically (temporary file in RUN_DIR, fsync, rename), so the status server
  * and `dtune best` never see half a file; latency.csv is appended, flushed and
@@ -16,7 +16,7 @@
 #ifndef DTUNE_REPORT_H
 #define DTUNE_REPORT_H
 
-#include <jansson.h>
+#include <stddef.h>
 
 #include "dtune/error.h"
 #include "dtune/runstate.h"
@@ -48,24 +48,6 @@ int dt_report_write_svg(const dt_run_state *rs, dt_error *err);
 /* Replaces RUN_DIR/best.json (format: see dt_report_load_best).
  * Returns 0, DT_ENOMEM, DT_EIO. */
 int dt_report_write_best(const dt_run_state *rs, dt_error *err);
-
-/* The three writers above, in order: CSV, best.json, SVG. Stops at the first
- * failure and returns its code. */
-/* The run as a JSON object: model, target, policy, strategy, phase,
- * elapsed_s, budget_s, slot, model_latency_ms, start_latency_ms,
- * target_latency_ms, reached_at_s and tasks (dt_report_task_json rows) —
- * best.json. With live, also what only a running tuner knows: run (its
- * directory) first, current_task and speedup — /status. Numbers that are
- * not finite are null. New reference, NULL when out of memory. */
-json_t *dt_report_run_json(const dt_run_state *rs, bool live);
-
-/* One task's state as a JSON object (best.json's and /status's task rows):
- * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
- * best_gflops, best_latency_ms, peak_gflops, trials, slots, finished. New
- * reference, NULL when out of memory. */
-json_t *dt_report_task_json(const dt_task_state *t);
-
-int dt_report_slot(const dt_run_state *rs, dt_error *err);
 
 /* Reads RUN_DIR/best.json into out, which this call initialises (tasks
  * filled, no latency points; free with dt_run_state_destroy; on failure

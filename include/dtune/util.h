@@ -59,8 +59,8 @@ int dt_buf_reserve(dt_buf *b, size_t more);
 /* Appends n bytes. Returns 0 or DT_ENOMEM. */
 int dt_buf_append(dt_buf *b, const void *bytes, size_t n);
 
-/* Appends printf-formatted text. Returns 0 or DT_ENOMEM. */
-int dt_buf_printf(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends vprintf-formatted text (callers wrap it in their own variadic
+ * emitter). Returns 0 or DT_ENOMEM. */
 int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* Frees the buffer's memory and zeroes it; accepts a zeroed buffer. */
