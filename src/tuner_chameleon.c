@@ -35,12 +35,9 @@
  * measured config's unmeasured one-step neighbours (one knob one option up or
  * down), best-scored first: a local refinement next to the clusters. The
  * clusters spread the batch over the explorer's promising regions, but the
- * trees score many configs next to the incumbent alike, so on the replay
- * surface chameleon often stopped one or two knob steps short of the best
- * config for hundreds of trials. With 4 neighbours a round (tuner_bench,
- * replay, 1000 trials) chameleon reaches autotvm's final measured best at
- * 0.79x its trials on seeds 1-3 and 4-6, where it was 0.54x and 0.62x; on
- * the real CPU 1.12x and 1.02x in two runs, where it was 0.80x.
+ * trees score many configs next to the incumbent alike, so without this step
+ * chameleon can stop one or two knob steps short of the best config for
+ * hundreds of trials (tuner_bench; figures in README's results table).
  */
 #include "tuner_impl.h"
 

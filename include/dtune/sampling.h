@@ -10,12 +10,9 @@
  * preference (the tuner passes them best-scored first), and each centroid is
  * snapped to the first valid candidate of its cluster in that order. Snapping
  * to the member nearest the centroid instead (or rounding the centroid per
- * knob, worse still) measures a cluster's middle rather than its best:
- * with chameleon on the replay surface (tuner_bench, 4 tasks × seeds 1–3,
- * 1000 trials) the incumbent's noise-free GFLOPS matched autotvm's final
- * config in 8 of 12 runs at a trial ratio of 0.59× with the nearest member,
- * 12 of 12 at 1.04× with the first (on seeds 4–6, 8 of 12 at 0.50×).
- * A centroid already measured (or already in the batch) is
+ * knob, worse still) measures a cluster's middle rather than its best, and
+ * tuner_bench's chameleon then reaches autotvm's best in fewer runs and
+ * after more trials. A centroid already measured (or already in the batch) is
  * replaced by the mode config — each knob's most frequent option among the
  * candidates — and, if that too is taken or invalid, by the nearest valid
  * untaken config in option-index steps (breadth-first over ±1 moves of each
