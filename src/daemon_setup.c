@@ -56,6 +56,16 @@ typedef struct replay_ctx {
     dt_error *err;
 } replay_ctx;
 
+/* The model's task that a record names: its task_index when that task has the
+ * record's name (the usual case), else the task of that name (a log written
+ * before the model's tasks were reordered); -1 when the model has none. */
+static int record_task(const dt_model *model, const char *name, int index)
+{
+    if (index >= 0 && index < model->ntasks && strcmp(model->tasks[index].name, name) == 0)
+        return index;
+    return dt_model_find_task(model, name);
+}
+
 static int replay_run(void *ctx, const dt_run_record *rec)
 {
     replay_ctx *rc = ctx;
@@ -67,10 +77,8 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
 {
     replay_ctx *rc = ctx;
     dt_run *r = rc->run;
-    int k = rec->task_index;
     rc->line++;
-    if (k < 0 || k >= r->model->ntasks || strcmp(r->model->tasks[k].name, rec->task) != 0)
-        k = dt_model_find_task(r->model, rec->task);
+    int k = record_task(r->model, rec->task, rec->task_index);
     if (k < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
@@ -108,10 +116,10 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
     rc->line++;
     if (!rc->own_log)
         return 0;
-    int k = rec->task_index;
-    if (k >= r->model->ntasks)
-        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot %d names task %d of %d", rc->path,
-                            rc->line, rec->slot, k, r->model->ntasks);
+    int k = -1;   /* task_index -1: the warm-up slot, no task's */
+    if (rec->task_index >= 0 && (k = record_task(r->model, rec->task, rec->task_index)) < 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot %d of task '%s', which model %s does not have",
+                            rc->path, rc->line, rec->slot, rec->task, r->model->name);
     r->slot = rec->slot;
     dt_scheduler_replay(r->sched, k);
     if (rec->time > r->elapsed_base)

@@ -368,6 +368,83 @@ static void test_resume_refuses_another_space(void **state)
     free(log);
 }
 
+/* text with the first (or every, with all) occurrence of from replaced by to;
+ * malloc'd. Fails the test when from does not occur. */
+static char *replaced(const char *text, const char *from, const char *to, bool all)
+{
+    dt_buf buf = { 0 };
+    const char *p = text, *at;
+    int n = 0;
+    while ((at = strstr(p, from)) && (all || n == 0)) {
+        assert_int_equal(dt_buf_append(&buf, p, (size_t)(at - p)), 0);
+        assert_int_equal(dt_buf_append(&buf, to, strlen(to)), 0);
+        p = at + strlen(from);
+        n++;
+    }
+    if (n == 0)
+        fail_msg("'%s' is not in the log", from);
+    assert_int_equal(dt_buf_append(&buf, p, strlen(p)), 0);
+    return buf.data;
+}
+
+/* Writes text as the run's log, resumes, and expects exit 2 naming `what`
+ * with the log left exactly as written. */
+static void assert_resume_refused(char *dir, const char *path, const char *text,
+                                  const char *what)
+{
+    assert_int_equal(dt_test_write_file(path, "%s", text), 0);
+    int rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"),
+                         out, sizeof out);
+    if (rc != 2 || !strstr(out, "tuning.jsonl: record") || !strstr(out, what))
+        fail_msg("exit %d without '%s': %s", rc, what, out);
+    char *after = dt_test_slurp(path);
+    assert_non_null(after);
+    assert_string_equal(after, text);
+    free(after);
+}
+
+/* Resume, the program's one path (daemon_setup.c): a record whose task_index
+ * is stale is matched to its task by name; a measure or slot record of a
+ * task the model does not have is refused (exit 2, naming the record). */
+static void test_resume_matches_tasks_by_name(void **state)
+{
+    (void)state;
+    char dir[64], path[128], want[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "3"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    char *log = dt_test_slurp(path);
+    assert_non_null(log);
+    int measures = dt_test_count_lines(path, "\"type\":\"measure\"");
+    assert_true(measures > 3);
+
+    char *text = replaced(log, "\"task\":\"fc\",\"task_index\":2", "\"task\":\"fc9\",\"task_index\":2",
+                          false);
+    assert_resume_refused(dir, path, text, "fc9");
+    free(text);
+    text = replaced(log, "\"type\":\"slot\",\"slot\":1,\"task\":\"conv\"",
+                    "\"type\":\"slot\",\"slot\":1,\"task\":\"conv9\"", false);
+    assert_resume_refused(dir, path, text, "slot 1 of task 'conv9'");
+    free(text);
+
+    /* every conv record claims task 2 (fc's index): still conv's */
+    text = replaced(log, "\"task\":\"conv\",\"task_index\":0", "\"task\":\"conv\",\"task_index\":2", true);
+    assert_int_equal(dt_test_write_file(path, "%s", text), 0);
+    rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
+                     sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(want, sizeof want, "%d measurements", measures);
+    assert_non_null(strstr(out, "resuming"));
+    assert_non_null(strstr(out, want));
+    free(text);
+    free(log);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 static void test_status_server_while_tuning(void **state)
 {
     (void)state;
@@ -478,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_kill9_and_resume),
         cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_resume_refuses_another_space),
+        cmocka_unit_test(test_resume_matches_tasks_by_name),
         cmocka_unit_test(test_status_server_while_tuning),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };

@@ -1,12 +1,14 @@
 /* test_tunelog.c — the durable tuning log and `dtune best`.
  *
  * Round trips of every record type with values that are not round (exact bit
- * equality for doubles, NaN and infinities included), history rebuild, the
- * damaged-file cases (truncated or garbled tail, garbled middle line, bad
- * fields, unknown task), and a crash test: a child appends records and acks
+ * equality for doubles, NaN and infinities included), the damaged-file cases
+ * (truncated or garbled tail, garbled middle line, bad fields), and a crash
+ * test: a child appends records and acks
  * each one through a pipe; the parent SIGKILLs it mid-stream and checks that
  * every acknowledged record comes back intact and in order. Each test works
- * in its own mkdtemp directory under /tmp.
+ * in its own mkdtemp directory under /tmp. Resuming a run from its log (the
+ * program's one resume path, in daemon_setup.c) is tested on the real binary
+ * in test_tune.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -127,28 +129,6 @@ static void sample_slot(dt_slot_record *r, int slot, const char *task, int task_
     r->scores[0] = 0.125e-3 * (slot + 1.7);
     r->scores[1] = -2.5e-7;
     r->scores[2] = 1.4142135623730951;
-}
-
-static dt_model *make_model(void)
-{
-    static const char *const names[] = { "conv1", "dense2", "bmm3" };
-    dt_model *model = calloc(1, sizeof *model);
-    assert_non_null(model);
-    snprintf(model->name, sizeof model->name, "handmade");
-    model->ntasks = 3;
-    model->tasks = calloc(3, sizeof *model->tasks);
-    assert_non_null(model->tasks);
-    for (int k = 0; k < 3; k++) {
-        snprintf(model->tasks[k].name, sizeof model->tasks[k].name, "%s", names[k]);
-        model->tasks[k].count = k + 1;
-    }
-    return model;
-}
-
-static void free_model(dt_model *model)
-{
-    free(model->tasks);
-    free(model);
 }
 
 /* ---- a visitor that keeps what it sees ---------------------------------- */
@@ -411,137 +391,6 @@ static void test_append_rejects_bad_records(void **state)
     assert_int_equal(file_size(fx->log), 0);
 }
 
-/* ---- histories ---------------------------------------------------------- */
-
-static void write_history_log(const char *path)
-{
-    static const struct { const char *task; int index, trial; dt_result_class result;
-                          double gflops; } rows[] = {
-        { "conv1", 0, 1, DT_RESULT_OK, 10.53 },
-        { "dense2", 1, 1, DT_RESULT_TIMEOUT, 0.0 },
-        { "conv1", 0, 2, DT_RESULT_COMPILE_ERROR, 0.0 },
-        { "conv1", 0, 3, DT_RESULT_OK, 12.271 },
-        { "conv1", 0, 4, DT_RESULT_OK, 11.08 },
-        { "dense2", 7, 2, DT_RESULT_WRONG_OUTPUT, 99.9 },   /* stale index: matched by name */
-        { "conv1", 0, 5, DT_RESULT_OK, 12.271 },            /* a tie is no improvement */
-        { "conv1", 0, 6, DT_RESULT_CRASH, 50.0 },           /* not ok: never best */
-    };
-    dt_tunelog *log = open_log(path);
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        dt_measure_record m;
-        dt_slot_record s;
-        sample_measure(&m, rows[i].task, rows[i].index, rows[i].trial, rows[i].result,
-                       rows[i].gflops);
-        append_measure_ok(log, &m);
-        if (i % 3 == 2) {
-            sample_slot(&s, (int)i / 3, rows[i].task, rows[i].index);
-            append_slot_ok(log, &s);
-        }
-    }
-    dt_tunelog_close(log);
-}
-
-static void test_histories_rebuilt(void **state)
-{
-    fixture *fx = *state;
-    dt_model *model = make_model();
-    dt_history *h = NULL;
-    dt_tunelog_stats stats;
-    dt_error err;
-    int last_slot = 99;
-    double elapsed = -1.0;
-    dt_slot_record last;
-    write_history_log(fx->log);
-    assert_int_equal(dt_tunelog_load_histories(fx->log, model, &h, &last_slot, &elapsed,
-                                               &stats, &err), 0);
-    assert_int_equal(stats.lines, 10);
-    assert_int_equal(h[0].n, 6);
-    assert_int_equal(h[0].best, 2);
-    assert_same_double(h[0].best_gflops, 12.271);
-    assert_int_equal(h[0].last_improvement, 3);
-    assert_int_equal(h[0].records[5].trial, 6);
-    assert_int_equal(h[1].n, 2);
-    assert_int_equal(h[1].best, -1);
-    assert_int_equal(h[1].records[1].task_index, 1);
-    assert_int_equal(h[2].n, 0);
-    assert_int_equal(h[2].best, -1);
-    /* the largest slot (slot records 0..1, measure slots up to 6/3-1 = 1) and
-     * time (slot 1's 60.1 s beats every measure's) */
-    assert_int_equal(last_slot, 1);
-    sample_slot(&last, 1, "conv1", 0);
-    assert_same_double(elapsed, last.time);
-    dt_histories_free(h, model->ntasks);
-    free_model(model);
-}
-
-static void test_history_push_on_zeroed_history(void **state)
-{
-    dt_history h;
-    dt_measure_record r;
-    memset(&h, 0, sizeof h);
-    sample_measure(&r, "conv1", 0, 1, DT_RESULT_INVALID, 0.0);
-    assert_int_equal(dt_history_push(&h, &r), 0);
-    assert_int_equal(h.best, -1);
-    for (int trial = 2; trial <= 40; trial++) {
-        sample_measure(&r, "conv1", 0, trial, DT_RESULT_OK, 3.3 * (trial % 17) + 0.01);
-        assert_int_equal(dt_history_push(&h, &r), 0);
-    }
-    assert_int_equal(h.n, 40);
-    assert_int_equal(h.best, 15);            /* trial 16: 16 % 17 is the largest */
-    assert_int_equal(h.last_improvement, 16);
-    assert_same_double(h.best_gflops, 3.3 * 16 + 0.01);
-    free(h.records);
-    dt_history_init(&h);
-    assert_int_equal(h.n, 0);
-    assert_int_equal(h.best, -1);
-}
-
-static void test_history_first_ok_record_sets_best(void **state)
-{
-    dt_history h;
-    dt_measure_record r;
-    dt_history_init(&h);
-    sample_measure(&r, "conv1", 0, 1, DT_RESULT_OK, 0.0);
-    assert_int_equal(dt_history_push(&h, &r), 0);
-    assert_int_equal(h.best, 0);
-    assert_int_equal(h.last_improvement, 1);
-    free(h.records);
-}
-
-static void test_unknown_task_is_an_error(void **state)
-{
-    fixture *fx = *state;
-    dt_model *model = make_model();
-    dt_history *h = (dt_history *)&h;   /* must come back NULL */
-    dt_measure_record m;
-    dt_slot_record s;
-    dt_error err;
-    dt_tunelog *log = open_log(fx->log);
-    sample_measure(&m, "conv1", 0, 1, DT_RESULT_OK, 7.77);
-    append_measure_ok(log, &m);
-    append_measure_ok(log, &m);
-    sample_measure(&m, "conv9", 0, 1, DT_RESULT_OK, 7.77);
-    append_measure_ok(log, &m);
-    dt_tunelog_close(log);
-    assert_int_equal(dt_tunelog_load_histories(fx->log, model, &h, NULL, NULL, NULL, &err),
-                     DT_EINVAL);
-    assert_null(h);
-    assert_contains(err.msg, ":3:");
-    assert_contains(err.msg, "conv9");
-    assert_contains(err.msg, fx->log);
-
-    write_text(fx->log, "w", "");
-    log = open_log(fx->log);
-    sample_slot(&s, 0, "pool4", 3);
-    append_slot_ok(log, &s);
-    dt_tunelog_close(log);
-    assert_int_equal(dt_tunelog_load_histories(fx->log, model, &h, NULL, NULL, NULL, &err),
-                     DT_EINVAL);
-    assert_contains(err.msg, ":1:");
-    assert_contains(err.msg, "pool4");
-    free_model(model);
-}
-
 /* ---- damaged files ------------------------------------------------------ */
 
 static void append_samples(const char *path, int n)
@@ -650,8 +499,6 @@ static void write_garbled_middle(const char *path, const char *garbage)
 static void test_garbled_middle_line_is_an_error(void **state)
 {
     fixture *fx = *state;
-    dt_model *model = make_model();
-    dt_history *h;
     dt_tunelog_stats stats;
     dt_error err;
     char where[160];
@@ -660,15 +507,11 @@ static void test_garbled_middle_line_is_an_error(void **state)
     snprintf(where, sizeof where, "%s:4:", fx->log);
     assert_contains(err.msg, where);
     assert_int_equal(stats.lines, 3);
-    assert_int_equal(dt_tunelog_load_histories(fx->log, model, &h, NULL, NULL, NULL, &err),
-                     DT_EPARSE);
-    assert_contains(err.msg, where);
     /* an unfinished line cannot be in the middle either */
     write_text(fx->log, "w", "");
     write_garbled_middle(fx->log, "\n");
     assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), DT_EPARSE);
     assert_contains(err.msg, where);
-    free_model(model);
 }
 
 /* A log whose line 2 is a measure record with `from` replaced by `to`. */
@@ -723,28 +566,14 @@ static void test_bad_fields_name_line_and_field(void **state)
 static void test_empty_and_missing_files(void **state)
 {
     fixture *fx = *state;
-    dt_model *model = make_model();
-    dt_history *h = NULL;
     dt_tunelog_stats stats;
     dt_error err;
-    int last_slot = 5;
-    double elapsed = 5.0;
     assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), DT_ENOTFOUND);
     assert_contains(err.msg, fx->log);
     write_text(fx->log, "w", "");
     assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), 0);
     assert_int_equal(stats.lines, 0);
     assert_false(stats.dropped_tail);
-    assert_int_equal(dt_tunelog_load_histories(fx->log, model, &h, &last_slot, &elapsed,
-                                               &stats, &err), 0);
-    for (int k = 0; k < model->ntasks; k++) {
-        assert_int_equal(h[k].n, 0);
-        assert_int_equal(h[k].best, -1);
-    }
-    assert_int_equal(last_slot, -1);
-    assert_same_double(elapsed, 0.0);
-    dt_histories_free(h, model->ntasks);
-    free_model(model);
 }
 
 static void test_visitor_can_stop_replay(void **state)
@@ -1031,10 +860,6 @@ int main(void)
         T(test_large_integers_are_written_exactly),
         T(test_invalid_utf8_is_replaced),
         T(test_append_rejects_bad_records),
-        T(test_histories_rebuilt),
-        cmocka_unit_test(test_history_push_on_zeroed_history),
-        cmocka_unit_test(test_history_first_ok_record_sets_best),
-        T(test_unknown_task_is_an_error),
         T(test_truncated_tail_is_dropped_and_cut),
         T(test_record_without_newline_is_dropped),
         T(test_garbled_last_line_is_dropped_and_cut),

@@ -108,35 +108,4 @@ typedef struct dt_tunelog_stats {
 int dt_tunelog_replay(const char *path, const dt_tunelog_visitor *visitor,
                       dt_tunelog_stats *stats, dt_error *err);
 
-/* One task's measured history, in log order. */
-typedef struct dt_history {
-    int n, cap;
-    dt_measure_record *records;
-    int best;                  /* index of the best ok record, -1 if none */
-    double best_gflops;
-    int last_improvement;      /* trial number of the last new best */
-} dt_history;
-
-/* Rebuilds one history per task of model (array of model->ntasks, owned by
- * the caller; free with dt_histories_free). Records naming a task not in the
- * model are an error (DT_EINVAL) naming the line. Also returns the last slot
- * number and elapsed time seen (-1 / 0 when none): the largest slot and time of
- * any record. Records are matched to tasks by name (task_index is rewritten to
- * the model's index). Errors as dt_tunelog_replay (DT_ENOTFOUND: no log yet);
- * on error *out is NULL. last_slot, elapsed and stats may be NULL. */
-int dt_tunelog_load_histories(const char *path, const dt_model *model,
-                              dt_history **out, int *last_slot, double *elapsed,
-                              dt_tunelog_stats *stats, dt_error *err);
-
-/* An empty history: no records, best = -1. (A zeroed history is also accepted
- * by dt_history_push.) */
-void dt_history_init(dt_history *h);
-
-/* Appends a copy of r to h, updating best. best is the highest gflops among
- * DT_RESULT_OK records (the first ok record sets it; a tie does not move it);
- * last_improvement is the trial of the record that last raised it. Returns 0
- * or DT_ENOMEM. */
-int dt_history_push(dt_history *h, const dt_measure_record *r);
-void dt_histories_free(dt_history *h, int n);
-
 #endif
