@@ -76,7 +76,8 @@ static int product(const int *parts, int n)
     return (int)p;
 }
 
-int dt_cuda_plan_threads(const dt_cuda_plan *plan)
+/* Threads per block of plan. */
+static int plan_threads(const dt_cuda_plan *plan)
 {
     return plan->f[DT_SPLIT_THREAD] * plan->y[DT_SPLIT_THREAD] * plan->x[DT_SPLIT_THREAD];
 }
@@ -116,7 +117,7 @@ void dt_cuda_plan_launch(const dt_cuda_plan *plan, dt_cuda_launch *launch)
     launch->grid[0] = (unsigned)plan->x[DT_SPLIT_BLOCK];
     launch->grid[1] = (unsigned)plan->y[DT_SPLIT_BLOCK];
     launch->grid[2] = batch_of(&plan->task) * (unsigned)plan->f[DT_SPLIT_BLOCK];
-    launch->block[0] = (unsigned)dt_cuda_plan_threads(plan);
+    launch->block[0] = (unsigned)plan_threads(plan);
     launch->block[1] = 1;
     launch->block[2] = 1;
     launch->shared_bytes = (unsigned)shared_bytes(plan);
@@ -179,9 +180,9 @@ int dt_cuda_plan_check(const dt_cuda_plan *plan, const dt_cuda_limits *limits, d
         return rc;
     dt_cuda_launch l;
     dt_cuda_plan_launch(plan, &l);
-    if (dt_cuda_plan_threads(plan) > limits->max_threads)
+    if (plan_threads(plan) > limits->max_threads)
         return dt_error_set(err, DT_EINVAL, "%d threads per block, over %d",
-                            dt_cuda_plan_threads(plan), limits->max_threads);
+                            plan_threads(plan), limits->max_threads);
     if (shared_bytes(plan) > limits->max_shared_bytes)
         return dt_error_set(err, DT_EINVAL, "%ld bytes of shared memory, over %d",
                             shared_bytes(plan), limits->max_shared_bytes);
@@ -348,7 +349,7 @@ static void emit_tile_consts(emitter *e)
     emit_const(e, "BF", extent(p->f));
     emit_const(e, "BY", extent(p->y));
     emit_const(e, "BX", extent(p->x));
-    emit_const(e, "NT", dt_cuda_plan_threads(p));
+    emit_const(e, "NT", plan_threads(p));
 }
 
 static void emit_header(emitter *e)
@@ -411,7 +412,7 @@ static void emit_acc_decl(emitter *e)
  * threads takes elements tid, tid + NT, ...; body_fn writes element i. */
 static void emit_coop_copy(emitter *e, const char *size_name, long size, body_fn body)
 {
-    long nt = dt_cuda_plan_threads(e->plan);
+    long nt = plan_threads(e->plan);
     long iters = (size + nt - 1) / nt;
     loop it = { "it", (int)iters };
     emit(e, "// %s = %ld elements, %ld per thread", size_name, size, iters);

@@ -68,41 +68,13 @@ static bool launch_error_is_sticky(dt_cu_result r)
     return r != DT_CU_ERROR_LAUNCH_OUT_OF_RESOURCES && (r >= 700 || r == 999);
 }
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static void fill_uniform(float *v, size_t n, uint64_t *state)
-{
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)((double)(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
 void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight)
 {
     size_t n_in, n_w, n_out;
     dt_task_tensor_sizes(task, &n_in, &n_w, &n_out);
     uint64_t state = seed * 0x2545f4914f6cdd1dULL + (uint64_t)task->kind + 1;
-    fill_uniform(input, n_in, &state);
-    fill_uniform(weight, n_w, &state);
-}
-
-long dt_cuda_check_output(const float *output, const float *reference, size_t n, double tolerance)
-{
-    double scale = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(reference[i]));
-    for (size_t i = 0; i < n; i++) {
-        double diff = fabs((double)output[i] - reference[i]);
-        double bound = tolerance * fmax(fabs(reference[i]), scale / 100);
-        if (!(diff <= bound))
-            return (long)i;
-    }
-    return -1;
+    dt_measure_fill(input, n_in, &state);
+    dt_measure_fill(weight, n_w, &state);
 }
 
 /* ---- session ------------------------------------------------------------------- */
@@ -311,7 +283,7 @@ static bool check_run(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_function
     }
     if (!job->measure->check_output)
         return true;
-    long bad = dt_cuda_check_output(s->host_out, s->reference, s->n_out, job->measure->tolerance);
+    long bad = dt_measure_check_output(s->host_out, s->reference, s->n_out, job->measure->tolerance);
     if (bad < 0)
         return true;
     out->result = DT_RESULT_WRONG_OUTPUT;

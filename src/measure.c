@@ -68,6 +68,36 @@ double dt_cv_stop_cv(const dt_cv_stop *s)
     return sqrt(s->m2 / s->n) / fabs(s->mean);
 }
 
+/* ---- inputs and the output check ------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void dt_measure_fill(float *data, size_t n, uint64_t *state)
+{
+    for (size_t i = 0; i < n; i++)
+        data[i] = (float)((double)(splitmix64(state) >> 11) * 0x1.0p-52 - 1.0);
+}
+
+long dt_measure_check_output(const float *output, const float *reference, size_t n,
+                             double tolerance)
+{
+    double peak = 0;
+    for (size_t i = 0; i < n; i++)
+        peak = fmax(peak, fabs(reference[i]));
+    for (size_t i = 0; i < n; i++) {
+        double ref = reference[i], bound = tolerance * fmax(fabs(ref), peak / 100);
+        if (!(fabs((double)output[i] - ref) <= bound))
+            return (long)i;
+    }
+    return -1;
+}
+
 /* ---- the measurer ---------------------------------------------------------- */
 
 struct dt_measurer {

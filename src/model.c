@@ -28,7 +28,8 @@ const char *dt_op_kind_name(dt_op_kind kind)
     return kind_names[kind];
 }
 
-int dt_op_kind_parse(const char *name, dt_op_kind *kind)
+/* Parses a kind name; returns 0 or DT_EINVAL. */
+static int op_kind_parse(const char *name, dt_op_kind *kind)
 {
     for (int i = 0; i < DT_OP_KIND_COUNT; i++) {
         if (strcmp(name, kind_names[i]) == 0) {
@@ -354,7 +355,7 @@ static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_
     t->count = 1;
     if (!f.kind)
         return fail_at(rd, op, "op needs 'kind' (conv2d, depthwise_conv2d, dense, batch_matmul)");
-    if (!scalar(f.kind) || dt_op_kind_parse(scalar(f.kind), &t->kind) != 0)
+    if (!scalar(f.kind) || op_kind_parse(scalar(f.kind), &t->kind) != 0)
         return fail_at(rd, f.kind, "kind '%s' is not one of conv2d, depthwise_conv2d, dense, batch_matmul",
                        scalar(f.kind) ? scalar(f.kind) : "?");
     if (f.name && !scalar(f.name))

@@ -59,34 +59,10 @@ typedef struct request_msg {
 
 /* ---- shared helpers ---------------------------------------------------------- */
 
-long dt_runner_check_output(const float *output, const float *reference, size_t n,
-                            double tolerance)
-{
-    double peak = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(reference[i]) > peak)
-            peak = fabs(reference[i]);
-    for (size_t i = 0; i < n; i++) {
-        double ref = reference[i], bound = fabs(ref) > peak / 100 ? fabs(ref) : peak / 100;
-        if (!(fabs((double)output[i] - ref) <= tolerance * bound))
-            return (long)i;
-    }
-    return -1;
-}
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void dt_runner_fill(float *data, size_t n, uint64_t seed)
 {
     uint64_t state = seed;
-    for (size_t i = 0; i < n; i++)
-        data[i] = (float)((double)(splitmix64(&state) >> 11) * 0x1.0p-52 - 1.0);
+    dt_measure_fill(data, n, &state);
 }
 
 /* ---- child side ----------------------------------------------------------------- */
@@ -200,7 +176,7 @@ static bool check_kernel(child_state *c, const dt_runner_request *req, loaded_ke
     for (size_t i = 0; i < c->n_out; i++)
         k->output[i] = NAN;
     k->kernel(c->input, c->weight, k->output, k->workspace);
-    long bad = dt_runner_check_output(k->output, c->reference, c->n_out, req->tolerance);
+    long bad = dt_measure_check_output(k->output, c->reference, c->n_out, req->tolerance);
     if (bad < 0)
         return true;
     res->result = DT_RESULT_WRONG_OUTPUT;

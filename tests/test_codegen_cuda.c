@@ -29,6 +29,7 @@
 #include "dtune/codegen_cuda.h"
 #include "dtune/cuda_api.h"
 #include "dtune/cuda_runner.h"
+#include "dtune/measure.h"
 #include "dtune/space.h"
 #include "support/run_cmd.h"
 
@@ -398,7 +399,7 @@ static long compare_output(const emu_case *c, int index, const char *dir)
     float *got = malloc(out * sizeof *got);
     assert_int_equal(fread(got, sizeof *got, out, f), out);
     fclose(f);
-    long bad = dt_cuda_check_output(got, ref, out, 1e-4);
+    long bad = dt_measure_check_output(got, ref, out, 1e-4);
     if (bad >= 0)
         print_error("case %d (%s): output[%ld] = %g, reference %g\n", index, c->task.name, bad,
                     (double)got[bad], (double)ref[bad]);
@@ -644,14 +645,14 @@ static void test_output_check_tolerance(void **state)
     (void)state;
     float ref[4] = { 10.0f, -3.5f, 0.0f, 1e-4f };
     float out[4] = { 10.0005f, -3.5001f, 0.00005f, 0.0f };
-    assert_int_equal(dt_cuda_check_output(out, ref, 4, 1e-3), -1);
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), -1);
     out[1] = -3.51f;   /* relative error 2.9e-3 */
-    assert_int_equal(dt_cuda_check_output(out, ref, 4, 1e-3), 1);
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 1);
     out[1] = -3.5f;
     out[2] = 0.02f;    /* above the floor max|ref| / 100 * tol = 1e-4 */
-    assert_int_equal(dt_cuda_check_output(out, ref, 4, 1e-3), 2);
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 2);
     out[2] = 0.0f / 0.0f;
-    assert_int_equal(dt_cuda_check_output(out, ref, 4, 1e-3), 2);
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 2);
 }
 
 int main(void)

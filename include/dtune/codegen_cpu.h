@@ -91,7 +91,5 @@ int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
  * Returns 0, DT_EINVAL (plan fails dt_cpu_plan_check) or DT_ENOMEM. */
 int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err);
 
-/* One-line description of plan, e.g. "co=32(v16x2) ow=14 oh=2 ci=16 order=3 ...". */
-void dt_cpu_plan_str(const dt_cpu_plan *plan, char *buf, size_t len);
 
 #endif

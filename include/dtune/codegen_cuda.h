@@ -88,8 +88,7 @@ void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cu
 /* Grid, block and dynamic shared-memory size of plan. */
 void dt_cuda_plan_launch(const dt_cuda_plan *plan, dt_cuda_launch *launch);
 
-/* Threads per block and accumulators per thread of plan. */
-int dt_cuda_plan_threads(const dt_cuda_plan *plan);
+/* Accumulators per thread of plan. */
 int dt_cuda_plan_accumulators(const dt_cuda_plan *plan);
 
 /* Whether plan can be generated and launched within limits (NULL = the

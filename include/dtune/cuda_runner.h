@@ -49,12 +49,6 @@ typedef struct dt_cuda_job {
 int dt_cuda_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
                             bool *context_lost, dt_error *err);
 
-/* Compares output with reference: element i passes when |out - ref| <=
- * tolerance * max(|ref_i|, max|ref| / 100) (a relative error with a floor, so
- * elements near zero from cancellation do not fail on rounding). Returns the
- * index of the first failing element (NaN fails), or -1. */
-long dt_cuda_check_output(const float *output, const float *reference, size_t n, double tolerance);
-
 /* Deterministic inputs in [-1, 1) for (task, seed); the backend and benches
  * use the same ones. */
 void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight);

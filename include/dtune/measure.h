@@ -13,6 +13,8 @@
 #define DTUNE_MEASURE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "dtune/backend.h"
 #include "dtune/config.h"
@@ -34,6 +36,19 @@ void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_
 bool dt_cv_stop_add(dt_cv_stop *s, double estimate);
 double dt_cv_stop_mean(const dt_cv_stop *s);
 double dt_cv_stop_cv(const dt_cv_stop *s);
+
+/* --- Inputs and the output check, the same in every runner --- */
+
+/* Fills data with n values uniform in [-1, 1), drawn by splitmix64 from
+ * *state, which is advanced: a kernel's inputs, reproducible from a seed. */
+void dt_measure_fill(float *data, size_t n, uint64_t *state);
+
+/* Compares output with reference: element i passes when |out - ref| <=
+ * tolerance * max(|ref_i|, max|ref| / 100) (a relative error with a floor, so
+ * elements near zero from cancellation do not fail on rounding). Returns the
+ * index of the first failing element (NaN fails), or -1. */
+long dt_measure_check_output(const float *output, const float *reference, size_t n,
+                             double tolerance);
 
 /* --- The measurer --- */
 typedef struct dt_measurer dt_measurer;

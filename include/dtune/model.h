@@ -73,8 +73,6 @@ int dt_model_find_task(const dt_model *model, const char *name);
 /* "conv2d", "depthwise_conv2d", "dense", "batch_matmul"; NULL if out of range. */
 const char *dt_op_kind_name(dt_op_kind kind);
 
-/* Parses a kind name; returns 0 or DT_EINVAL. */
-int dt_op_kind_parse(const char *name, dt_op_kind *kind);
 
 /* Fills derived fields (oh, ow, flops, bytes) from the geometry. Returns
  * DT_EINVAL with a message when the geometry is impossible. */

@@ -38,7 +38,7 @@ typedef struct dt_runner_request {
     uint64_t seed;                /* input data */
     double flops;                 /* per kernel call (task.flops, or the peak probe's) */
     bool check;                   /* compare with the reference before timing */
-    double tolerance;             /* relative, see dt_runner_check_output */
+    double tolerance;             /* relative, see dt_measure_check_output */
     int min_batches, max_repeats; /* CV rule */
     double cv_threshold;
     int micro_batch;              /* kernel calls per micro-batch; 0 = auto */
@@ -76,10 +76,6 @@ int dt_runner_restarts(const dt_runner *r);
 /* The cores the child is pinned to; returns how many (0: not pinned). */
 int dt_runner_cpus(const dt_runner *r, int *cpus, int max);
 
-/* Index of the first element where output and reference differ by more than
- * tolerance * max(|ref_i|, max|ref| / 100) (NaN differs), or -1. */
-long dt_runner_check_output(const float *output, const float *reference, size_t n,
-                            double tolerance);
 
 /* Deterministic values in [-1, 1) from seed. */
 void dt_runner_fill(float *data, size_t n, uint64_t seed);
