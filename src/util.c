@@ -31,6 +31,8 @@ static int make_dir(const char *path, dt_error *err)
 int dt_mkdir_p(const char *path, dt_error *err)
 {
     size_t n = strlen(path);
+    if (n == 0)
+        return dt_error_set(err, DT_EINVAL, "cannot create a directory with an empty name");
     char *buf = malloc(n + 1);
     if (!buf)
         return dt_error_set(err, DT_ENOMEM, "out of memory");

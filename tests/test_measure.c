@@ -96,6 +96,46 @@ static void test_cv_stop_noisy_runs_to_max(void **state)
     assert_float_equal(dt_cv_stop_cv(&s), (61.9 - 30.7) / (61.9 + 30.7), 1e-9);
 }
 
+/* ---- the output check and the input fill ------------------------------------------ */
+
+static void test_output_check_tolerance(void **state)
+{
+    (void)state;
+    float ref[4] = { 10.0f, -3.5f, 0.0f, 1e-4f };
+    float out[4] = { 10.0005f, -3.5001f, 0.00005f, 0.0f };
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), -1);
+    out[1] = -3.51f;   /* relative error 2.9e-3 */
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 1);
+    out[1] = -3.5f;
+    out[2] = 0.02f;    /* above the floor max|ref| / 100 * tol = 1e-4 */
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 2);
+    out[2] = 0.0f / 0.0f;
+    assert_int_equal(dt_measure_check_output(out, ref, 4, 1e-3), 2);
+}
+
+/* The same seed gives the same inputs, spread over [-1, 1); a different
+ * state gives different ones. */
+static void test_fill_is_reproducible(void **state)
+{
+    (void)state;
+    float a[257], b[257];
+    uint64_t sa = 41, sb = 41;
+    dt_measure_fill(a, 257, &sa);
+    dt_measure_fill(b, 257, &sb);
+    assert_memory_equal(a, b, sizeof a);
+    assert_true(sa == sb && sa != 41);
+    float lo = 1, hi = -1;
+    for (int i = 0; i < 257; i++) {
+        assert_true(a[i] >= -1.0f && a[i] < 1.0f);
+        lo = a[i] < lo ? a[i] : lo;
+        hi = a[i] > hi ? a[i] : hi;
+    }
+    assert_true(lo < -0.8f && hi > 0.8f);
+    dt_measure_fill(b, 257, &sb);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+}
+
+
 /* ---- planted kernels ----------------------------------------------------------- */
 
 /* A correct dense kernel with `body` spliced in before the return. */
@@ -351,6 +391,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cv_stop_stable_stops_at_min),
         cmocka_unit_test(test_cv_stop_noisy_runs_to_max),
+        cmocka_unit_test(test_output_check_tolerance),
+        cmocka_unit_test(test_fill_is_reproducible),
         cmocka_unit_test_setup_teardown(test_good_kernel_ok, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crashes_are_classified, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_is_timeout, setup, teardown),

@@ -40,6 +40,7 @@ static void test_mkdir_p(void **state)
     assert_int_equal(stat(deep, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(dt_mkdir_p(deep, &err), 0);   /* existing is fine */
+    assert_int_equal(dt_mkdir_p("", &err), DT_EINVAL);
 
     snprintf(file, sizeof file, "%s/a/plain", root);
     assert_int_equal(dt_test_write_file(file, "x"), 0);

@@ -18,8 +18,8 @@
 double dt_now_seconds(void);
 
 /* Creates directory path and its missing parents with mode 0755 (less the
- * umask); existing ones are fine. Returns 0, or DT_EIO with
- * "PATH: cannot create directory: REASON" in err. */
+ * umask); existing ones are fine. Returns 0, DT_EINVAL for an empty path,
+ * DT_ENOMEM, or DT_EIO with "PATH: cannot create directory: REASON" in err. */
 int dt_mkdir_p(const char *path, dt_error *err);
 
 /* Writes all len bytes of buf to fd, retrying short writes and EINTR.
