@@ -359,3 +359,85 @@ void dt_cuda_image_free(dt_cuda_image *image)
     image->data = NULL;
     image->size = 0;
 }
+
+/* ---- device probing ---------------------------------------------------------- */
+
+static int attribute(const dt_cuda_driver *cu, dt_cu_device dev, int attrib, int *value,
+                     dt_error *err)
+{
+    dt_cu_result r = cu->device_attribute(value, attrib, dev);
+    if (r == DT_CU_SUCCESS)
+        return 0;
+    char text[128];
+    dt_cuda_status_str(r, text, sizeof text);
+    return dt_error_set(err, DT_ENODEV, "cuDeviceGetAttribute(%d): %s", attrib, text);
+}
+
+static int read_attributes(const dt_cuda_driver *cu, dt_cu_device dev, dt_cuda_device_info *d,
+                           dt_error *err)
+{
+    int major = 0, minor = 0, rc;
+    if ((rc = attribute(cu, dev, DT_CU_ATTR_CC_MAJOR, &major, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_CC_MINOR, &minor, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MULTIPROCESSOR_COUNT, &d->sms, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_L2_CACHE_SIZE, &d->l2_bytes, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_THREADS_PER_BLOCK, &d->max_threads, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_SHARED_PER_BLOCK, &d->max_shared, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, &d->max_shared_optin, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_GRID_DIM_Y, &d->max_grid_y, err)) ||
+        (rc = attribute(cu, dev, DT_CU_ATTR_MAX_GRID_DIM_Z, &d->max_grid_z, err)))
+        return rc;
+    d->cc = major * 10 + minor;
+    /* The clock attribute is deprecated in recent drivers; 0 means unknown. */
+    if (cu->device_attribute(&d->clock_khz, DT_CU_ATTR_CLOCK_RATE_KHZ, dev) != DT_CU_SUCCESS)
+        d->clock_khz = 0;
+    return 0;
+}
+
+static int driver_fail(dt_cu_result r, const char *what, dt_error *err)
+{
+    char text[128];
+    dt_cuda_status_str(r, text, sizeof text);
+    return dt_error_set(err, DT_ENODEV, "%s: %s", what, text);
+}
+
+int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err)
+{
+    memset(info, 0, sizeof *info);
+    const dt_cuda_driver *cu;
+    int rc = dt_cuda_driver_load(&cu, err);
+    if (rc)
+        return rc;
+    dt_cu_result r;
+    int count = 0;
+    dt_cu_device dev;
+    if ((r = cu->init(0)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuInit", err);
+    if ((r = cu->device_count(&count)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGetCount", err);
+    if (count < 1)
+        return dt_error_set(err, DT_ENODEV, "the driver reports no CUDA device");
+    if ((r = cu->device_get(&dev, 0)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGet", err);
+    if ((r = cu->device_name(info->name, (int)sizeof info->name, dev)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceGetName", err);
+    if ((r = cu->driver_version(&info->driver_version)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDriverGetVersion", err);
+    return read_attributes(cu, dev, info, err);
+}
+
+/* fp32 lanes per SM by compute capability (the CUDA programming guide's
+ * throughput table). */
+static int fp32_lanes(int cc)
+{
+    if (cc >= 86)
+        return 128;   /* 8.6, 8.7, 8.9, 9.0, 10.x, 12.x */
+    if (cc >= 70 || cc == 60)
+        return 64;    /* 6.0, 7.x, 8.0 */
+    return 128;       /* 5.x, 6.1, 6.2 */
+}
+
+double dt_cuda_peak_gflops(const dt_cuda_device_info *info)
+{
+    return (double)info->sms * fp32_lanes(info->cc) * 2.0 * info->clock_khz * 1e-6;
+}

@@ -39,26 +39,4 @@ extern const dt_backend_i dt_backend_cuda;
  * a protocol or start-up failure). */
 int dt_cuda_runner_main(int argc, char **argv);
 
-typedef struct dt_cuda_device_info {
-    char name[256];
-    int cc;                    /* compute capability, major * 10 + minor */
-    int sms;
-    int clock_khz;             /* 0 when the driver does not report it */
-    int l2_bytes;
-    int max_threads;           /* per block */
-    int max_shared;            /* per block without opt-in */
-    int max_shared_optin;      /* per block with the opt-in attribute */
-    int max_grid_y, max_grid_z;
-    int driver_version;        /* e.g. 13000 */
-} dt_cuda_device_info;
-
-/* Probes device 0 (driver load, cuInit, attributes; no context). Returns 0,
- * or DT_ENODEV with the reason ("libcuda.so.1: cannot open shared object
- * file: ...", "cuInit: no CUDA-capable device is detected (100)", ...). */
-int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err);
-
-/* Peak fp32 GFLOPS: SMs x fp32 lanes per SM (by compute capability) x 2 x
- * clock; 0 when the clock is unknown. */
-double dt_cuda_peak_gflops(const dt_cuda_device_info *info);
-
 #endif

@@ -5,7 +5,8 @@
  * neither. This module declares the few types, constants and entry points
  * dtune uses (checked against cuda.h / nvrtc.h at compile time when the
  * toolkit headers are present), loads each library once per process on first
- * use, and wraps NVRTC compilation.
+ * use, wraps NVRTC compilation, and probes device 0 (name, compute
+ * capability, limits, peak).
  *
  * Every entry point returns the library's own status code (0 = success);
  * dt_cuda_status_str turns a driver code into text.
@@ -154,5 +155,29 @@ int dt_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name
                      bool ptx, dt_cuda_image *image, dt_error *err);
 
 void dt_cuda_image_free(dt_cuda_image *image);
+
+/* --- Device 0 as the driver reports it ------------------------------------- */
+
+typedef struct dt_cuda_device_info {
+    char name[256];
+    int cc;                    /* compute capability, major * 10 + minor */
+    int sms;
+    int clock_khz;             /* 0 when the driver does not report it */
+    int l2_bytes;
+    int max_threads;           /* per block */
+    int max_shared;            /* per block without opt-in */
+    int max_shared_optin;      /* per block with the opt-in attribute */
+    int max_grid_y, max_grid_z;
+    int driver_version;        /* e.g. 13000 */
+} dt_cuda_device_info;
+
+/* Probes device 0 (driver load, cuInit, attributes; no context). Returns 0,
+ * or DT_ENODEV with the reason ("libcuda.so.1: cannot open shared object
+ * file: ...", "cuInit: no CUDA-capable device is detected (100)", ...). */
+int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err);
+
+/* Peak fp32 GFLOPS: SMs x fp32 lanes per SM (by compute capability) x 2 x
+ * clock; 0 when the clock is unknown. */
+double dt_cuda_peak_gflops(const dt_cuda_device_info *info);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtune/backend_cuda.h"
+#include "dtune/cuda_api.h"
 #include "dtune/codegen_cuda.h"
 #include "dtune/config.h"
 #include "dtune/result.h"
