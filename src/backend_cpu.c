@@ -402,6 +402,23 @@ static int cpu_run(void *state, const dt_space *space, const dt_point *point,
     return dt_cpu_run_artifact(state, &space->task, artifact, out, err);
 }
 
+/* The naive reference, timed by the runner like a candidate; a few calls
+ * are enough for a latency that only stands in for a task that failed. */
+static int cpu_reference(void *state, const dt_task *task, dt_measure_result *out, dt_error *err)
+{
+    cpu_backend *b = state;
+    dt_runner_request req;
+    fill_request(b, task, "", &req);
+    req.reference = true;
+    req.min_batches = 1;
+    req.max_repeats = 3;
+    req.micro_batch = 1;
+    pthread_mutex_lock(&b->runner_mu);
+    int rc = dt_runner_run(b->runner, &req, out, err);
+    pthread_mutex_unlock(&b->runner_mu);
+    return rc;
+}
+
 /* ---- peak: an FMA probe ------------------------------------------------------------ */
 
 /* 24 independent FMA chains per thread, vector width from the compiler's
@@ -479,6 +496,7 @@ const dt_backend_i dt_backend_cpu = {
     .open = cpu_open,
     .build = cpu_build,
     .run = cpu_run,
+    .reference = cpu_reference,
     .peak_gflops = cpu_peak_gflops,
     .close = cpu_close,
 };

@@ -9,10 +9,20 @@
  * the points fail (compile error, crash or wrong output), and every
  * measurement is multiplied by (1 + 0.03 * N(0,1)) noise drawn from a hash of
  * (point, nonce), so the same call always gives the same answer.
+ *
+ * The output check is modelled too: each point's output differs from the
+ * reference by a planted relative error of 2^-24 * R * (0.5 + u), R the
+ * task's reduction length and u a hash of the point in [0, 1) (float
+ * rounding grows with the sum's length); with measure.check_output on, a
+ * point whose error exceeds measure.tolerance is wrong output. The default
+ * tolerance (1e-3) passes every point of the shipped models; tolerance 0
+ * fails every point, as on a real CPU. The reference implementation "runs"
+ * at REPLAY_REFERENCE_GFLOPS.
  */
 #include "dtune/backend.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +30,7 @@
 #define REPLAY_PEAK_GFLOPS 100.0
 #define REPLAY_NOISE 0.03
 #define REPLAY_FAIL_PER_MILLE 100
+#define REPLAY_REFERENCE_GFLOPS 0.5
 
 static uint64_t mix64(uint64_t x)
 {
@@ -122,11 +133,33 @@ void dt_replay_measure(const dt_space *space, const dt_point *point, uint64_t se
     out->cv = REPLAY_NOISE;
 }
 
+/* Length of the sum behind each output element. */
+static double reduction_length(const dt_task *t)
+{
+    switch (t->kind) {
+    case DT_OP_CONV2D:
+        return (double)t->conv.c_in * t->conv.kh * t->conv.kw;
+    case DT_OP_DEPTHWISE_CONV2D:
+        return (double)t->conv.kh * t->conv.kw;
+    default:
+        return (double)t->mm.k;
+    }
+}
+
+/* The planted relative output error of point (see the file's comment). */
+static double planted_error(const dt_space *space, const dt_point *point, uint64_t th)
+{
+    double u = unit(mix64(th ^ 0xe77u ^ mix64(dt_space_index(space, point))));
+    return 0x1.0p-24 * reduction_length(&space->task) * (0.5 + u);
+}
+
 /* ---- the backend table entry ----------------------------------------------- */
 
 typedef struct replay_state {
     uint64_t seed;
     uint64_t nonce;     /* runner-only: one caller at a time */
+    bool check;         /* measure.check_output */
+    double tolerance;   /* measure.tolerance */
 } replay_state;
 
 static int replay_open(const dt_backend_params *params, void **state, dt_error *err)
@@ -135,6 +168,8 @@ static int replay_open(const dt_backend_params *params, void **state, dt_error *
     if (!st)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     st->seed = params ? params->seed : 0;
+    st->check = params && params->measure && params->measure->check_output;
+    st->tolerance = params && params->measure ? params->measure->tolerance : 0;
     *state = st;
     return 0;
 }
@@ -156,6 +191,23 @@ static int replay_run(void *state, const dt_space *space, const dt_point *point,
     dt_replay_measure(space, point, st->seed, st->nonce++, out);
     if (artifact->result != DT_RESULT_OK)
         out->result = artifact->result;
+    double error = planted_error(space, point, task_hash(space, st->seed));
+    if (out->result == DT_RESULT_OK && st->check && !(error <= st->tolerance)) {
+        memset(out, 0, sizeof *out);
+        out->result = DT_RESULT_WRONG_OUTPUT;
+        snprintf(out->detail, sizeof out->detail, "replay: relative error %.3g above tolerance %g",
+                 error, st->tolerance);
+    }
+    return 0;
+}
+
+static int replay_reference(void *state, const dt_task *task, dt_measure_result *out,
+                            dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->result = DT_RESULT_OK;
+    out->latency_s = task->flops / (REPLAY_REFERENCE_GFLOPS * 1e9);
+    out->repeats = 1;
     return 0;
 }
 
@@ -175,6 +227,7 @@ const dt_backend_i dt_backend_replay = {
     .open = replay_open,
     .build = replay_build,
     .run = replay_run,
+    .reference = replay_reference,
     .peak_gflops = replay_peak,
     .close = replay_close,
 };

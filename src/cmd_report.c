@@ -64,8 +64,12 @@ static void print_tasks(const dt_run_state *rs)
                                           : 0;
         printf("%-16s %-16s %-34s %8.4f %11.1f %5.1f%% %7.1f%% %6d %7d%s\n", t->name, t->kind,
                t->shape, t->gflop, t->best_gflops, peak, share, t->slots, t->trials,
-               t->finished ? "  finished" : "");
+               t->failed[0] ? "  FAILED" : t->finished ? "  finished" : "");
     }
+    for (int k = 0; k < rs->ntasks; k++)
+        if (rs->tasks[k].failed[0])
+            printf("FAILED %s: %s; counted at its reference implementation's %.4f ms\n",
+                   rs->tasks[k].name, rs->tasks[k].failed, rs->tasks[k].best_latency_ms);
 }
 
 int dt_cmd_report(int argc, char **argv)

@@ -124,7 +124,9 @@ static void print_tasks(json_t *st)
            "best GFLOPS", "%peak", "best ms", "trials", "slots", "state");
     json_array_foreach(tasks, i, t) {
         double peak = num(t, "peak_gflops"), best = num(t, "best_gflops");
-        const char *state = json_is_true(json_object_get(t, "finished")) ? "finished"
+        const char *failed = json_string_value(json_object_get(t, "failed"));
+        const char *state = failed ? "FAILED (counted at its reference's time)"
+                            : json_is_true(json_object_get(t, "finished")) ? "finished"
                             : strcmp(str(t, "name"), current) == 0  ? "tuning"
                                                                     : "";
         printf("%-16s %-16s %-34s %5.0f %11.1f %5.1f%% %10.4f %7.0f %6.0f  %s\n", str(t, "name"),

@@ -77,6 +77,10 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
     dt_task_run *tr = &r->tasks[k];
     const dt_task *t = &r->model->tasks[k];
     tr->trials = trial;
+    if ((int)m->result >= 0 && m->result < DT_RESULT_COUNT)
+        tr->failures[m->result]++;
+    if (m->result != DT_RESULT_OK)
+        snprintf(tr->last_failure, sizeof tr->last_failure, "%s", m->detail);
     bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops;
     if (improved) {
         tr->best_gflops = m->gflops;
@@ -183,6 +187,8 @@ static void push_latency_history(dt_task_run *tr, double latency_ms)
 static double task_latency_ms(const dt_run *r, int k)
 {
     const dt_task_run *tr = &r->tasks[k];
+    if (tr->dead && tr->reference_ms > 0)
+        return tr->reference_ms;
     return tr->best_gflops > 0 ? r->model->tasks[k].flops / (tr->best_gflops * 1e9) * 1e3 : INFINITY;
 }
 
@@ -267,24 +273,96 @@ static int write_slot(dt_run *r, int k, const double *scores, double decision_ms
     return dt_run_publish(r, true, err);
 }
 
+/* ---- failed tasks ------------------------------------------------------------- */
+
+void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms)
+{
+    dt_task_run *tr = &r->tasks[k];
+    tr->dead = true;
+    tr->reference_ms = reference_ms;
+    pthread_mutex_lock(&r->state.lock);
+    dt_task_state *ts = &r->state.tasks[k];
+    snprintf(ts->failed, sizeof ts->failed, "%s", reason);
+    ts->best_latency_ms = reference_ms;
+    r->state.latency_ms = dt_run_state_model_latency(&r->state);
+    pthread_mutex_unlock(&r->state.lock);
+}
+
+/* "no valid config in 64 trials: 64 wrong_output (last: element 3 is ...)" */
+static void failure_reason(const dt_task_run *tr, char *buf, size_t len)
+{
+    int most = DT_RESULT_COMPILE_ERROR;
+    for (int c = DT_RESULT_COMPILE_ERROR; c < DT_RESULT_COUNT; c++)
+        if (tr->failures[c] > tr->failures[most])
+            most = c;
+    snprintf(buf, len, "no valid config in %d trials: %d %s (last failure: %s)", tr->trials,
+             tr->failures[most], dt_result_name((dt_result_class)most),
+             tr->last_failure[0] ? tr->last_failure : "no detail");
+}
+
+/* Times task k's reference implementation, logs the failure and marks it:
+ * the run goes on without the task and counts it at that time. */
+static int fail_task(dt_run *r, int k, dt_error *err)
+{
+    const dt_task *t = &r->model->tasks[k];
+    dt_failed_record rec;
+    memset(&rec, 0, sizeof rec);
+    failure_reason(&r->tasks[k], rec.reason, sizeof rec.reason);
+    dt_measure_result ref;
+    int rc = dt_measurer_reference(r->measurer, t, &ref, err);
+    if (rc)
+        return rc;
+    if (ref.result == DT_RESULT_OK && ref.latency_s > 0) {
+        rec.reference_s = ref.latency_s;
+    } else {
+        /* the reference outlived the measurement limit: count it at that */
+        rec.reference_s = r->cfg->measure.timeout_seconds;
+        size_t used = strlen(rec.reason);
+        snprintf(rec.reason + used, sizeof rec.reason - used,
+                 "; its reference could not be timed (%s), counted at the %g s limit",
+                 dt_result_name(ref.result), r->cfg->measure.timeout_seconds);
+    }
+    snprintf(rec.task, sizeof rec.task, "%s", t->name);
+    rec.task_index = k;
+    rec.time = dt_run_elapsed(r);
+    if ((rc = dt_tunelog_append_failed(r->log, &rec, err)))
+        return rc;
+    dt_run_mark_failed(r, k, rec.reason, rec.reference_s * 1e3);
+    fprintf(stderr, "dtune: task %s failed: %s; counted at its reference implementation's "
+            "%.4g ms\n", t->name, rec.reason, rec.reference_s * 1e3);
+    return 0;
+}
+
+/* DT_EFAIL naming every task's reason when no task is left to tune. */
+static int every_task_failed(dt_run *r, dt_error *err)
+{
+    char list[DT_ERROR_MSG_MAX];
+    size_t used = 0;
+    for (int k = 0; k < r->model->ntasks && used < sizeof list; k++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s: %s", k ? "; " : "",
+                                 r->model->tasks[k].name, r->state.tasks[k].failed);
+    return dt_error_set(err, DT_EFAIL, "every task of model %s failed, nothing to tune (%s)",
+                        r->model->name, list);
+}
+
 /* ---- warm-up ------------------------------------------------------------------ */
 
 static int warm_up(dt_run *r, dt_error *err)
 {
-    int rc = 0;
+    int rc = 0, failed = 0;
     snprintf(r->state.phase, sizeof r->state.phase, "warm-up");
-    for (int k = 0; k < r->model->ntasks && !stop_requested; k++) {
+    for (int k = 0; k < r->model->ntasks && !stop_requested && rc == 0; k++) {
         dt_task_run *tr = &r->tasks[k];
         while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested) {
-            if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner)) {
-                fprintf(stderr, "dtune: task %s: no valid config in %d trials; it is left out\n",
-                        r->model->tasks[k].name, tr->trials);
-                tr->dead = true;
-                break;
-            }
-            rc = run_task(r, k, WARMUP_BATCH, 0, err);
+            if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
+                rc = fail_task(r, k, err);
+            else
+                rc = run_task(r, k, WARMUP_BATCH, 0, err);
         }
+        failed += tr->dead;
     }
+    if (rc == 0 && failed == r->model->ntasks)
+        return every_task_failed(r, err);
     if (rc == 0 && !stop_requested && r->slot < 0) {
         r->slot = 0;
         rc = write_slot(r, -1, NULL, 0, err);

@@ -30,7 +30,10 @@ typedef struct dt_task_run {
     int slots;
     int measured_slots;        /* slots that measured at least one trial */
     int trials_at_close;       /* trials when the last slot (or warm-up) closed */
-    bool dead;                 /* no valid config found in warm-up */
+    bool dead;                 /* failed: no valid config found in warm-up */
+    double reference_ms;       /* a failed task's reference implementation */
+    int failures[DT_RESULT_COUNT]; /* measurements per result class */
+    char last_failure[160];    /* detail of the latest failed measurement */
     double *curve;             /* best-so-far GFLOPS after each trial */
     int ncurve, capcurve;
     int nhistory;
@@ -69,6 +72,8 @@ double dt_run_elapsed(const dt_run *r);
 double dt_run_model_latency(const dt_run *r);
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial);
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms);
+/* Marks task k failed (reason, reference latency) in the run and its state. */
+void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms);
 
 /* Fills pred_gflops / pred_ok of every task from the belief model. */
 int dt_run_predict(dt_run *r, dt_error *err);

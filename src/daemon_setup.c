@@ -8,6 +8,7 @@
  * visited config again: nothing completed is lost or measured twice.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +131,32 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
     return code ? dt_error_set(rc->err, code, "out of memory") : 0;
 }
 
+/* A task the run found it cannot tune stays failed, at the reference time
+ * measured then; a warm start's failures are found again by this run. */
+static int replay_failed(void *ctx, const dt_failed_record *rec)
+{
+    replay_ctx *rc = ctx;
+    dt_run *r = rc->run;
+    rc->line++;
+    if (!rc->own_log)
+        return 0;
+    int k = dt_model_find_task(r->model, rec->task);
+    if (k < 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: failure of task '%s', which model %s does not have",
+                            rc->path, rc->line, rec->task, r->model->name);
+    if (!(rec->reference_s > 0) || !isfinite(rec->reference_s))
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: task '%s' failed with reference_ms %g; "
+                            "expected a positive number", rc->path, rc->line, rec->task, rec->reference_s * 1e3);
+    dt_run_mark_failed(r, k, rec->reason, rec->reference_s * 1e3);
+    if (rec->time > r->elapsed_base)
+        r->elapsed_base = rec->time;
+    return 0;
+}
+
 static int replay_log(dt_run *r, const char *path, bool own, dt_error *err)
 {
     replay_ctx ctx = { r, path, own, 0, err };
-    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx };
+    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed };
     dt_tunelog_stats stats;
     dt_error_clear(err);
     int rc = dt_tunelog_replay(path, &v, &stats, err);

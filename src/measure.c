@@ -33,6 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/runner.h"
+#include "dtune/util.h"
+
 /* ---- CV early stopping ----------------------------------------------------- */
 
 void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold)
@@ -382,6 +385,46 @@ int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *point
     for (int i = 0; !m->pipelined && rc == 0 && i < n; i++)
         rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
     free(artifacts);
+    return rc;
+}
+
+/* Reference calls timed in this process when the backend has no reference
+ * slot: a naive implementation, so a few calls are enough. */
+#define LOCAL_REFERENCE_CALLS 3
+
+static int time_reference_here(const dt_task *task, dt_measure_result *out)
+{
+    size_t n_in, n_w, n_out;
+    dt_task_tensor_sizes(task, &n_in, &n_w, &n_out);
+    float *in = malloc((n_in ? n_in : 1) * sizeof *in), *w = malloc((n_w ? n_w : 1) * sizeof *w);
+    float *o = malloc((n_out ? n_out : 1) * sizeof *o);
+    if (in && w && o) {
+        dt_runner_fill(in, n_in, 1);
+        dt_runner_fill(w, n_w, 2);
+        double t0 = dt_now_seconds();
+        for (int i = 0; i < LOCAL_REFERENCE_CALLS; i++)
+            dt_task_reference(task, in, w, o);
+        out->latency_s = (dt_now_seconds() - t0) / LOCAL_REFERENCE_CALLS;
+        out->repeats = LOCAL_REFERENCE_CALLS;
+        out->result = DT_RESULT_OK;
+    } else {
+        out->result = DT_RESULT_RUNNER_ERROR;
+        snprintf(out->detail, sizeof out->detail, "out of memory for the reference's tensors");
+    }
+    free(in);
+    free(w);
+    free(o);
+    return 0;
+}
+
+int dt_measurer_reference(dt_measurer *m, const dt_task *task, dt_measure_result *out,
+                          dt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = m->backend->reference ? m->backend->reference(m->state, task, out, err)
+                                   : time_reference_here(task, out);
+    if (rc == 0 && out->result == DT_RESULT_OK && out->latency_s > 0)
+        out->gflops = task->flops / out->latency_s * 1e-9;
     return rc;
 }
 

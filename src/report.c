@@ -312,7 +312,8 @@ static json_t *task_json(const dt_task_state *t)
               put(o, "best_latency_ms", number_or_null(t->best_latency_ms)) |
               put(o, "peak_gflops", number_or_null(t->peak_gflops)) |
               put(o, "trials", json_integer(t->trials)) | put(o, "slots", json_integer(t->slots)) |
-              put(o, "finished", json_boolean(t->finished));
+              put(o, "finished", json_boolean(t->finished)) |
+              put(o, "failed", t->failed[0] ? json_string(t->failed) : json_null());
     if (bad) {
         json_decref(o);
         return NULL;
@@ -437,6 +438,7 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
         return dt_error_set(r->err, DT_EPARSE, "%s: tasks[%d]: expected an object", r->path, k);
     json_t *config = json_object_get(o, "best_config");
     json_t *finished = json_object_get(o, "finished");
+    json_t *failed = json_object_get(o, "failed");
     int rc = read_string(r, o, "name", t->name, sizeof t->name);
     rc = rc ? rc : read_string(r, o, "kind", t->kind, sizeof t->kind);
     rc = rc ? rc : read_string(r, o, "shape", t->shape, sizeof t->shape);
@@ -452,6 +454,9 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
         rc = field_error(r, "best_config", "an integer or null");
     if (rc == 0 && !json_is_boolean(finished))
         rc = field_error(r, "finished", "true or false");
+    /* "failed" is absent in the best.json of older runs */
+    if (rc == 0 && failed && !json_is_null(failed))
+        rc = read_string(r, o, "failed", t->failed, sizeof t->failed);
     if (rc == 0) {
         t->best_config = json_is_integer(config) ? (uint64_t)json_integer_value(config) : 0;
         t->finished = json_is_true(finished);

@@ -85,7 +85,7 @@ typedef struct child_state {
 typedef struct loaded_kernel {
     void *handle;
     prepare_fn prepare;
-    kernel_fn kernel;
+    kernel_fn kernel;          /* NULL: the task's reference implementation */
     float *workspace, *output;
     double flops;              /* per call: the request's, or dt_kernel_flops() */
 } loaded_kernel;
@@ -180,7 +180,7 @@ static bool check_kernel(child_state *c, const dt_runner_request *req, loaded_ke
     if (bad < 0)
         return true;
     res->result = DT_RESULT_WRONG_OUTPUT;
-    snprintf(res->detail, sizeof res->detail, "element %ld is %g, reference %g", bad,
+    snprintf(res->detail, sizeof res->detail, "element %ld is %.9g, reference %.9g", bad,
              (double)k->output[bad], (double)c->reference[bad]);
     return false;
 }
@@ -195,6 +195,14 @@ static bool parent_gone(int fd)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+static void call_kernel(const child_state *c, const loaded_kernel *k)
+{
+    if (k->kernel)
+        k->kernel(c->input, c->weight, k->output, k->workspace);
+    else
+        dt_task_reference(&c->task, c->input, c->weight, k->output);
+}
+
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
  * loop; between micro-batches (outside the timed calls) it leaves if the
  * parent is gone. */
@@ -202,7 +210,7 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
                         dt_measure_result *res)
 {
     double t0 = dt_now_seconds();
-    k->kernel(c->input, c->weight, k->output, k->workspace);
+    call_kernel(c, k);
     double first = dt_now_seconds() - t0;
     long calls = req->micro_batch;
     if (calls <= 0) {
@@ -217,7 +225,7 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
     while (!stop) {
         double start = dt_now_seconds();
         for (long i = 0; i < calls; i++)
-            k->kernel(c->input, c->weight, k->output, k->workspace);
+            call_kernel(c, k);
         double seconds = dt_now_seconds() - start;
         total += seconds;
         total_calls += calls;
@@ -252,7 +260,15 @@ static int serve(child_state *c, const dt_runner_request *req)
     }
     if (send_reply(c->fd, MSG_READY, NULL) < 0)
         return -1;
-    if (load_kernel(c, req, &k, &res) == 0) {
+    if (req->reference) {
+        memset(&k, 0, sizeof k);
+        k.flops = req->flops;
+        if ((k.output = alloc_floats(c->n_out)))
+            time_kernel(c, req, &k, &res);
+        else
+            snprintf(res.detail, sizeof res.detail, "out of memory for the output");
+        res.result = k.output ? DT_RESULT_OK : DT_RESULT_RUNNER_ERROR;
+    } else if (load_kernel(c, req, &k, &res) == 0) {
         k.prepare(c->weight, k.workspace);
         if (!req->check || check_kernel(c, req, &k, &res))
             time_kernel(c, req, &k, &res);

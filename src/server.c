@@ -288,10 +288,15 @@ static void html_tasks(FILE *f, const dt_run_state *rs)
         fputs("</td><td>", f);
         html_text(f, t->shape);
         fprintf(f, "</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.4g</td><td>%d</td><td>%d</td>"
-                   "<td>%s</td></tr>\n", t->count, t->best_gflops,
+                   "<td>%s", t->count, t->best_gflops,
                 t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0,
                 t->best_latency_ms, t->trials, t->slots,
-                t->finished ? "finished" : k == rs->current_task ? "tuning" : "");
+                t->failed[0] ? "failed: " : t->finished ? "finished" : k == rs->current_task ? "tuning" : "");
+        if (t->failed[0]) {
+            html_text(f, t->failed);
+            fputs(" (counted at its reference implementation's time)", f);
+        }
+        fputs("</td></tr>\n", f);
     }
     fputs("</table>\n<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a>"
           " &middot; <a href=\"/latency.svg\">/latency.svg</a></p>\n</body></html>\n", f);

@@ -112,6 +112,14 @@ static const field slot_fields[] = {
     FIELD(dt_slot_record, "decision_ms", F_DBL, decision_ms),
 };
 
+static const field failed_fields[] = {
+    FIELD(dt_failed_record, "task", F_STR, task),
+    FIELD(dt_failed_record, "task_index", F_INT, task_index),
+    FIELD(dt_failed_record, "reason", F_STR, reason),
+    FIELD(dt_failed_record, "reference_ms", F_MS, reference_s),
+    FIELD(dt_failed_record, "time", F_DBL, time),
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Where a record came from, for messages. */
@@ -352,6 +360,13 @@ int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *e
 {
     json_t *obj;
     int rc = encode_slot(r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_failed(dt_tunelog *log, const dt_failed_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("failed", failed_fields, COUNT(failed_fields), r, &obj, err);
     return rc != 0 ? rc : append_object(log, obj, err);
 }
 
@@ -719,6 +734,17 @@ static int decode_run(const json_t *obj, const dt_tunelog_visitor *v, const line
     return visit(v->run(v->ctx, &r), at, err);
 }
 
+static int decode_failed(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                         dt_error *err)
+{
+    dt_failed_record r;
+    memset(&r, 0, sizeof r);
+    int rc = decode_fields(failed_fields, COUNT(failed_fields), obj, &r, at, err);
+    if (rc != 0 || !v || !v->failed)
+        return rc;
+    return visit(v->failed(v->ctx, &r), at, err);
+}
+
 static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
                     dt_error *err)
 {
@@ -734,8 +760,10 @@ static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_r
         return decode_slot(obj, v, at, err);
     if (strcmp(name, "run") == 0)
         return decode_run(obj, v, at, err);
+    if (strcmp(name, "failed") == 0)
+        return decode_failed(obj, v, at, err);
     return dt_error_set(err, DT_EINVAL, "%s:%ld: unknown record type '%s' "
-                        "(expected run, measure or slot)", at->path, at->line, name);
+                        "(expected run, measure, slot or failed)", at->path, at->line, name);
 }
 
 /* ---- replay ------------------------------------------------------------- */

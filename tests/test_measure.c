@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,29 @@ static void test_measurer_batch(void **state)
     dt_space_free(&space);
 }
 
+/* The reference implementation, timed by the runner process for the CPU
+ * and in this process for a backend without a reference slot: both give a
+ * positive latency whose GFLOPS agree with the task's FLOPs. */
+static void test_reference_time(void **state)
+{
+    fixture *f = *state;
+    dt_measurer *m;
+    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    dt_measure_result res;
+    assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);
+    assert_int_equal(res.result, DT_RESULT_OK);
+    assert_true(res.latency_s > 0 && res.latency_s < 1.0);
+    assert_true(fabs(res.gflops * 1e9 * res.latency_s / f->task.flops - 1) < 1e-9);
+    dt_measurer_free(m);
+    dt_backend_i bare = dt_backend_replay;
+    bare.reference = NULL;
+    assert_int_equal(dt_measurer_new(&bare, &f->measure, f->dir, 3, &m, NULL), 0);
+    assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);
+    assert_int_equal(res.result, DT_RESULT_OK);
+    assert_true(res.latency_s > 0 && res.latency_s < 1.0);
+    dt_measurer_free(m);
+}
+
 /* ---- dtune measure ------------------------------------------------------------------- */
 
 static int run_measure(fixture *f, const char *task, const char *config, const char *extra)
@@ -403,6 +427,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_stable_kernel_stops_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noisy_kernel_runs_to_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_measurer_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cmd_measure, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

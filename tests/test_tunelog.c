@@ -180,7 +180,7 @@ static int see_slot(void *ctx, const dt_slot_record *r)
 
 static int replay_into(const char *path, seen *s, dt_tunelog_stats *stats, dt_error *err)
 {
-    dt_tunelog_visitor v = { see_run, see_measure, see_slot, s };
+    dt_tunelog_visitor v = { see_run, see_measure, see_slot, s, NULL };
     return dt_tunelog_replay(path, &v, stats, err);
 }
 
@@ -643,7 +643,7 @@ static void test_threads_append_whole_lines(void **state)
     writer w[2] = { { log, "a", 0 }, { log, "b", 0 } };
     pthread_t t[2];
     int next_trial[2] = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, count_task_order, NULL, next_trial };
+    dt_tunelog_visitor v = { NULL, count_task_order, NULL, next_trial, NULL };
     dt_tunelog_stats stats;
     dt_error err;
     for (int i = 0; i < 2; i++)
@@ -736,7 +736,7 @@ static void test_sigkill_mid_stream_loses_no_acknowledged_record(void **state)
     fixture *fx = *state;
     int fds[2], status = 0, acked;
     crash_check check = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, check_crash_record, NULL, &check };
+    dt_tunelog_visitor v = { NULL, check_crash_record, NULL, &check, NULL };
     dt_tunelog_stats stats;
     dt_error err;
     pid_t pid;

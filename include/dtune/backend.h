@@ -43,6 +43,9 @@ typedef struct dt_backend_i {
     /* One caller at a time. Fills every field of out. */
     int (*run)(void *state, const dt_space *space, const dt_point *point,
                const dt_artifact *artifact, dt_measure_result *out, dt_error *err);
+    /* Times the task's reference implementation, filling out as run does
+     * (optional; one caller at a time, like run). */
+    int (*reference)(void *state, const dt_task *task, dt_measure_result *out, dt_error *err);
     /* Peak GFLOPS of the target for this task's roofline (optional). */
     double (*peak_gflops)(void *state, const dt_task *task);
     void (*close)(void *state);

@@ -62,6 +62,15 @@ void dt_measurer_free(dt_measurer *m);
 int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
                     int n, dt_measure_result *results, dt_error *err);
 
+/* The measured time of task's reference implementation (dt_task_reference
+ * or the backend's own), the latency a task that no config of its space can
+ * run is counted at: out->result is DT_RESULT_OK and out->latency_s is set,
+ * or out->result says why it could not be timed. A backend without a
+ * reference slot has dt_task_reference timed in this process. Returns 0
+ * unless the backend itself failed. */
+int dt_measurer_reference(dt_measurer *m, const dt_task *task, dt_measure_result *out,
+                          dt_error *err);
+
 /* The backend's peak GFLOPS for task, or 0 when unknown. */
 double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task);
 

@@ -26,6 +26,9 @@ const char *dt_result_name(dt_result_class r);
 /* Returns 0 and sets *r, or -1 for an unknown name. */
 int dt_result_parse(const char *name, dt_result_class *r);
 
+/* Longest reason a task failed for (NUL included), in the log and reports. */
+#define DT_REASON_MAX 256
+
 typedef struct dt_measure_result {
     dt_result_class result;
     double gflops;        /* FLOPs / latency_s (AutoTVM's mean cost); 0 unless ok */

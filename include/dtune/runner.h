@@ -14,7 +14,9 @@
  * Inside the child, per request: dlopen the artifact, fill inputs with
  * seeded data in [-1, 1), call dt_kernel_prepare once, check the output
  * against dt_task_reference when asked, warm up with one call, then time
- * micro-batches with CLOCK_MONOTONIC_RAW until dt_cv_stop says stop.
+ * micro-batches with CLOCK_MONOTONIC_RAW until dt_cv_stop says stop. A
+ * request with `reference` set times dt_task_reference the same way: the
+ * latency a task that no config of its space can run is counted at.
  */
 #ifndef DTUNE_RUNNER_H
 #define DTUNE_RUNNER_H
@@ -38,6 +40,7 @@ typedef struct dt_runner_request {
     uint64_t seed;                /* input data */
     double flops;                 /* per kernel call (task.flops, or the peak probe's) */
     bool check;                   /* compare with the reference before timing */
+    bool reference;               /* time dt_task_reference itself (artifact unused) */
     double tolerance;             /* relative, see dt_measure_check_output */
     int min_batches, max_repeats; /* CV rule */
     double cv_threshold;

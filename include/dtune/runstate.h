@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "dtune/model.h"
+#include "dtune/result.h"
 
 typedef struct dt_task_state {
     char name[DT_NAME_MAX];
@@ -21,13 +22,15 @@ typedef struct dt_task_state {
     int count;                 /* weight w_k */
     double gflop;              /* one execution */
     double best_gflops;        /* 0 until a valid measurement */
-    double best_latency_ms;    /* of one execution; warm-up latency until tuned */
+    double best_latency_ms;    /* of one execution; warm-up latency until tuned;
+                                  the reference implementation's when failed */
     double peak_gflops;        /* target's roofline peak for this task */
     uint64_t best_config;      /* index in the task's space */
     char best_knobs[256];
     int trials;
     int slots;
     bool finished;
+    char failed[DT_REASON_MAX]; /* why no config could run; "" unless failed */
 } dt_task_state;
 
 /* One point of the model-latency-over-time curve (one per slot). */

@@ -10,6 +10,12 @@
  *    "compile_ms":..., "run_ms":..., "slot":..., "trial":..., "time":...}
  *   {"type":"slot", "slot":..., "task":"conv1", "task_index":0, "time":...,
  *    "model_latency_ms":..., "scores":[...], "decision_ms":...}
+ *   {"type":"failed", "task":"conv1", "task_index":0, "reason":"...",
+ *    "reference_ms":..., "time":...}
+ *
+ * A "failed" record marks a task that no config of its space could run: the
+ * run goes on without it and counts it at its reference implementation's
+ * measured time (reference_ms, one execution).
  *
  * "time" is seconds of tuning budget elapsed in the run (it continues across
  * resumes). Replay reads the file back: a truncated or garbled last line is
@@ -50,6 +56,14 @@ typedef struct dt_slot_record {
     double scores[DT_MAX_SCORES];
 } dt_slot_record;
 
+typedef struct dt_failed_record {
+    char task[DT_NAME_MAX];
+    int task_index;
+    char reason[DT_REASON_MAX];  /* why no config could run, for people */
+    double reference_s;          /* reference implementation, one execution */
+    double time;
+} dt_failed_record;
+
 typedef struct dt_run_record {
     char model[DT_PATH_MAX];
     char target[16];
@@ -80,6 +94,7 @@ int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
 int dt_tunelog_append_run(dt_tunelog *log, const dt_run_record *r, dt_error *err);
 int dt_tunelog_append_measure(dt_tunelog *log, const dt_measure_record *r, dt_error *err);
 int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *err);
+int dt_tunelog_append_failed(dt_tunelog *log, const dt_failed_record *r, dt_error *err);
 void dt_tunelog_close(dt_tunelog *log);
 
 /* Callbacks for replay; any may be NULL. A callback returning non-zero stops
@@ -89,6 +104,7 @@ typedef struct dt_tunelog_visitor {
     int (*measure)(void *ctx, const dt_measure_record *r);
     int (*slot)(void *ctx, const dt_slot_record *r);
     void *ctx;
+    int (*failed)(void *ctx, const dt_failed_record *r);
 } dt_tunelog_visitor;
 
 typedef struct dt_tunelog_stats {
