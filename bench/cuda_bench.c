@@ -326,7 +326,8 @@ static double cublas_seconds(gpu *g, const vendor *v, const dt_task *t)
 static int measure_batch(void *ctx, const dt_space *space, const dt_point *points, int n,
                          dt_measure_result *results, dt_error *err)
 {
-    return dt_measurer_run(ctx, space, points, n, results, err);
+    int rc = dt_measurer_run(ctx, space, points, n, results, err);
+    return rc < 0 ? rc : n;
 }
 
 /* Best GFLOPS of a fresh tuning of task; 0 when nothing valid was found. */

@@ -176,7 +176,7 @@ static int traced_measure(void *ctx, const dt_space *space, const dt_point *poin
         tr->wall_at[tr->n] = wall + tr->sim_seconds * (tr->n + 1);
         tr->n++;
     }
-    return 0;
+    return n;
 }
 
 /* First trial (1-based) whose curve value reaches target, or cap + 1. */

@@ -1,4 +1,5 @@
 /* cmd_tune.c — `dtune tune`: the config, command-line overrides, the run. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,9 +98,14 @@ int dt_cmd_tune(int argc, char **argv)
         fprintf(stderr, "dtune tune: %s\n", err.msg);
         return dt_error_exit_status(rc);
     }
-    printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
-           dt_stop_reason_name(res.reason), res.slots, res.elapsed, res.latency_ms,
-           res.start_latency_ms, res.latency_ms > 0 ? res.start_latency_ms / res.latency_ms : 0.0);
+    if (isfinite(res.latency_ms))
+        printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
+               dt_stop_reason_name(res.reason), res.slots, res.elapsed, res.latency_ms,
+               res.start_latency_ms, res.latency_ms > 0 ? res.start_latency_ms / res.latency_ms : 0.0);
+    else
+        printf("dtune: stopped: %s in the warm-up, %.1f s; model latency not known yet (a task has "
+               "no measurement); run again on the same --out to resume\n",
+               dt_stop_reason_name(res.reason), res.elapsed);
     if (res.reason == DT_STOP_TARGET)
         printf("dtune: target latency %.4f ms reached\n", cfg.budget.target_latency_ms);
     printf("dtune: reports in %s (latency.csv, latency.svg, best.json)\n", cfg.output_dir);

@@ -36,7 +36,13 @@ struct dt_costmodel {
     int labels_cap;
     float *features;           /* predict_points workspace, grown on demand */
     int features_rows;
+    dt_cancel cancel;
 };
+
+void dt_costmodel_set_cancel(dt_costmodel *cm, const dt_cancel *c)
+{
+    cm->cancel = c ? *c : (dt_cancel){ 0 };
+}
 
 /* Turns a failed XGBoost call into DT_ELIB with XGBoost's own message. */
 static int xgb_check(int rc, const char *what, dt_error *err)
@@ -180,8 +186,12 @@ static int train_booster(dt_costmodel *cm, DMatrixHandle dtrain, BoosterHandle *
     if (rc)
         return rc;
     rc = set_params(cm, booster, err);
-    for (int it = 0; !rc && it < cm->cfg.rounds; it++)
-        rc = xgb_check(XGBoosterUpdateOneIter(booster, it, dtrain), "XGBoosterUpdateOneIter", err);
+    for (int it = 0; !rc && it < cm->cfg.rounds; it++) {
+        if (dt_cancel_now(&cm->cancel))
+            rc = dt_error_set(err, DT_ECANCELED, "cost model: training stopped early");
+        else
+            rc = xgb_check(XGBoosterUpdateOneIter(booster, it, dtrain), "XGBoosterUpdateOneIter", err);
+    }
     if (rc) {
         (void)XGBoosterFree(booster);  /* cleanup after the error already reported */
         return rc;

@@ -131,17 +131,30 @@ static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure
 typedef struct measure_ctx {
     dt_run *run;
     int task;
+    double deadline;           /* monotonic seconds: the slot's or the budget's end */
 } measure_ctx;
 
-/* dt_measure_fn for the tuners: measure, then log each result durably. */
+/* Monotonic seconds at which the run's budget is spent. */
+static double budget_end(const dt_run *r)
+{
+    return r->t0 + (r->cfg->budget.total_seconds - r->elapsed_base);
+}
+
+/* dt_measure_fn for the tuners: measure until the slot or the budget ends or
+ * a signal asks to stop (the point in flight finishes), then log each result
+ * durably. */
 static int measure_batch(void *ctx, const dt_space *space, const dt_point *points, int n,
                          dt_measure_result *results, dt_error *err)
 {
     measure_ctx *mc = ctx;
-    int rc = dt_measurer_run(mc->run->measurer, space, points, n, results, err);
-    for (int i = 0; rc == 0 && i < n; i++)
-        rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
-    return rc;
+    dt_measure_limit limit = { .deadline = mc->deadline, .stop = (const volatile int *)&stop_requested };
+    int measured = dt_measurer_run_until(mc->run->measurer, space, points, n, results, &limit, err);
+    for (int i = 0; measured > 0 && i < measured; i++) {
+        int rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
+        if (rc)
+            return rc;
+    }
+    return measured;
 }
 
 /* ---- one slot ----------------------------------------------------------------- */
@@ -241,7 +254,13 @@ static double slot_seconds_left(const dt_run *r)
 
 static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
 {
-    measure_ctx mc = { r, k };
+    double end = budget_end(r);
+    if (seconds > 0 && dt_now_seconds() + seconds < end)
+        end = dt_now_seconds() + seconds;
+    measure_ctx mc = { r, k, end };
+    seconds = end - dt_now_seconds();
+    if (seconds <= 0)
+        return 0;
     dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = (const volatile int *)&stop_requested };
     dt_tuner_stats stats;
     int before = r->tasks[k].trials;
@@ -347,13 +366,27 @@ static int every_task_failed(dt_run *r, dt_error *err)
 
 /* ---- warm-up ------------------------------------------------------------------ */
 
+static bool budget_spent(const dt_run *r)
+{
+    return dt_run_elapsed(r) >= r->cfg->budget.total_seconds;
+}
+
+/* Every task has a latency: a valid measurement, or failed at its reference. */
+static bool every_task_known(const dt_run *r)
+{
+    for (int k = 0; k < r->model->ntasks; k++)
+        if (!isfinite(task_latency_ms(r, k)))
+            return false;
+    return true;
+}
+
 static int warm_up(dt_run *r, dt_error *err)
 {
     int rc = 0, failed = 0;
     snprintf(r->state.phase, sizeof r->state.phase, "warm-up");
-    for (int k = 0; k < r->model->ntasks && !stop_requested && rc == 0; k++) {
+    for (int k = 0; k < r->model->ntasks && !stop_requested && !budget_spent(r) && rc == 0; k++) {
         dt_task_run *tr = &r->tasks[k];
-        while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested) {
+        while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
             if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
                 rc = fail_task(r, k, err);
             else
@@ -363,7 +396,7 @@ static int warm_up(dt_run *r, dt_error *err)
     }
     if (rc == 0 && failed == r->model->ntasks)
         return every_task_failed(r, err);
-    if (rc == 0 && !stop_requested && r->slot < 0) {
+    if (rc == 0 && r->slot < 0 && every_task_known(r)) {
         r->slot = 0;
         rc = write_slot(r, -1, NULL, 0, err);
         r->state.start_latency_ms = dt_run_model_latency(r);
@@ -380,7 +413,7 @@ static dt_stop_reason should_stop(const dt_run *r)
     double target = r->cfg->budget.target_latency_ms;
     if (target > 0 && dt_run_model_latency(r) <= target)
         return DT_STOP_TARGET;
-    if (dt_run_elapsed(r) >= r->cfg->budget.total_seconds)
+    if (budget_spent(r))
         return DT_STOP_BUDGET;
     if (r->cfg->budget.max_slots > 0 && r->slot >= r->cfg->budget.max_slots)
         return DT_STOP_BUDGET;
@@ -453,7 +486,6 @@ int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
     res->resumed_records = r->resumed_records;
     struct sigaction old_int, old_term;
     install_signals(&old_int, &old_term);
-    r->t0 = dt_now_seconds();
     rc = main_loop(r, res, err);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

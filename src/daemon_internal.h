@@ -55,7 +55,8 @@ typedef struct dt_run {
     bool state_ready;
     char run_dir[DT_PATH_MAX];
     double elapsed_base;       /* run seconds before this process started */
-    double t0;                 /* monotonic seconds at this process's start */
+    double t0;                 /* monotonic seconds when this process opened the run:
+                                  setting up and resuming count as budget too */
     int slot;                  /* last slot number; -1 before warm-up ends */
     int measured_now;
     int resumed_records;

@@ -236,6 +236,7 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
     if (!r)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     r->cfg = cfg;
+    r->t0 = dt_now_seconds();
     r->slot = -1;
     r->tty = isatty(STDERR_FILENO);
     snprintf(r->run_dir, sizeof r->run_dir, "%s", cfg->output_dir);

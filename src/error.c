@@ -42,9 +42,14 @@ const char *dt_error_name(int code)
 {
     static const char *const names[] = {
         "DT_OK", "DT_EINVAL", "DT_ENOMEM", "DT_EIO", "DT_EPARSE",
-        "DT_ENOTFOUND", "DT_ELIB", "DT_ENOTSUP", "DT_ENODEV", "DT_EFAIL",
+        "DT_ENOTFOUND", "DT_ELIB", "DT_ENOTSUP", "DT_ENODEV", "DT_EFAIL", "DT_ECANCELED",
     };
-    if (code > 0 || code < -9)
+    if (code > 0 || code < DT_ECANCELED)
         return "DT_E?";
     return names[-code];
+}
+
+int dt_cancel_now(const dt_cancel *c)
+{
+    return c && c->cancelled && c->cancelled(c->ctx);
 }

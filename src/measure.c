@@ -127,6 +127,7 @@ struct dt_measurer {
     dt_artifact *artifacts;
     int n;
     atomic_int next;
+    const dt_measure_limit *limit; /* when to stop starting points; may be NULL */
     int failure;                 /* first backend error of the batch */
     dt_error failure_err;
 };
@@ -153,9 +154,18 @@ static void build_one(dt_measurer *m, int i)
     }
 }
 
+static bool limit_reached(const dt_measure_limit *lim)
+{
+    return lim && ((lim->stop && *lim->stop) || (lim->deadline > 0 && dt_now_seconds() >= lim->deadline));
+}
+
+/* Claims points in order until none is left or the limit is reached, so the
+ * built points are always a prefix of the batch. */
 static void build_claimed(dt_measurer *m)
 {
     for (;;) {
+        if (limit_reached(m->limit))
+            return;
         int i = atomic_fetch_add(&m->next, 1);
         if (i >= m->n)
             return;
@@ -185,8 +195,10 @@ static void *builder_main(void *arg)
         pthread_mutex_unlock(&m->mu);
         build_claimed(m);
         pthread_mutex_lock(&m->mu);
-        if (--m->active == 0)
+        if (--m->active == 0) {
             pthread_cond_signal(&m->done_cv);
+            pthread_cond_broadcast(&m->ready_cv);  /* a runner may wait for a point never built */
+        }
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -285,10 +297,12 @@ void dt_measurer_free(dt_measurer *m)
 }
 
 /* Phase 1: every point built, in parallel when there are builders. */
+/* Returns how many points (a prefix) were built, or a negative DT_E* code. */
 static int build_batch(dt_measurer *m, const dt_space *space, const dt_point *points, int n,
-                       dt_artifact *artifacts, dt_error *err)
+                       dt_artifact *artifacts, const dt_measure_limit *limit, dt_error *err)
 {
     pthread_mutex_lock(&m->mu);
+    m->limit = limit;
     m->space = space;
     m->points = points;
     m->artifacts = artifacts;
@@ -310,7 +324,8 @@ static int build_batch(dt_measurer *m, const dt_space *space, const dt_point *po
             *err = m->failure_err;
         return m->failure;
     }
-    return 0;
+    int built = atomic_load(&m->next);
+    return built < n ? built : n;
 }
 
 /* Phase 2, one point: an artifact that failed to build carries its class. */
@@ -333,12 +348,14 @@ static int run_one(dt_measurer *m, const dt_space *space, const dt_point *point,
 /* Pipelined: builders (pinned off the runner's cores) go through the batch
  * while the runner times each artifact as soon as it is ready. */
 static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *points, int n,
-                         dt_artifact *artifacts, dt_measure_result *results, dt_error *err)
+                         dt_artifact *artifacts, dt_measure_result *results,
+                         const dt_measure_limit *limit, dt_error *err)
 {
     unsigned char *ready = calloc((size_t)n, 1);
     if (!ready)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     pthread_mutex_lock(&m->mu);
+    m->limit = limit;
     m->space = space;
     m->points = points;
     m->artifacts = artifacts;
@@ -349,10 +366,12 @@ static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *
     m->active = m->nstarted;
     m->generation++;
     pthread_cond_broadcast(&m->work_cv);
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        while (!ready[i] && m->failure == 0)
+    int rc = 0, done = 0;
+    for (int i = 0; i < n && rc == 0 && !limit_reached(limit); i++) {
+        while (!ready[i] && m->failure == 0 && m->active > 0)
             pthread_cond_wait(&m->ready_cv, &m->mu);
+        if (!ready[i] && m->failure == 0)
+            break;      /* the builders stopped at the limit before point i */
         if (m->failure < 0) {
             rc = m->failure;
             if (err)
@@ -361,31 +380,50 @@ static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *
         }
         pthread_mutex_unlock(&m->mu);
         rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
+        done += rc == 0;
         pthread_mutex_lock(&m->mu);
     }
     atomic_store(&m->next, n);  /* on an error, builders stop claiming */
     while (m->active > 0)
         pthread_cond_wait(&m->done_cv, &m->mu);
     m->ready = NULL;
+    m->limit = NULL;
     pthread_mutex_unlock(&m->mu);
     free(ready);
-    return rc;
+    return rc < 0 ? rc : done;
 }
 
-int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
-                    int n, dt_measure_result *results, dt_error *err)
+int dt_measurer_run_until(dt_measurer *m, const dt_space *space, const dt_point *points,
+                          int n, dt_measure_result *results, const dt_measure_limit *limit,
+                          dt_error *err)
 {
     if (n <= 0)
         return 0;
     dt_artifact *artifacts = calloc((size_t)n, sizeof *artifacts);
     if (!artifacts)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = m->pipelined ? run_pipelined(m, space, points, n, artifacts, results, err)
-                          : build_batch(m, space, points, n, artifacts, err);
-    for (int i = 0; !m->pipelined && rc == 0 && i < n; i++)
-        rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
+    int rc;
+    if (m->pipelined) {
+        rc = run_pipelined(m, space, points, n, artifacts, results, limit, err);
+    } else {
+        int built = build_batch(m, space, points, n, artifacts, limit, err);
+        rc = built < 0 ? built : 0;
+        int done = 0;
+        for (; rc == 0 && done < built && !limit_reached(limit); done++)
+            rc = run_one(m, space, &points[done], &artifacts[done], &results[done], err);
+        m->limit = NULL;
+        if (rc == 0)
+            rc = done;
+    }
     free(artifacts);
     return rc;
+}
+
+int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
+                    int n, dt_measure_result *results, dt_error *err)
+{
+    int rc = dt_measurer_run_until(m, space, points, n, results, NULL, err);
+    return rc < 0 ? rc : 0;
 }
 
 /* Reference calls timed in this process when the backend has no reference

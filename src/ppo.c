@@ -31,6 +31,7 @@ struct dt_ppo {
     int *actions, *perm;
     /* forward and backward scratch */
     double *h, *logits, *probs, *logprobs, *dlogits, *dh;
+    dt_cancel cancel;
 };
 
 /* Views into a parameter-shaped vector. */
@@ -416,11 +417,18 @@ static void shuffle(gsl_rng *rng, int *perm, int n)
     }
 }
 
-/* One pass over the rollout in shuffled minibatches. */
-static void run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
+void dt_ppo_set_cancel(dt_ppo *p, const dt_cancel *c)
+{
+    p->cancel = c ? *c : (dt_cancel){ 0 };
+}
+
+/* One pass over the rollout in shuffled minibatches; false when cancelled. */
+static bool run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
 {
     shuffle(p->rng, p->perm, p->len);
     for (int start = 0; start < p->len; start += DT_PPO_MINIBATCH) {
+        if (dt_cancel_now(&p->cancel))
+            return false;
         int n = p->len - start < DT_PPO_MINIBATCH ? p->len - start : DT_PPO_MINIBATCH;
         dt_ppo_batch b = {
             .n = n, .index = p->perm + start, .states = p->states, .actions = p->actions,
@@ -429,6 +437,7 @@ static void run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
         dt_ppo_loss(p, &b, p->grad, stats);
         adam_step(p);
     }
+    return true;
 }
 
 int dt_ppo_episode_end(dt_ppo *p, const double *rewards, double last_value,
@@ -445,8 +454,9 @@ int dt_ppo_episode_end(dt_ppo *p, const double *rewards, double last_value,
     dt_ppo_gae(rewards, p->values, last_value, p->len, p->cfg.gamma, p->cfg.gae_lambda,
                p->adv, p->ret);
     normalise(p->adv, p->len);
-    for (int e = 0; e < p->cfg.epochs; e++)
-        run_epoch(p, st);
+    bool whole = true;
+    for (int e = 0; e < p->cfg.epochs && whole; e++)
+        whole = run_epoch(p, st);
     p->len = 0;
-    return 0;
+    return whole ? 0 : DT_ECANCELED;
 }

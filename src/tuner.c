@@ -45,6 +45,21 @@ static const dt_tuner_strategy_i *find_strategy(const char *name)
     return NULL;
 }
 
+bool dt_tuner_time_up(const dt_tuner *t)
+{
+    const dt_tuner_budget *b = t->run_budget;
+    if (!b)
+        return false;
+    if (b->stop && *b->stop)
+        return true;
+    return b->seconds > 0 && dt_now_seconds() - t->run_started >= b->seconds;
+}
+
+static int tuner_cancelled(void *ctx)
+{
+    return dt_tuner_time_up(ctx);
+}
+
 void dt_tuner_default_config(dt_tuner_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -78,6 +93,8 @@ static int alloc_parts(dt_tuner *t, dt_error *err)
     int rc = dt_costmodel_new(&t->cfg.cost_model, t->space->nfeatures, t->seed, &t->model, err);
     if (rc)
         return rc;
+    t->cancel = (dt_cancel){ tuner_cancelled, t };
+    dt_costmodel_set_cancel(t->model, &t->cancel);
     int pool = DT_TUNER_POOL_PER_BATCH * t->cfg.batch_size;
     rc = dt_sampling_new(t->space, &t->cfg.sampling, pool, t->cfg.batch_size, t->seed + 1,
                          &t->sampler, err);
@@ -326,14 +343,11 @@ static int propose_batch(dt_tuner *t, int max, int *n, dt_error *err)
 
 /* ---- the run loop ------------------------------------------------------------------------ */
 
-static bool budget_left(const dt_tuner *t, const dt_tuner_budget *b, const dt_tuner_stats *s,
-                        double started)
+static bool budget_left(const dt_tuner *t, const dt_tuner_budget *b, const dt_tuner_stats *s)
 {
-    if (b->stop && *b->stop)
+    if (dt_tuner_time_up(t))
         return false;
     if (b->trials > 0 && s->trials >= b->trials)
-        return false;
-    if (b->seconds > 0 && dt_now_seconds() - started >= b->seconds)
         return false;
     return !dt_tuner_exhausted(t);
 }
@@ -358,8 +372,10 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
     dt_tuner_stats *s = stats ? stats : &local;
     memset(s, 0, sizeof *s);
     double started = dt_now_seconds();
+    t->run_budget = b;
+    t->run_started = started;
     int rc = 0;
-    while (!rc && budget_left(t, b, s, started)) {
+    while (!rc && budget_left(t, b, s)) {
         int max = t->cfg.batch_size, n = 0;
         if (b->trials > 0 && b->trials - s->trials < max)
             max = b->trials - s->trials;
@@ -367,21 +383,30 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
         rc = propose_batch(t, max, &n, err);
         double t1 = dt_now_seconds();
         s->overhead_seconds += t1 - t0;
-        if (rc || n == 0)
+        if (rc == DT_ECANCELED)
+            dt_error_clear(err);   /* a long step ended at the budget: not an error */
+        if (rc == DT_ECANCELED || rc || n == 0) {
+            rc = rc == DT_ECANCELED ? 0 : rc;
             break;
+        }
         memset(t->results, 0, (size_t)n * sizeof *t->results);
-        rc = measure(ctx, t->space, t->batch, n, t->results, err);
+        int measured = measure(ctx, t->space, t->batch, n, t->results, err);
         double t2 = dt_now_seconds();
         s->measure_seconds += t2 - t1;
-        if (rc)
+        if (measured < 0) {
+            rc = measured;
             break;
-        int improved = record_batch(t, n);
+        }
+        int improved = record_batch(t, measured < n ? measured : n);
         if (improved < 0)
             rc = dt_error_set(err, improved, "tuner: out of memory recording a batch");
         else
-            s->improved += improved, s->trials += n;
+            s->improved += improved, s->trials += measured;
         s->overhead_seconds += dt_now_seconds() - t2;
+        if (measured < n)
+            break;                 /* the measure function ended the batch early */
     }
+    t->run_budget = NULL;
     s->wall_seconds = dt_now_seconds() - started;
     return rc;
 }

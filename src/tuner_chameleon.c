@@ -99,6 +99,7 @@ static int cham_create(dt_tuner *t, void **state, dt_error *err)
     int rc = dt_ppo_new(&t->cfg.ppo, t->space->nknobs, t->seed + 2, &c->agent, err);
     if (rc)
         return rc;
+    dt_ppo_set_cancel(c->agent, &t->cancel);
     c->episodes = t->cfg.ppo.episodes;
     c->max_steps = t->cfg.ppo.max_steps;
     long long pool_cap = (long long)c->episodes * c->max_steps;
@@ -181,7 +182,9 @@ static int walk(cham_state *c, dt_tuner *t, const dt_point *start, bool *termina
     *terminal = false;
     dt_ppo_episode_begin(c->agent);
     int steps = 0;
-    while (steps < c->max_steps && !*terminal) {
+    /* each act is a forward pass of the policy: a large one must not hold
+     * the run past its budget or a stop request */
+    while (steps < c->max_steps && !*terminal && !(steps > 0 && dt_tuner_time_up(t))) {
         dt_space_normalised(t->space, &p, state);
         dt_ppo_act(c->agent, state, actions);
         *terminal = apply_actions(t->space, &p, actions, &c->traj[steps]);
@@ -217,9 +220,9 @@ static int episode(cham_state *c, dt_tuner *t, const dt_point *start, dt_error *
         dt_space_normalised(t->space, &c->traj[steps - 1], state);
         last_value = dt_ppo_value(c->agent, state);
     }
-    dt_ppo_episode_end(c->agent, c->rewards, last_value, NULL);
+    rc = dt_ppo_episode_end(c->agent, c->rewards, last_value, NULL);
     collect(c, t, steps);
-    return 0;
+    return rc == DT_ECANCELED ? dt_error_set(err, rc, "chameleon: stopped in a PPO update") : 0;
 }
 
 /* ---- the round ------------------------------------------------------------------------- */
@@ -251,6 +254,8 @@ static int explore(cham_state *c, dt_tuner *t, dt_error *err)
     c->pool_n = 0;
     dt_sampling_set_clear(&c->seen);
     for (int e = 0; e < c->episodes; e++) {
+        if (dt_tuner_time_up(t))
+            return dt_error_set(err, DT_ECANCELED, "chameleon: stopped between PPO episodes");
         dt_point start;
         if (e % 2 == 0 && top > 0)
             start = t->points[c->order[(e / 2) % top]];

@@ -61,7 +61,15 @@ struct dt_tuner {
     dt_sampling_set batch_taken;
     dt_point *batch;
     dt_measure_result *results;
+    /* the budget of the dt_tuner_run in progress (NULL outside one) */
+    const dt_tuner_budget *run_budget;
+    double run_started;
+    dt_cancel cancel;          /* asks dt_tuner_time_up; for the long steps */
 };
+
+/* Whether the running call's stop flag is set or its seconds are spent:
+ * long steps (PPO episodes and updates, cost-model training) end early. */
+bool dt_tuner_time_up(const dt_tuner *t);
 
 /* Adds up to max random distinct unmeasured valid points to out (skipping
  * those already in t->batch_taken, and adding the new ones to it); returns

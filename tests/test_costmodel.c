@@ -155,6 +155,32 @@ static void test_fit_is_repeatable(void **state)
     dt_costmodel_free(b);
 }
 
+static int always(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+/* A fit asked to stop ends with DT_ECANCELED and keeps the booster it had. */
+static void test_fit_stops_when_cancelled(void **state)
+{
+    fixture *f = *state;
+    dt_costmodel *cm = train(f, "rank:pairwise", 120, 9);
+    double before[16], after[16], y[40];
+    assert_int_equal(dt_costmodel_predict(cm, f->features, 16, before, NULL), 0);
+    for (int i = 0; i < 40; i++)
+        y[i] = 1.0 + 0.31 * i;
+    dt_cancel c = { always, NULL };
+    dt_costmodel_set_cancel(cm, &c);
+    dt_error err;
+    assert_int_equal(dt_costmodel_fit(cm, f->features, y, 40, &err), DT_ECANCELED);
+    assert_true(dt_costmodel_trained(cm));
+    assert_int_equal(dt_costmodel_predict(cm, f->features, 16, after, NULL), 0);
+    for (int i = 0; i < 16; i++)
+        assert_true(before[i] == after[i]);
+    dt_costmodel_free(cm);
+}
+
 static void test_misuse_is_reported(void **state)
 {
     fixture *f = *state;
@@ -184,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_rank_objective_learns_order),
         cmocka_unit_test(test_regression_objective_learns_normalised_gflops),
         cmocka_unit_test(test_fit_is_repeatable),
+        cmocka_unit_test(test_fit_stops_when_cancelled),
         cmocka_unit_test(test_misuse_is_reported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

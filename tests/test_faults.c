@@ -9,9 +9,11 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "support/run_cmd.h"
@@ -20,14 +22,15 @@ static char out[1 << 16];
 
 /* A config for models/tiny.yaml on the replay backend in dir/run, with
  * extra YAML lines appended; written to dir/cfg.yaml, whose path goes to cfg. */
+#define RANDOM_TUNER "tuner: {strategy: random}\n"
 static void write_config(const char *dir, const char *extra, char *cfg, size_t len)
 {
     char cwd[512];
     assert_non_null(getcwd(cwd, sizeof cwd));
     snprintf(cfg, len, "%s/cfg.yaml", dir);
     assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
-                                        "server: {listen: \"off\"}\ntuner: {strategy: random}\n"
-                                        "output: {dir: %s/run}\n%s", cwd, dir, extra), 0);
+                                        "server: {listen: \"off\"}\noutput: {dir: %s/run}\n%s", cwd,
+                                        dir, extra), 0);
 }
 
 /* True when the text of path starts with before (nothing written was lost). */
@@ -38,6 +41,34 @@ static void assert_log_kept(const char *path, const char *before)
     if (strncmp(after, before, strlen(before)) != 0)
         fail_msg("%s lost or changed records it had", path);
     free(after);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* The run seconds of dtune's "stopped: ... N s" line, or -1. */
+static double stopped_after(const char *text)
+{
+    const char *p = strstr(text, "dtune: stopped: ");
+    const char *comma = p ? strstr(p, " s;") : NULL;
+    if (!comma)
+        comma = p ? strstr(p, " s\n") : NULL;
+    if (!comma)
+        return -1;
+    const char *start = comma;
+    while (start > p && start[-1] != ' ')
+        start--;
+    return atof(start);
 }
 
 /* ---- item 1: a task no config can run ---------------------------------------- */
@@ -51,7 +82,7 @@ static void test_failed_task_does_not_end_the_run(void **state)
     (void)state;
     char dir[64], cfg[128], log[128], best[128];
     dt_test_tmpdir(dir, sizeof dir);
-    write_config(dir, "measure: {tolerance: 2.5e-6}\n", cfg, sizeof cfg);
+    write_config(dir, RANDOM_TUNER "measure: {tolerance: 2.5e-6}\n", cfg, sizeof cfg);
     snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
     snprintf(best, sizeof best, "%s/run/best.json", dir);
     int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials", "8",
@@ -101,7 +132,7 @@ static void test_every_task_failed_is_exit_1(void **state)
     (void)state;
     char dir[64], cfg[128], log[128];
     dt_test_tmpdir(dir, sizeof dir);
-    write_config(dir, "measure: {tolerance: 0}\n", cfg, sizeof cfg);
+    write_config(dir, RANDOM_TUNER "measure: {tolerance: 0}\n", cfg, sizeof cfg);
     snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
     for (int pass = 0; pass < 2; pass++) {
         int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", NULL }, out,
@@ -114,11 +145,108 @@ static void test_every_task_failed_is_exit_1(void **state)
     }
 }
 
+/* ---- item 2: budget and SIGTERM in every phase ----------------------------- */
+
+/* A policy network of 65536 hidden units makes every PPO episode and update
+ * long: SIGTERM still ends the run at once (the long steps check the stop
+ * flag), everything written, exit 0; and the budget holds. */
+static void test_sigterm_and_budget_in_long_tuner_steps(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], text_path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, "tuner: {strategy: chameleon, ppo: {hidden: 65536}}\n", cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(text_path, sizeof text_path, "%s/stdout.txt", dir);
+    pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "600",
+                                          "--slot-seconds", "30", NULL }, text_path);
+    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\":0,") == 0; waited += 50)
+        sleep_ms(50);
+    sleep_ms(1500);  /* inside the first slot's PPO exploration */
+    double t0 = wall_now();
+    kill(pid, SIGTERM);
+    int rc = dt_test_wait(pid);
+    double took = wall_now() - t0;
+    char *text = dt_test_slurp(text_path);
+    print_message("SIGTERM in a PPO step: exit after %.2f s\n", took);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, text);
+    assert_non_null(strstr(text, "stopped: signal"));
+    free(text);
+    assert_true(took < 10.0);
+    assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > 0);
+    /* the budget: a fresh directory, 6 s of it */
+    char dir2[64];
+    dt_test_tmpdir(dir2, sizeof dir2);
+    write_config(dir2, "tuner: {strategy: chameleon, ppo: {hidden: 65536}}\n", cfg, sizeof cfg);
+    t0 = wall_now();
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "6", "--slot-seconds", "2", NULL },
+                     out, sizeof out);
+    took = wall_now() - t0;
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    double run_s = stopped_after(out);
+    print_message("budget 6 s with long PPO steps: %.2f s of budget, %.2f s wall\n", run_s, took);
+    assert_non_null(strstr(out, "budget spent"));
+    assert_true(run_s >= 6.0 && run_s <= 6.0 * 1.02 + 0.5);
+    assert_true(took < 16.0);
+}
+
+/* A resume whose budget is already spent measures nothing and says so. */
+static void test_resume_past_budget_measures_nothing(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "2", "--slot-trials", "4",
+                                     "--finish-after", "1000000", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "budget spent"));
+    char *before = dt_test_slurp(log);
+    assert_non_null(before);
+    int measured = dt_test_count_lines(log, "\"type\":\"measure\"");
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "2", "--slot-trials", "4",
+                                 "--finish-after", "1000000", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "budget spent"));
+    assert_log_kept(log, before);
+    assert_int_equal(dt_test_count_lines(log, "\"type\":\"measure\""), measured);
+    free(before);
+}
+
+/* The warm-up counts against the budget: resnet18 on the real CPU (13 tasks
+ * to compile and time) with a 2 s budget stops in its warm-up, exit 0, and
+ * says the model latency is not known yet. */
+static void test_budget_holds_in_warm_up(void **state)
+{
+    (void)state;
+    char dir[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    double t0 = wall_now();
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "--model", "models/resnet18.yaml", "--out", dir,
+                                     "--listen", "off", "--budget", "2", "--slot-seconds", "1", NULL },
+                         out, sizeof out);
+    double took = wall_now() - t0;
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    print_message("resnet18 warm-up, budget 2 s: %.2f s of budget, %.2f s wall\n", stopped_after(out), took);
+    assert_non_null(strstr(out, "budget spent in the warm-up"));
+    assert_non_null(strstr(out, "not known yet"));
+    assert_true(took < 12.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_task_does_not_end_the_run),
         cmocka_unit_test(test_every_task_failed_is_exit_1),
+        cmocka_unit_test(test_sigterm_and_budget_in_long_tuner_steps),
+        cmocka_unit_test(test_resume_past_budget_measures_nothing),
+        cmocka_unit_test(test_budget_holds_in_warm_up),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

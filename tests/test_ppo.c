@@ -102,6 +102,36 @@ static void test_gae_matches_recursion(void **state)
     assert_float_equal(ret[0], a0 + v[0], 1e-12);
 }
 
+static int cancel_after(void *ctx)
+{
+    int *left = ctx;
+    return (*left)-- <= 0;
+}
+
+/* A cancel hook that says stop ends the update early with DT_ECANCELED; the
+ * agent stays usable (its next episode starts clean). */
+static void test_update_stops_when_cancelled(void **state)
+{
+    (void)state;
+    dt_ppo *p = make_agent(3, 16, 40, 3);
+    const double s[3] = {0.21, 0.62, 0.93};
+    double rewards[40];
+    int a[3];
+    int allowed = 1;
+    dt_cancel c = { cancel_after, &allowed };
+    dt_ppo_set_cancel(p, &c);
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(dt_ppo_act(p, s, a), 0);
+        rewards[i] = 0.37 * (i % 3);
+    }
+    assert_int_equal(dt_ppo_episode_end(p, rewards, 0, NULL), DT_ECANCELED);
+    assert_int_equal(dt_ppo_episode_length(p), 0);
+    dt_ppo_set_cancel(p, NULL);
+    assert_int_equal(dt_ppo_act(p, s, a), 0);
+    assert_int_equal(dt_ppo_episode_end(p, rewards, 0, NULL), 0);
+    dt_ppo_free(p);
+}
+
 static void test_first_policy_is_near_uniform(void **state)
 {
     (void)state;
@@ -186,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_gae_matches_recursion),
         cmocka_unit_test(test_first_policy_is_near_uniform),
         cmocka_unit_test(test_rejects_bad_config),
+        cmocka_unit_test(test_update_stops_when_cancelled),
         cmocka_unit_test(test_learns_toy_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,7 +65,7 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
     if (b->stop)
         *b->stop = 1;
     b->trials += n;
-    return 0;
+    return n;
 }
 
 static void bench_init(bench *b, const dt_space *space, int max_batch)

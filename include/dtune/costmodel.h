@@ -52,6 +52,11 @@ void dt_costmodel_free(dt_costmodel *cm);
 int dt_costmodel_fit(dt_costmodel *cm, const float *features, const double *gflops,
                      int n, dt_error *err);
 
+/* Asked before each boosting round of a fit; when it says stop, the fit
+ * ends with DT_ECANCELED and the previous booster is kept. c is copied;
+ * NULL removes it. */
+void dt_costmodel_set_cancel(dt_costmodel *cm, const dt_cancel *c);
+
 /* Whether a booster has been trained (predictions mean something). */
 bool dt_costmodel_trained(const dt_costmodel *cm);
 

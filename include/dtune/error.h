@@ -18,8 +18,19 @@ enum {
     DT_ELIB = -6,     /* a library (GSL, XGBoost, CUDA, libyaml) reported failure */
     DT_ENOTSUP = -7,  /* not supported on this target or machine */
     DT_ENODEV = -8,   /* no device (e.g. no CUDA GPU) */
-    DT_EFAIL = -9     /* a computation did not succeed (fit diverged, ...) */
+    DT_EFAIL = -9,    /* a computation did not succeed (fit diverged, ...) */
+    DT_ECANCELED = -10 /* a long step ended early: a stop request or a deadline */
 };
+
+/* Asked between the parts of a long step (PPO update, cost-model training):
+ * non-zero means stop now and return DT_ECANCELED. */
+typedef struct dt_cancel {
+    int (*cancelled)(void *ctx);
+    void *ctx;
+} dt_cancel;
+
+/* Whether c (may be NULL or empty) says stop. */
+int dt_cancel_now(const dt_cancel *c);
 
 #define DT_ERROR_MSG_MAX 1024
 

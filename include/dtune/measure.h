@@ -62,6 +62,20 @@ void dt_measurer_free(dt_measurer *m);
 int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *points,
                     int n, dt_measure_result *results, dt_error *err);
 
+/* When a batch must end early: no point is started (built or timed) once
+ * *stop is non-zero or CLOCK_MONOTONIC passes deadline; the point being
+ * timed finishes. stop may be NULL, deadline 0 = none. */
+typedef struct dt_measure_limit {
+    double deadline;
+    const volatile int *stop;
+} dt_measure_limit;
+
+/* dt_measurer_run under limit (may be NULL): returns how many points, the
+ * first ones, were measured (results[0..k-1]), or a negative DT_E* code. */
+int dt_measurer_run_until(dt_measurer *m, const dt_space *space, const dt_point *points,
+                          int n, dt_measure_result *results, const dt_measure_limit *limit,
+                          dt_error *err);
+
 /* The measured time of task's reference implementation (dt_task_reference
  * or the backend's own), the latency a task that no config of its space can
  * run is counted at: out->result is DT_RESULT_OK and out->latency_s is set,

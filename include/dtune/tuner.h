@@ -33,10 +33,12 @@
 #include "dtune/result.h"
 #include "dtune/space.h"
 
-/* Measures a batch: results[i] belongs to points[i]. Returns 0, or a negative
- * DT_E* code (with err filled) when measuring itself failed; a candidate's own
- * failure is a result class, not an error. The daemon's version also logs
- * each record durably before returning. */
+/* Measures a batch: results[i] belongs to points[i]. Returns how many points
+ * were measured — n, or fewer (the first ones) when the budget or a stop
+ * ended the batch early — or a negative DT_E* code (with err filled) when
+ * measuring itself failed; a candidate's own failure is a result class, not
+ * an error. The daemon's version also logs each record durably before
+ * returning. */
 typedef int (*dt_measure_fn)(void *ctx, const dt_space *space, const dt_point *points, int n,
                              dt_measure_result *results, dt_error *err);
 
@@ -63,9 +65,11 @@ void dt_tuner_free(dt_tuner *t);
  * DT_ENOMEM. */
 int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r);
 
-/* 0 = unlimited for trials and seconds; *stop (may be NULL) is checked
- * between batches and ends the call when non-zero. The seconds limit is also
- * checked between batches, so a call can overrun it by one batch. */
+/* 0 = unlimited for trials and seconds; *stop (may be NULL) ends the call
+ * when non-zero. Both the stop flag and the seconds limit are checked
+ * between batches and inside the tuner's long steps (cost-model training,
+ * each PPO episode and update), which end early when either is hit; a batch
+ * the measure function ends early ends the call. */
 typedef struct dt_tuner_budget {
     int trials;
     double seconds;
