@@ -198,6 +198,59 @@ static const char *scalar(const yaml_node_t *node)
     return node && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value : NULL;
 }
 
+/* Offset of the first byte of s[0..len) that breaks UTF-8 (overlong forms,
+ * surrogates and code points past U+10FFFF included), or -1 when valid. */
+static long utf8_error_at(const unsigned char *s, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        unsigned c = s[i], cp, min;
+        size_t more;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0)
+            more = 1, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0)
+            more = 2, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0)
+            more = 3, cp = c & 0x07, min = 0x10000;
+        else
+            return (long)i;
+        if (len - i <= more)
+            return (long)i;
+        for (size_t j = 1; j <= more; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return (long)i;
+            cp = cp << 6 | (s[i + j] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return (long)i;
+        i += more + 1;
+    }
+    return -1;
+}
+
+/* Copies a name scalar into dst (cap bytes) whole, or refuses it: names
+ * are UTF-8 of at most cap - 1 bytes (they key the log, reports and JSON,
+ * so a cut name would no longer match its own records). */
+static int read_name(reader *rd, const yaml_node_t *node, const char *what, char *dst, size_t cap)
+{
+    const char *s = scalar(node);
+    if (!s)
+        return fail_at(rd, node, "%s must be a string", what);
+    size_t len = node->data.scalar.length;
+    if (strlen(s) != len)
+        return fail_at(rd, node, "%s contains a NUL character", what);
+    long bad = utf8_error_at((const unsigned char *)s, len);
+    if (bad >= 0)
+        return fail_at(rd, node, "%s is not valid UTF-8 (byte %ld)", what, bad + 1);
+    if (len >= cap)
+        return fail_at(rd, node, "%s is %zu bytes; names are at most %zu bytes of UTF-8", what, len, cap - 1);
+    memcpy(dst, s, len + 1);
+    return 0;
+}
+
 static int read_int(reader *rd, const yaml_node_t *node, const char *key, int *out)
 {
     const char *s = scalar(node);
@@ -358,9 +411,8 @@ static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_
     if (!scalar(f.kind) || op_kind_parse(scalar(f.kind), &t->kind) != 0)
         return fail_at(rd, f.kind, "kind '%s' is not one of conv2d, depthwise_conv2d, dense, batch_matmul",
                        scalar(f.kind) ? scalar(f.kind) : "?");
-    if (f.name && !scalar(f.name))
-        return fail_at(rd, f.name, "name must be a string");
-    snprintf(t->name, sizeof t->name, "%s", f.name ? scalar(f.name) : "");
+    if (f.name && (rc = read_name(rd, f.name, "op name", t->name, sizeof t->name)))
+        return rc;
     if (!t->name[0])
         snprintf(t->name, sizeof t->name, "%s_%d", dt_op_kind_name(t->kind), index);
     if (f.count && (rc = read_int(rd, f.count, "count", &t->count)))
@@ -431,9 +483,10 @@ static int parse_model(reader *rd, dt_model *m)
         return rc;
     const yaml_node_t *name = map_get(rd, root, "name"), *batch = map_get(rd, root, "batch");
     const yaml_node_t *ops = map_get(rd, root, "ops");
-    if (!name || !scalar(name))
-        return fail_at(rd, name ? name : root, "model needs a 'name' string");
-    snprintf(m->name, sizeof m->name, "%s", scalar(name));
+    if (!name)
+        return fail_at(rd, root, "model needs a 'name' string");
+    if ((rc = read_name(rd, name, "model name", m->name, sizeof m->name)))
+        return rc;
     m->batch = 1;
     if (batch && (rc = read_int(rd, batch, "batch", &m->batch)))
         return rc;
@@ -450,6 +503,24 @@ static int parse_model(reader *rd, dt_model *m)
     return 0;
 }
 
+/* libyaml's reader (bad encoding) gives a byte offset, not a mark: count
+ * lines and UTF-8 characters up to it. */
+static yaml_mark_t mark_of_offset(FILE *f, size_t offset)
+{
+    yaml_mark_t m = { offset, 0, 0 };
+    rewind(f);
+    for (size_t i = 0; i < offset; i++) {
+        int c = getc(f);
+        if (c == EOF)
+            break;
+        if (c == '\n')
+            m.line++, m.column = 0;
+        else if ((c & 0xC0) != 0x80)
+            m.column++;
+    }
+    return m;
+}
+
 static int load_document(const char *path, FILE *f, yaml_document_t *doc, dt_error *err)
 {
     yaml_parser_t parser;
@@ -458,8 +529,9 @@ static int load_document(const char *path, FILE *f, yaml_document_t *doc, dt_err
     yaml_parser_set_input_file(&parser, f);
     int rc = 0;
     if (!yaml_parser_load(&parser, doc)) {
-        rc = dt_error_set(err, DT_EPARSE, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
-                          parser.problem_mark.column + 1,
+        yaml_mark_t at = parser.error == YAML_READER_ERROR ? mark_of_offset(f, parser.problem_offset)
+                                                           : parser.problem_mark;
+        rc = dt_error_set(err, DT_EPARSE, "%s:%zu:%zu: %s", path, at.line + 1, at.column + 1,
                           parser.problem ? parser.problem : "YAML syntax error");
     } else if (!yaml_document_get_root_node(doc)) {
         yaml_document_delete(doc);

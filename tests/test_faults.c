@@ -239,6 +239,78 @@ static void test_budget_holds_in_warm_up(void **state)
     assert_true(took < 12.0);
 }
 
+/* ---- item 3: names ---------------------------------------------------------- */
+
+/* Two non-ASCII op names, one of exactly the byte limit (31 x "é" = 62
+ * bytes, plus "x"): kept whole through the log, best.json and a resume. */
+static void test_utf8_names_survive_resume(void **state)
+{
+    (void)state;
+    char dir[64], model[128], log[128], best[128];
+    char longest[64] = "x";
+    for (int i = 0; i < 31; i++)
+        strcat(longest, "\xc3\xa9");
+    assert_int_equal((int)strlen(longest), 63);
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/unicode.yaml", dir);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(best, sizeof best, "%s/run/best.json", dir);
+    assert_int_equal(dt_test_write_file(model, "name: \xe6\xa8\xa1\xe5\x9e\x8b\nops:\n"
+                                        "  - {name: %s, kind: dense, input: [1, 64], weight: [32, 64]}\n"
+                                        "  - {name: \"\xe5\xb1\x82 2\", kind: dense, input: [1, 96], weight: [16, 96]}\n",
+                                        longest), 0);
+    char rundir[96];
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    for (int pass = 0; pass < 2; pass++) {
+        char *before = pass ? dt_test_slurp(log) : strdup("");
+        int rc = dt_test_run((char *[]){ "dtune", "tune", "--model", model, "--backend", "replay",
+                                         "--strategy", "random", "--out", rundir, "--listen", "off",
+                                         "--budget", "30", "--slot-trials", "8", "--max-slots",
+                                         pass ? "6" : "3", NULL }, out, sizeof out);
+        if (rc != 0)
+            fail_msg("pass %d exit %d: %s", pass, rc, out);
+        assert_log_kept(log, before);
+        free(before);
+    }
+    assert_non_null(strstr(out, "resuming"));
+    char key[128];
+    snprintf(key, sizeof key, "\"task\":\"%s\"", longest);
+    assert_true(dt_test_count_lines(log, key) > 0);
+    char *text = dt_test_slurp(best);
+    assert_non_null(text);
+    assert_non_null(strstr(text, longest));
+    assert_non_null(strstr(text, "\xe5\xb1\x82 2"));
+    free(text);
+}
+
+/* A name over the limit and bytes that are not UTF-8 are refused where
+ * they stand, exit 2, before anything is measured. */
+static void test_bad_names_are_refused(void **state)
+{
+    (void)state;
+    char dir[64], model[128], rundir[96];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/bad.yaml", dir);
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    char forty[128] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(forty, "\xc3\xa9");
+    assert_int_equal(dt_test_write_file(model, "name: long\nops:\n"
+                                        "  - {name: %s, kind: dense, input: [1, 64], weight: [32, 64]}\n",
+                                        forty), 0);
+    char *argv[] = { "dtune", "tune", "--model", model, "--backend", "replay", "--out", rundir,
+                     "--listen", "off", "--budget", "30", NULL };
+    assert_int_equal(dt_test_run(argv, out, sizeof out), 2);
+    assert_non_null(strstr(out, "bad.yaml:3:12: op name is 80 bytes; names are at most 63 bytes"));
+    assert_int_equal(dt_test_write_file(model, "name: raw\nops:\n"
+                                        "  - {name: ab\xff\xfe, kind: dense, input: [1, 64], weight: [32, 64]}\n"), 0);
+    assert_int_equal(dt_test_run(argv, out, sizeof out), 2);
+    assert_non_null(strstr(out, "bad.yaml:3:14: invalid leading UTF-8 octet"));
+    char log[128];
+    snprintf(log, sizeof log, "%s/tuning.jsonl", rundir);
+    assert_int_equal(access(log, F_OK), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +319,8 @@ int main(void)
         cmocka_unit_test(test_sigterm_and_budget_in_long_tuner_steps),
         cmocka_unit_test(test_resume_past_budget_measures_nothing),
         cmocka_unit_test(test_budget_holds_in_warm_up),
+        cmocka_unit_test(test_utf8_names_survive_resume),
+        cmocka_unit_test(test_bad_names_are_refused),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }
