@@ -5,12 +5,15 @@
  * FILE:LINE:COLUMN (dt_config_load_report collects them all, so a user fixes a
  * file in one pass); the exit status is 2 when there is any. A valid config
  * gets one line on stdout naming the model, its task count and the target.
+ * Every task's knob space is built and an output.warm_start log read exactly
+ * as `dtune tune` does, so check refuses what tune would, with its message.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
+#include "daemon.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
 
@@ -58,6 +61,8 @@ static int summarise(const char *path, const dt_config *cfg)
     dt_model *model = NULL;
     dt_error err;
     int rc = dt_model_load(cfg->model, &model, &err);
+    if (rc == 0 && (rc = dt_daemon_check_inputs(cfg, &err)))
+        dt_model_free(model);
     if (rc) {
         fprintf(stderr, "%s\n", err.msg);
         return dt_error_exit_status(rc);

@@ -40,6 +40,12 @@ typedef struct dt_daemon_result {
  * DT_ENODEV (no CUDA device), others for runtime failures. */
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *result, dt_error *err);
 
+/* Reads cfg's model, builds every task's knob space and reads
+ * output.warm_start (when set) exactly as dt_daemon_run would, measuring
+ * nothing: 0, or the error (and message) `dtune tune` would stop with. For
+ * `dtune check`. */
+int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err);
+
 const char *dt_stop_reason_name(dt_stop_reason r);
 
 #endif

@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
+#include "daemon.h"
 #include "daemon_internal.h"
 #include "dtune/util.h"
 
-static int open_tasks(dt_run *r, dt_error *err)
+/* The spaces of every task (r->tasks allocated here). */
+static int open_spaces(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
@@ -30,12 +32,24 @@ static int open_tasks(dt_run *r, dt_error *err)
      * real backend's spaces offer this machine's. */
     dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, "replay") == 0 ? 16 : 0 };
     for (int k = 0; k < n; k++) {
+        int rc = dt_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int open_tasks(dt_run *r, dt_error *err)
+{
+    int n = r->model->ntasks;
+    int rc = open_spaces(r, err);
+    if (rc)
+        return rc;
+    for (int k = 0; k < n; k++) {
         dt_task_run *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
-        int rc = dt_space_init_opts(&tr->space, t, r->cfg->target, &opts, err);
-        if (rc == 0)
-            rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
-                              &tr->tuner, err);
+        rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
+                          &tr->tuner, err);
         if (rc)
             return rc;
         tr->group = dt_task_similarity_group(t);
@@ -53,6 +67,7 @@ typedef struct replay_ctx {
     dt_run *run;
     const char *path;
     bool own_log;          /* the run's own log (slots count) or a warm start */
+    bool check_only;       /* dtune check: validate every record, change nothing */
     int line;              /* records read so far (1-based number of the current one) */
     dt_error *err;
 } replay_ctx;
@@ -100,6 +115,8 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
                             "machine's vector width or dtune version); use a new output dir",
                             rc->path, rc->line, (unsigned long long)rec->config, rec->task, knobs,
                             rec->knobs);
+    if (rc->check_only)
+        return 0;
     if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0)
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {
@@ -153,9 +170,9 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
     return 0;
 }
 
-static int replay_log(dt_run *r, const char *path, bool own, dt_error *err)
+static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt_error *err)
 {
-    replay_ctx ctx = { r, path, own, 0, err };
+    replay_ctx ctx = { r, path, own, check_only, 0, err };
     dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed };
     dt_tunelog_stats stats;
     dt_error_clear(err);
@@ -170,10 +187,10 @@ static int open_log(dt_run *r, dt_error *err)
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", r->run_dir);
     int rc;
-    if (r->cfg->warm_start[0] && (rc = replay_log(r, r->cfg->warm_start, false, err)))
+    if (r->cfg->warm_start[0] && (rc = replay_log(r, r->cfg->warm_start, false, false, err)))
         return rc;
     bool resume = access(path, F_OK) == 0;
-    if (resume && (rc = replay_log(r, path, true, err)))
+    if (resume && (rc = replay_log(r, path, true, false, err)))
         return rc;
     if ((rc = dt_tunelog_open(path, &r->log, err)))
         return rc;
@@ -285,4 +302,19 @@ void dt_run_close(dt_run *r)
     dt_model_free(r->model);
     dt_run_belief_free(r);
     free(r);
+}
+
+int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err)
+{
+    dt_run r = { .cfg = cfg, .slot = -1 };
+    int rc = dt_model_load(cfg->model, &r.model, err);
+    if (rc == 0)
+        rc = open_spaces(&r, err);
+    if (rc == 0 && cfg->warm_start[0])
+        rc = replay_log(&r, cfg->warm_start, false, true, err);
+    for (int k = 0; r.tasks && k < r.model->ntasks; k++)
+        dt_space_free(&r.tasks[k].space);
+    free(r.tasks);
+    dt_model_free(r.model);
+    return rc;
 }

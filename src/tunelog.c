@@ -5,14 +5,16 @@
  * append returns; a mutex serialises appends from several threads and an
  * exclusive flock keeps a second process from appending to the same file. A
  * write that fails half-way is cut back off the file, so the next record still
- * starts a clean line. Opening a log whose last line is unfinished or not JSON
- * (a crash mid-write) cuts that line off: it is the line replay reports as the
+ * starts a clean line. Opening a log whose last line lacks its '\n' (a crash
+ * mid-write) cuts that line off: it is the line replay reports as the
  * dropped tail, and leaving it would put garbage in the middle of the file.
  *
- * Reading. Lines come from getline. A line that is not a JSON object, or that
- * lacks its '\n' (the writer sends the '\n' in the same write, so such a line
- * was never acknowledged), is the dropped tail when nothing follows it and
- * DT_EPARSE naming path:line otherwise. Fields are decoded strictly through
+ * Reading. Lines come from getline. A line that lacks its '\n' (the writer
+ * sends the '\n' in the same write, so such a line was never acknowledged)
+ * can only be the last one and is the dropped tail; a line that is not a JSON
+ * object, or is over DT_TUNELOG_RECORD_MAX, is DT_EPARSE naming path:line
+ * wherever it stands: it was written whole, so it is damage or a hand edit,
+ * not a crash, and nothing measured may be dropped silently. Fields are decoded strictly through
  * the same tables that encode them: a missing field or a wrong type is
  * DT_EINVAL naming path:line and the field; unknown keys are ignored so that
  * later versions may add fields.
@@ -43,7 +45,6 @@
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
 #define TAIL_CHUNK 4096
-#define MAX_LINE_BYTES (1 << 20)   /* a real record is a few KiB */
 
 struct dt_tunelog {
     int fd;
@@ -273,6 +274,9 @@ static int fsync_fd(int fd)
 static int render_line(const json_t *obj, char **line, size_t *len, dt_error *err)
 {
     size_t size = json_dumpb(obj, NULL, 0, DUMP_FLAGS);
+    if (size + 1 > DT_TUNELOG_RECORD_MAX)
+        return dt_error_set(err, DT_EINVAL, "a log record of %zu bytes is over the limit of %d bytes",
+                            size + 1, DT_TUNELOG_RECORD_MAX);
     char *buf = size > 0 ? malloc(size + 1) : NULL;
     if (!buf)
         return dt_error_set(err, DT_ENOMEM, "out of memory rendering a log record");
@@ -432,47 +436,24 @@ static int line_start(int fd, off_t end, off_t *start)
     return 0;
 }
 
-/* Whether the bytes [start, end) of fd form a whole record line. */
-static int tail_is_record(int fd, off_t start, off_t end, bool *whole)
-{
-    char why[256];
-    size_t len = (size_t)(end - start);
-    char *buf;
-    json_t *obj;
-    *whole = false;
-    if (len > MAX_LINE_BYTES)
-        return 0;
-    buf = malloc(len > 0 ? len : 1);
-    if (!buf)
-        return DT_ENOMEM;
-    if (pread_full(fd, buf, len, start) != 0) {
-        free(buf);
-        return DT_EIO;
-    }
-    obj = parse_line(buf, len, why, sizeof why);
-    *whole = obj != NULL;
-    json_decref(obj);
-    free(buf);
-    return 0;
-}
-
+/* Cuts off a last line that lacks its newline: the writer sends record and
+ * '\n' in one write, so such a line was never acknowledged (a torn write).
+ * Any other bad line is left for replay to refuse: nothing else is deleted. */
 static int trim_tail(dt_tunelog *log, dt_error *err)
 {
     struct stat st;
     off_t start;
-    bool whole = false;
-    int rc;
+    char last;
     if (fstat(log->fd, &st) != 0)
         return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
     if (st.st_size == 0)
         return 0;
+    if (pread_full(log->fd, &last, 1, st.st_size - 1) != 0)
+        return dt_error_set(err, DT_EIO, "%s: cannot read: %s", log->path, strerror(errno));
+    if (last == '\n')
+        return 0;
     if (line_start(log->fd, st.st_size - 1, &start) != 0)
         return dt_error_set(err, DT_EIO, "%s: cannot read: %s", log->path, strerror(errno));
-    rc = tail_is_record(log->fd, start, st.st_size, &whole);
-    if (rc != 0)
-        return dt_error_set(err, rc, "%s: cannot read its last line", log->path);
-    if (whole)
-        return 0;
     if (ftruncate(log->fd, start) != 0 || fsync_fd(log->fd) != 0)
         return dt_error_set(err, DT_EIO, "%s: cannot cut off the unfinished last line: %s",
                             log->path, strerror(errno));
@@ -769,27 +750,33 @@ static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_r
 /* ---- replay ------------------------------------------------------------- */
 
 /* The reading loop. at->line is kept current so that a failing visitor's
- * error can name the line; a bad line is held until we know whether one follows. */
+ * error can name the line. A line without its newline can only be the last
+ * one: the torn write of a crash, reported in st and skipped. Any other bad
+ * line, the last one included, is an error naming it. */
 static int replay_stream(FILE *f, const dt_tunelog_visitor *v, dt_tunelog_stats *st,
                          line_ref *at, dt_error *err)
 {
     char *buf = NULL, why[200] = "";
     size_t cap = 0;
     ssize_t len;
-    long bad_line = 0;
     int rc = 0;
     while (rc == 0 && (len = getline(&buf, &cap, f)) >= 0) {
-        json_t *obj;
         at->line++;
-        if (bad_line != 0) {
-            at->line = bad_line;
-            rc = dt_error_set(err, DT_EPARSE, "%s:%ld: %s", at->path, bad_line, why);
+        if (buf[len - 1] != '\n') {
+            st->dropped_tail = true;
+            snprintf(st->tail_message, sizeof st->tail_message,
+                     "line %ld: unfinished record (%zd bytes, no newline)", at->line, len);
             break;
         }
-        obj = parse_line(buf, (size_t)len, why, sizeof why);
+        if (len > DT_TUNELOG_RECORD_MAX) {
+            rc = dt_error_set(err, DT_EPARSE, "%s:%ld: a record of %zd bytes is over the limit of %d bytes",
+                              at->path, at->line, len, DT_TUNELOG_RECORD_MAX);
+            break;
+        }
+        json_t *obj = parse_line(buf, (size_t)len, why, sizeof why);
         if (!obj) {
-            bad_line = at->line;
-            continue;
+            rc = dt_error_set(err, DT_EPARSE, "%s:%ld: %s", at->path, at->line, why);
+            break;
         }
         rc = dispatch(obj, v, at, err);
         json_decref(obj);
@@ -799,10 +786,6 @@ static int replay_stream(FILE *f, const dt_tunelog_visitor *v, dt_tunelog_stats 
     free(buf);
     if (rc == 0 && ferror(f))
         rc = dt_error_set(err, DT_EIO, "%s: read failed: %s", at->path, strerror(errno));
-    if (rc == 0 && bad_line != 0) {
-        st->dropped_tail = true;
-        snprintf(st->tail_message, sizeof st->tail_message, "line %ld: %s", bad_line, why);
-    }
     return rc;
 }
 

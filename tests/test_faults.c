@@ -311,6 +311,103 @@ static void test_bad_names_are_refused(void **state)
     assert_int_equal(access(log, F_OK), -1);
 }
 
+/* ---- item 4: the log ----------------------------------------------------------- */
+
+/* A short run in dir/run; returns the log's text (malloc'd). */
+static char *short_run(const char *cfg, const char *log)
+{
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", (char *)cfg, "--budget", "30",
+                                     "--slot-trials", "4", "--max-slots", "3", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    char *text = dt_test_slurp(log);
+    assert_non_null(text);
+    return text;
+}
+
+/* Only a last line without its newline is a torn write: repaired on resume,
+ * every whole record kept. A garbage last line with its newline is refused
+ * naming the line, and the log is left byte for byte as it was. */
+static void test_log_tail_torn_or_garbage(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    char *whole = short_run(cfg, log);
+    int lines = dt_test_count_lines(log, "{");
+    assert_int_equal(dt_test_write_file(log, "%s{\"type\":\"measure\",\"task\":\"co", whole), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials", "4",
+                                     "--max-slots", "4", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("resume after a torn write: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "dropped a torn last line"));
+    assert_log_kept(log, whole);
+    free(whole);
+    whole = dt_test_slurp(log);
+    assert_non_null(whole);
+    lines = dt_test_count_lines(log, "{");
+    assert_int_equal(dt_test_write_file(log, "%snot a record\n", whole), 0);
+    char *garbled = dt_test_slurp(log);
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials", "4",
+                                 "--max-slots", "5", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    char where[160];
+    snprintf(where, sizeof where, "tuning.jsonl:%d: not JSON", lines + 1);
+    if (!strstr(out, where))
+        fail_msg("expected '%s' in: %s", where, out);
+    char *after = dt_test_slurp(log);
+    assert_string_equal(after, garbled);
+    free(after);
+    free(garbled);
+    free(whole);
+}
+
+/* A bad output.warm_start is an error, exit 2, and `dtune check` says exactly
+ * what `dtune tune` says: for a file that is not a log and for a log of
+ * another space. */
+static void test_bad_warm_start_check_equals_tune(void **state)
+{
+    (void)state;
+    char first[64], second[64], cfg[128], log[128], warm[160];
+    dt_test_tmpdir(first, sizeof first);
+    dt_test_tmpdir(second, sizeof second);
+    write_config(first, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", first);
+    char *text = short_run(cfg, log);
+    snprintf(warm, sizeof warm, "%s/warm.jsonl", second);
+    for (int variant = 0; variant < 2; variant++) {
+        if (variant == 0) {
+            assert_int_equal(dt_test_write_file(warm, "this is no log\n"), 0);
+        } else {
+            char *knobs = strstr(text, "\"knobs\":\"");
+            assert_non_null(knobs);
+            knobs[strlen("\"knobs\":\"")] = 'X';
+            assert_int_equal(dt_test_write_file(warm, "%s", text), 0);
+        }
+        snprintf(cfg, sizeof cfg, "%s/cfg.yaml", second);
+        /* output.warm_start joins output.dir in the one output mapping */
+        char cwd[512], body[1200];
+        assert_non_null(getcwd(cwd, sizeof cwd));
+        snprintf(body, sizeof body, "model: %s/models/tiny.yaml\nbackend: replay\nserver: {listen: \"off\"}\n"
+                 "tuner: {strategy: random}\noutput: {dir: %s/run, warm_start: %s}\n", cwd, second, warm);
+        assert_int_equal(dt_test_write_file(cfg, "%s", body), 0);
+        char checked[4096];
+        int rc = dt_test_run((char *[]){ "dtune", "check", cfg, NULL }, checked, sizeof checked);
+        assert_int_equal(rc, 2);
+        rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", NULL }, out, sizeof out);
+        assert_int_equal(rc, 2);
+        const char *why = variant == 0 ? "warm.jsonl:1: not JSON" : "another space";
+        if (!strstr(checked, why) || !strstr(out, why))
+            fail_msg("check said: %s\ntune said: %s", checked, out);
+        /* the same message: tune's line is check's behind "dtune tune: " */
+        checked[strcspn(checked, "\n")] = '\0';
+        assert_non_null(strstr(out, checked));
+    }
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +418,8 @@ int main(void)
         cmocka_unit_test(test_budget_holds_in_warm_up),
         cmocka_unit_test(test_utf8_names_survive_resume),
         cmocka_unit_test(test_bad_names_are_refused),
+        cmocka_unit_test(test_log_tail_torn_or_garbage),
+        cmocka_unit_test(test_bad_warm_start_check_equals_tune),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

@@ -456,26 +456,42 @@ static void test_record_without_newline_is_dropped(void **state)
     assert_contains(stats.tail_message, "newline");
 }
 
-static void test_garbled_last_line_is_dropped_and_cut(void **state)
+/* A garbled last line that has its newline was written whole: damage or a
+ * hand edit, not a torn write. Replay refuses it naming the line, and
+ * opening the log leaves it (and everything else) in place. */
+static void test_garbled_last_line_is_refused_and_kept(void **state)
 {
     fixture *fx = *state;
     dt_tunelog_stats stats;
     dt_error err;
-    long clean_size;
     append_samples(fx->log, 3);
-    clean_size = file_size(fx->log);
     write_text(fx->log, "a", "{\"type\":\"measure\", \x01\x02 oops}\n");
-    assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), 0);
-    assert_int_equal(stats.lines, 3);
-    assert_true(stats.dropped_tail);
-    assert_contains(stats.tail_message, "line 4");
-    assert_contains(stats.tail_message, "not JSON");
-    /* opening cuts the line replay dropped, though it ends in a newline */
+    long size = file_size(fx->log);
+    assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), DT_EPARSE);
+    assert_contains(err.msg, ":4: not JSON");
     dt_tunelog_close(open_log(fx->log));
-    assert_int_equal(file_size(fx->log), clean_size);
-    assert_int_equal(dt_tunelog_replay(fx->log, NULL, &stats, &err), 0);
-    assert_int_equal(stats.lines, 3);
-    assert_false(stats.dropped_tail);
+    assert_int_equal(file_size(fx->log), size);
+}
+
+/* One size limit for writing and reading: a line over it is refused with
+ * its line number, and a record that would render over it is not written. */
+static void test_record_size_limit(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    append_samples(fx->log, 2);
+    size_t big = DT_TUNELOG_RECORD_MAX + 10;
+    char *line = malloc(big + 1);
+    assert_non_null(line);
+    memset(line, ' ', big);
+    memcpy(line, "{\"type\":\"run\"}", 14);
+    line[big - 1] = '\n';
+    line[big] = '\0';
+    write_text(fx->log, "a", line);
+    free(line);
+    assert_int_equal(dt_tunelog_replay(fx->log, NULL, NULL, &err), DT_EPARSE);
+    assert_contains(err.msg, ":3: a record of");
+    assert_contains(err.msg, "over the limit");
 }
 
 /* Five good records with `garbage` as a whole line after the third. */
@@ -862,7 +878,8 @@ int main(void)
         T(test_append_rejects_bad_records),
         T(test_truncated_tail_is_dropped_and_cut),
         T(test_record_without_newline_is_dropped),
-        T(test_garbled_last_line_is_dropped_and_cut),
+        T(test_garbled_last_line_is_refused_and_kept),
+        T(test_record_size_limit),
         T(test_garbled_middle_line_is_an_error),
         T(test_bad_fields_name_line_and_field),
         T(test_empty_and_missing_files),

@@ -18,9 +18,12 @@
  * measured time (reference_ms, one execution).
  *
  * "time" is seconds of tuning budget elapsed in the run (it continues across
- * resumes). Replay reads the file back: a truncated or garbled last line is
- * reported and skipped (a crash mid-write); a garbled line elsewhere is an
- * error naming path:line.
+ * resumes). Replay reads the file back: a last line without its newline is
+ * the torn write of a crash, reported and skipped (and cut off by the next
+ * open); any other bad line, a newline-terminated last one included, is an
+ * error naming path:line, and nothing is deleted. A record, newline
+ * included, is at most DT_TUNELOG_RECORD_MAX bytes, for writing and reading
+ * alike.
  */
 #ifndef DTUNE_TUNELOG_H
 #define DTUNE_TUNELOG_H
@@ -31,6 +34,8 @@
 #include "dtune/error.h"
 #include "dtune/model.h"
 #include "dtune/result.h"
+
+#define DT_TUNELOG_RECORD_MAX (1 << 20)
 
 typedef struct dt_measure_record {
     char task[DT_NAME_MAX];
@@ -74,9 +79,9 @@ typedef struct dt_run_record {
 typedef struct dt_tunelog dt_tunelog;
 
 /* Opens path for appending (creates it, mode 0644) and fsyncs its directory.
- * If the file's last line is unfinished or not JSON (a crash mid-write), that
- * line, the one replay reports as the dropped tail, is cut off so the next
- * record starts a clean line. Holds an exclusive flock until close: a second
+ * If the file's last line lacks its newline (a crash mid-write), that line,
+ * the one replay reports as the dropped tail, is cut off so the next record
+ * starts a clean line; nothing else is ever cut. Holds an exclusive flock until close: a second
  * open of the same file, by any process, fails with DT_EIO. DT_ENOTFOUND when
  * the directory does not exist. */
 int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
@@ -109,14 +114,15 @@ typedef struct dt_tunelog_visitor {
 
 typedef struct dt_tunelog_stats {
     int lines;                 /* complete records read */
-    bool dropped_tail;         /* last line was truncated or garbled and skipped */
+    bool dropped_tail;         /* last line lacked its newline and was skipped */
     char tail_message[256];    /* what was wrong with it */
 } dt_tunelog_stats;
 
 /* Reads every record in order. DT_ENOTFOUND if the file does not exist,
- * DT_EPARSE (with path:line) for a bad line before the last. A last line that
- * is not a JSON object, or lacks its newline (never acknowledged by an
- * append), is skipped and reported in stats. A record with a missing field,
+ * DT_EPARSE (with path:line) for a line that is not a JSON object or is over
+ * DT_TUNELOG_RECORD_MAX, wherever it stands. A last line that lacks its
+ * newline (never acknowledged by an append) is skipped and reported in
+ * stats. A record with a missing field,
  * a field of the wrong type, or an unknown "type" is DT_EINVAL naming
  * path:line and the field; unknown keys are ignored. stats may be NULL. A
  * visitor that fails may fill err (through its ctx) itself; otherwise replay
