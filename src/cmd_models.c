@@ -20,9 +20,10 @@ static int print_task(const dt_task *t, dt_target target)
     dt_error err;
     dt_space space;
     dt_task_shape_str(t, shape, sizeof shape);
-    if (dt_space_init(&space, t, target, &err) != 0) {
+    int rc = dt_space_init(&space, t, target, &err);
+    if (rc != 0) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
-        return 1;
+        return dt_error_exit_status(rc);
     }
     int64_t valid = dt_space_count_valid(&space, 2000000);
     char vbuf[32] = "";

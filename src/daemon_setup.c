@@ -8,6 +8,7 @@
  * visited config again: nothing completed is lost or measured twice.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,17 @@ static int record_task(const dt_model *model, const char *name, int index)
     return dt_model_find_task(model, name);
 }
 
+/* A hand-edited or damaged number must not reach the run's arithmetic: run
+ * seconds are finite and >= 0, a slot number stays far from INT_MAX (the run
+ * counts on from it), an ok result has a finite positive speed. */
+static int check_time(replay_ctx *rc, double time)
+{
+    if (isfinite(time) && time >= 0)
+        return 0;
+    return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: time %g is not a number of seconds >= 0",
+                        rc->path, rc->line, time);
+}
+
 static int replay_run(void *ctx, const dt_run_record *rec)
 {
     replay_ctx *rc = ctx;
@@ -98,6 +110,11 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     if (k < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
+    if (check_time(rc, rec->time))
+        return DT_EINVAL;
+    if (rec->m.result == DT_RESULT_OK && !(isfinite(rec->m.gflops) && rec->m.gflops > 0))
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: an ok result with gflops %g; expected a "
+                            "positive finite number", rc->path, rc->line, rec->m.gflops);
     dt_task_run *tr = &r->tasks[k];
     if (rec->config >= tr->space.size)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of %llu",
@@ -138,6 +155,11 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
     if (rec->task_index >= 0 && (k = record_task(r->model, rec->task, rec->task_index)) < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot %d of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->slot, rec->task, r->model->name);
+    if (rec->slot < 0 || rec->slot >= INT_MAX / 2)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot number %d is out of range (0 to %d)",
+                            rc->path, rc->line, rec->slot, INT_MAX / 2 - 1);
+    if (check_time(rc, rec->time))
+        return DT_EINVAL;
     r->slot = rec->slot;
     dt_scheduler_replay(r->sched, k);
     if (rec->time > r->elapsed_base)
@@ -161,6 +183,8 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
     if (k < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: failure of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
+    if (check_time(rc, rec->time))
+        return DT_EINVAL;
     if (!(rec->reference_s > 0) || !isfinite(rec->reference_s))
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: task '%s' failed with reference_ms %g; "
                             "expected a positive number", rc->path, rc->line, rec->task, rec->reference_s * 1e3);

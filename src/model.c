@@ -42,21 +42,68 @@ static int op_kind_parse(const char *name, dt_op_kind *kind)
 
 /* ---- task arithmetic ------------------------------------------------------ */
 
+/* Products of four sizes of up to 2^31 fit 128 bits, not 64: multiply with
+ * a check. The element count of a, b, c, d, or -1 past DT_TENSOR_MAX_ELEMENTS. */
+static long long elements(long long a, long long b, long long c, long long d)
+{
+    long long factors[4] = { a, b, c, d }, n = 1;
+    for (int i = 0; i < 4; i++) {
+        if (factors[i] < 0 || (factors[i] > 0 && n > DT_TENSOR_MAX_ELEMENTS / factors[i]))
+            return -1;
+        n *= factors[i];
+    }
+    return n;
+}
+
+/* True (and err set) when an input, weight or output tensor is too large. */
+static bool tensors_too_large(const dt_task *t, dt_error *err)
+{
+    const dt_conv_shape *c = &t->conv;
+    const dt_mm_shape *m = &t->mm;
+    bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+    long long n[3];
+    static const char *const what[3] = { "input", "weight", "output" };
+    if (conv) {
+        n[0] = elements(c->n, c->c_in, c->h, c->w);
+        n[1] = elements(c->c_out, t->kind == DT_OP_CONV2D ? c->c_in : 1, c->kh, c->kw);
+        n[2] = elements(c->n, c->c_out, c->oh, c->ow);
+    } else {
+        n[0] = elements(m->b, m->m, m->k, 1);
+        n[1] = elements(m->b, m->n, m->k, 1);
+        n[2] = elements(m->b, m->m, m->n, 1);
+    }
+    for (int i = 0; i < 3; i++)
+        if (n[i] < 0) {
+            dt_error_set(err, DT_EINVAL, "the %s tensor is over %lld elements (kernels index it with int)",
+                         what[i], DT_TENSOR_MAX_ELEMENTS);
+            return true;
+        }
+    return false;
+}
+
 static int conv_finish(dt_task *t, dt_error *err)
 {
     dt_conv_shape *c = &t->conv;
     if (c->n < 1 || c->c_in < 1 || c->h < 1 || c->w < 1 || c->c_out < 1 || c->kh < 1 ||
         c->kw < 1 || c->sh < 1 || c->sw < 1 || c->ph < 0 || c->pw < 0 || c->dh < 1 || c->dw < 1)
         return dt_error_set(err, DT_EINVAL, "sizes must be positive (padding >= 0)");
-    int ekh = (c->kh - 1) * c->dh + 1, ekw = (c->kw - 1) * c->dw + 1;
-    c->oh = (c->h + 2 * c->ph - ekh) / c->sh + 1;
-    c->ow = (c->w + 2 * c->pw - ekw) / c->sw + 1;
-    if (c->h + 2 * c->ph < ekh || c->w + 2 * c->pw < ekw)
-        return dt_error_set(err, DT_EINVAL, "kernel %dx%d does not fit the padded %dx%d input",
-                            ekh, ekw, c->h + 2 * c->ph, c->w + 2 * c->pw);
+    /* 64-bit: a dilation or padding near the reader's limit overflows int */
+    int64_t ekh = (int64_t)(c->kh - 1) * c->dh + 1, ekw = (int64_t)(c->kw - 1) * c->dw + 1;
+    int64_t hp = c->h + 2 * (int64_t)c->ph, wp = c->w + 2 * (int64_t)c->pw;
+    if (hp < ekh || wp < ekw)
+        return dt_error_set(err, DT_EINVAL, "kernel %lldx%lld (dilated) does not fit the padded %lldx%lld input",
+                            (long long)ekh, (long long)ekw, (long long)hp, (long long)wp);
+    /* kernels copy the input into a padded buffer (depthwise: per output channel) */
+    if (elements(c->n, c->c_out > c->c_in ? c->c_out : c->c_in, hp, wp) < 0)
+        return dt_error_set(err, DT_EINVAL, "the padded input (%lld x %lld per channel) is over %lld elements",
+                            (long long)hp, (long long)wp, DT_TENSOR_MAX_ELEMENTS);
+    c->oh = (int)((hp - ekh) / c->sh + 1);
+    c->ow = (int)((wp - ekw) / c->sw + 1);
     if (t->kind == DT_OP_DEPTHWISE_CONV2D && c->c_out % c->c_in != 0)
         return dt_error_set(err, DT_EINVAL, "depthwise output channels %d are not a multiple of %d",
                             c->c_out, c->c_in);
+    if (tensors_too_large(t, err))
+        return DT_EINVAL;
     double out = (double)c->n * c->c_out * c->oh * c->ow;
     double red = (t->kind == DT_OP_CONV2D ? (double)c->c_in : 1.0) * c->kh * c->kw;
     double wsz = (double)c->c_out * (t->kind == DT_OP_CONV2D ? c->c_in : 1) * c->kh * c->kw;
@@ -74,6 +121,8 @@ int dt_task_finish(dt_task *task, dt_error *err)
     dt_mm_shape *m = &task->mm;
     if (m->b < 1 || m->m < 1 || m->n < 1 || m->k < 1)
         return dt_error_set(err, DT_EINVAL, "matrix sizes must be positive");
+    if (tensors_too_large(task, err))
+        return DT_EINVAL;
     task->flops = 2.0 * m->b * m->m * m->n * m->k;
     task->bytes = 4.0 * m->b * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
     if (task->kind == DT_OP_DENSE)
@@ -259,8 +308,8 @@ static int read_int(reader *rd, const yaml_node_t *node, const char *key, int *o
         return fail_at(rd, node, "%s: expected an integer", key);
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > 1000000000)
-        return fail_at(rd, node, "%s: expected a non-negative integer, got '%s'", key, s);
+    if (errno || end == s || *end || v < 0 || v > DT_MODEL_INT_MAX)
+        return fail_at(rd, node, "%s: expected an integer from 0 to %d, got '%s'", key, DT_MODEL_INT_MAX, s);
     *out = (int)v;
     return 0;
 }
@@ -356,6 +405,9 @@ static int parse_conv(reader *rd, const yaml_node_t *op, const op_fields *f, dt_
             return fail_at(rd, f->out_channels, "depthwise_conv2d takes 'multiplier', not 'out_channels'");
         if (f->multiplier && (rc = read_int(rd, f->multiplier, "multiplier", &mult)))
             return rc;
+        if ((int64_t)c->c_in * mult > DT_MODEL_INT_MAX)
+            return fail_at(rd, f->multiplier, "%d input channels x multiplier %d = %lld output channels; "
+                           "the limit is %d", c->c_in, mult, (long long)c->c_in * mult, DT_MODEL_INT_MAX);
         c->c_out = c->c_in * mult;
     } else {
         int groups = 1;
@@ -438,10 +490,13 @@ static bool same_shape(const dt_task *a, const dt_task *b)
     return memcmp(&a->mm, &b->mm, sizeof a->mm) == 0;
 }
 
+/* Merges t into the task of the same shape or appends it; DT_EINVAL when the merged count would pass DT_MODEL_INT_MAX. */
 static int add_task(dt_model *m, const dt_task *t)
 {
     for (int i = 0; i < m->ntasks; i++) {
         if (same_shape(&m->tasks[i], t)) {
+            if ((int64_t)m->tasks[i].count + t->count > DT_MODEL_INT_MAX)
+                return DT_EINVAL;
             m->tasks[i].count += t->count;
             return 0;
         }
@@ -497,7 +552,10 @@ static int parse_model(reader *rd, dt_model *m)
         dt_task t;
         if ((rc = parse_op(rd, yaml_document_get_node(rd->doc, *it), index++, m->batch, &t)))
             return rc;
-        if ((rc = add_task(m, &t)))
+        if ((rc = add_task(m, &t)) == DT_EINVAL)
+            return fail_at(rd, yaml_document_get_node(rd->doc, *it), "op %s has the shape of an earlier op; "
+                           "their counts add up to more than %d", t.name, DT_MODEL_INT_MAX);
+        if (rc)
             return dt_error_set(rd->err, rc, "%s: out of memory", rd->path);
     }
     return 0;

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <plplot.h>
 #include <setjmp.h>
@@ -425,8 +426,8 @@ static int read_number(const json_reader *r, json_t *o, const char *key, double 
 static int read_int(const json_reader *r, json_t *o, const char *key, int *dst)
 {
     json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v))
-        return field_error(r, key, "an integer");
+    if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
+        return field_error(r, key, "an integer that fits an int");
     *dst = (int)json_integer_value(v);
     return 0;
 }

@@ -167,6 +167,18 @@ int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
     space->size = 1;
     for (int i = 0; i < space->nknobs; i++) {
         const dt_knob *k = &space->knobs[i];
+        if (k->noptions > DT_KNOB_MAX_OPTIONS || space->size > UINT64_MAX / (uint64_t)k->noptions) {
+            int n = k->noptions;
+            char knob[sizeof k->name];
+            snprintf(knob, sizeof knob, "%s", k->name);
+            dt_space_free(space);
+            if (n > DT_KNOB_MAX_OPTIONS)
+                return dt_error_set(err, DT_EINVAL, "task %s: knob %s has %d options, more than the %d "
+                                    "a knob can hold (the axis has too many factorisations)",
+                                    task->name, knob, n, DT_KNOB_MAX_OPTIONS);
+            return dt_error_set(err, DT_EINVAL, "task %s: its %s space has 2^64 configs or more",
+                                task->name, dt_target_name(target));
+        }
         space->size *= (uint64_t)k->noptions;
         space->nfeatures += k->type == DT_KNOB_SPLIT ? k->parts : 1;
     }

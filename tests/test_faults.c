@@ -408,6 +408,112 @@ static void test_bad_warm_start_check_equals_tune(void **state)
     free(text);
 }
 
+/* ---- item 8: integer overflow ---------------------------------------------------- */
+
+/* Each model is refused where its numbers stand, exit 2, before a run
+ * directory gets a log: sizes are multiplied in 64 bits and every tensor is
+ * limited to what an int indexes. */
+static void test_model_overflows_are_refused(void **state)
+{
+    (void)state;
+    static const struct { const char *op, *message; } cases[] = {
+        { "{name: a, kind: dense, input: [1, 46341], weight: [46341, 46341]}",
+          ":3:5: a: the weight tensor is over 2147483647 elements" },
+        { "{name: a, kind: conv2d, input: [1, 1, 8, 8], out_channels: 4, kernel: 3, dilation: 1000000000,"
+          " padding: 1000000000}", ":3:5: a: the padded input" },
+        { "{name: a, kind: conv2d, input: [1, 1, 8, 8], out_channels: 4, kernel: 3, dilation: 999999999}",
+          "does not fit the padded 8x8 input" },
+        { "{name: a, kind: depthwise_conv2d, input: [1, 100000, 1, 1], kernel: 1, multiplier: 100000}",
+          "100000 input channels x multiplier 100000 = 10000000000 output channels" },
+        { "{name: a, kind: dense, input: [1, 64], weight: [8, 64], count: 1000000000}\n"
+          "  - {name: b, kind: dense, input: [1, 64], weight: [8, 64], count: 7}",
+          ":4:5: op b has the shape of an earlier op; their counts add up to more than 1000000000" },
+        { "{name: a, kind: dense, input: [1, 64], weight: [8, 64], count: 3000000000}",
+          "count: expected an integer from 0 to 1000000000, got '3000000000'" },
+    };
+    char dir[64], model[128], rundir[96], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/big.yaml", dir);
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    snprintf(log, sizeof log, "%s/tuning.jsonl", rundir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(dt_test_write_file(model, "name: big\nops:\n  - %s\n", cases[i].op), 0);
+        int rc = dt_test_run((char *[]){ "dtune", "tune", "--model", model, "--backend", "replay",
+                                         "--out", rundir, "--listen", "off", "--budget", "30", NULL },
+                             out, sizeof out);
+        if (rc != 2 || !strstr(out, cases[i].message))
+            fail_msg("case %zu: exit %d: %s", i, rc, out);
+        assert_int_equal(access(log, F_OK), -1);
+    }
+}
+
+/* A CUDA knob with more options than a point's int16 index holds is
+ * refused when the space is built: by `dtune models` and by `dtune check`. */
+static void test_cuda_knob_index_overflow_is_refused(void **state)
+{
+    (void)state;
+    char dir[64], model[128], cfg[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/wide.yaml", dir);
+    snprintf(cfg, sizeof cfg, "%s/cfg.yaml", dir);
+    /* 720720 = 2^4 3^2 5 7 11 13: 89600 ordered 4-way factorisations */
+    assert_int_equal(dt_test_write_file(model, "name: wide\nops:\n  - {name: wide, kind: conv2d, "
+                                        "input: [1, 1, 1, 1], out_channels: 720720, kernel: 1}\n"), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "models", model, "--target", "cuda", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "task wide: knob tile_f has 89600 options, more than the 32767"));
+    assert_int_equal(dt_test_write_file(cfg, "model: %s\ntarget: cuda\noutput: {dir: %s/run}\n", model, dir), 0);
+    rc = dt_test_run((char *[]){ "dtune", "check", cfg, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "knob tile_f has 89600 options"));
+}
+
+/* Hand-edited numbers in a log (a slot number next to INT_MAX, an infinite
+ * time, an ok result of no speed) are refused naming the record, exit 2,
+ * the log untouched; an int in best.json past int's range likewise. */
+static void test_large_numbers_in_log_and_best(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], best[128], rundir[96];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(best, sizeof best, "%s/run/best.json", dir);
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    char *text = short_run(cfg, log);
+    static const struct { const char *from, *to, *message; } edits[] = {
+        { "{\"type\":\"slot\",\"slot\":1,", "{\"type\":\"slot\",\"slot\":2147483647,", "slot number 2147483647 is out of range" },
+        { "{\"type\":\"slot\",\"slot\":1,", "{\"type\":\"slot\",\"slot\":-7,", "slot number -7 is out of range" },
+        { "\"result\":\"ok\",\"gflops\":", "\"result\":\"ok\",\"gflops\":-1,\"was\":", "an ok result with gflops -1" },
+        { ",\"time\":", ",\"time\":\"inf\",\"was\":", "time inf is not a number of seconds" },
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        char *at = strstr(text, edits[i].from);
+        assert_non_null(at);
+        assert_int_equal(dt_test_write_file(log, "%.*s%s%s", (int)(at - text), text, edits[i].to,
+                                            at + strlen(edits[i].from)), 0);
+        char *edited = dt_test_slurp(log);
+        int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials", "4",
+                                         "--max-slots", "5", NULL }, out, sizeof out);
+        if (rc != 2 || !strstr(out, edits[i].message))
+            fail_msg("edit %zu: exit %d: %s", i, rc, out);
+        char *after = dt_test_slurp(log);
+        assert_string_equal(after, edited);
+        free(after);
+        free(edited);
+    }
+    free(text);
+    char *doc = dt_test_slurp(best);
+    char *trials = strstr(doc, "\"trials\": ");
+    assert_non_null(trials);
+    assert_int_equal(dt_test_write_file(best, "%.*s\"trials\": 99999999999, \"was\": %s", (int)(trials - doc),
+                                        doc, trials + strlen("\"trials\": ")), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "report", rundir, NULL }, out, sizeof out);
+    if (rc != 2 || !strstr(out, "trials: expected an integer that fits an int"))
+        fail_msg("report exit %d: %s", rc, out);
+    free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +526,9 @@ int main(void)
         cmocka_unit_test(test_bad_names_are_refused),
         cmocka_unit_test(test_log_tail_torn_or_garbage),
         cmocka_unit_test(test_bad_warm_start_check_equals_tune),
+        cmocka_unit_test(test_model_overflows_are_refused),
+        cmocka_unit_test(test_cuda_knob_index_overflow_is_refused),
+        cmocka_unit_test(test_large_numbers_in_log_and_best),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

@@ -25,6 +25,12 @@ typedef enum dt_op_kind {
 
 #define DT_NAME_MAX 64
 #define DT_PATH_MAX 1024
+/* Each size in a model file is at most DT_MODEL_INT_MAX; each tensor of a
+ * task (a convolution's padded input included) holds at most
+ * DT_TENSOR_MAX_ELEMENTS elements, so every index a kernel computes fits an
+ * int; a task's count (the ops merged into it) is at most DT_MODEL_INT_MAX. */
+#define DT_MODEL_INT_MAX 1000000000
+#define DT_TENSOR_MAX_ELEMENTS 2147483647LL
 
 /* Convolution geometry (conv2d and depthwise_conv2d). */
 typedef struct dt_conv_shape {
@@ -75,7 +81,8 @@ const char *dt_op_kind_name(dt_op_kind kind);
 
 
 /* Fills derived fields (oh, ow, flops, bytes) from the geometry. Returns
- * DT_EINVAL with a message when the geometry is impossible. */
+ * DT_EINVAL with a message when the geometry is impossible or a tensor is
+ * over DT_TENSOR_MAX_ELEMENTS (sizes are multiplied in 64 bits). */
 int dt_task_finish(dt_task *task, dt_error *err);
 
 /* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T". */

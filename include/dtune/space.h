@@ -51,6 +51,11 @@ typedef struct dt_knob {
                            sorted so that the innermost factor grows fastest */
 } dt_knob;
 
+/* A knob has at most this many options (a point stores an option index in
+ * int16_t); a space has fewer than 2^64 points. A task past either is
+ * refused when its space is built. */
+#define DT_KNOB_MAX_OPTIONS INT16_MAX
+
 /* One configuration: option index of each knob. */
 typedef struct dt_point {
     int16_t opt[DT_MAX_KNOBS];
