@@ -17,17 +17,25 @@
 #include "dtune/report.h"
 #include "dtune/server.h"
 
-#define STATUS_TIMEOUT_MS 5000
+/* The whole request, connecting to the last byte of the reply: default and
+ * the largest --timeout. */
+#define STATUS_TIMEOUT_S 5
+#define STATUS_TIMEOUT_MAX_S 3600
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune status [-c config.yaml | --addr HOST:PORT]\n"
+    fputs("usage: dtune status [-c config.yaml | --addr HOST:PORT] [--timeout S]\n"
           "\n"
           "Shows a running tuner's progress, read from its status server (GET /status).\n"
           "\n"
           "  -c, --config FILE the config the run was started with: its server.listen\n"
           "  --addr HOST:PORT  the tuner's server.listen address (default " DT_SERVER_DEFAULT_LISTEN
           ")\n"
+          "  --timeout S       give up after S seconds in all (default " STR(STATUS_TIMEOUT_S)
+          ", at most " STR(STATUS_TIMEOUT_MAX_S) "), exit 1\n"
           "  -h, --help        show this help\n", to);
 }
 
@@ -55,16 +63,34 @@ static int addr_from_config(const char *path, char *addr, size_t len)
     return status;
 }
 
-/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with addr. */
-static int parse_args(int argc, char **argv, char *addr, size_t len)
+/* --timeout's value in seconds, or -1 after saying why not. */
+static double parse_timeout(const char *text)
+{
+    char *end;
+    double s = strtod(text, &end);
+    if (end == text || *end || !(s > 0 && s <= STATUS_TIMEOUT_MAX_S)) {
+        fprintf(stderr, "dtune status: --timeout '%s': expected seconds above 0, at most %d\n", text,
+                STATUS_TIMEOUT_MAX_S);
+        return -1;
+    }
+    return s;
+}
+
+/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with addr
+ * and *timeout_s. */
+static int parse_args(int argc, char **argv, char *addr, size_t len, double *timeout_s)
 {
     snprintf(addr, len, "%s", DT_SERVER_DEFAULT_LISTEN);
+    *timeout_s = STATUS_TIMEOUT_S;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         }
-        if (strcmp(argv[i], "--addr") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+            if ((*timeout_s = parse_timeout(argv[++i])) < 0)
+                return 2;
+        } else if (strcmp(argv[i], "--addr") == 0 && i + 1 < argc) {
             snprintf(addr, len, "%s", argv[++i]);
         } else if (strncmp(argv[i], "--addr=", 7) == 0) {
             snprintf(addr, len, "%s", argv[i] + 7);
@@ -139,12 +165,13 @@ static void print_tasks(json_t *st)
 int dt_cmd_status(int argc, char **argv)
 {
     char addr[DT_CONFIG_LISTEN_MAX];
-    int status = parse_args(argc, argv, addr, sizeof addr);
+    double timeout_s;
+    int status = parse_args(argc, argv, addr, sizeof addr, &timeout_s);
     if (status >= 0)
         return status;
     dt_http_reply reply;
     dt_error err;
-    int rc = dt_server_request(addr, "GET", "/status", STATUS_TIMEOUT_MS, &reply, &err);
+    int rc = dt_server_request(addr, "GET", "/status", (int)(timeout_s * 1e3), &reply, &err);
     if (rc) {
         fprintf(stderr, "dtune status: %s (is `dtune tune` running with server.listen %s?)\n",
                 err.msg, addr);

@@ -507,21 +507,25 @@ void dt_server_stop(dt_server *server)
 
 /* ---- client --------------------------------------------------------------- */
 
-/* Waits for events on fd; returns 0, or -1 with errno (ETIMEDOUT on time-out). */
-static int wait_fd(int fd, short events, int timeout_ms)
+/* Waits for events on fd until deadline (dt_now_seconds); returns 0, or -1
+ * with errno (ETIMEDOUT once the deadline has passed). One deadline for the
+ * whole request: a server that sends a byte now and then cannot hold the
+ * client past it. */
+static int wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = { .fd = fd, .events = events };
     int n;
-    do
-        n = poll(&pfd, 1, timeout_ms);
-    while (n < 0 && errno == EINTR);
+    do {
+        double left_ms = (deadline - dt_now_seconds()) * 1e3;
+        n = left_ms <= 0 ? 0 : poll(&pfd, 1, left_ms > 1e9 ? 1000000000 : (int)left_ms + 1);
+    } while (n < 0 && errno == EINTR);
     if (n == 0)
         errno = ETIMEDOUT;
     return n > 0 ? 0 : -1;
 }
 
 /* A connected socket to one resolved address, or -1 with errno. */
-static int connect_one(const struct addrinfo *ai, int timeout_ms)
+static int connect_one(const struct addrinfo *ai, double deadline)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                     ai->ai_protocol);
@@ -530,7 +534,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
     int so_error = 0;
     socklen_t len = sizeof so_error;
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, timeout_ms) != 0 ||
+        if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline) != 0 ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 || so_error != 0) {
             int e = so_error ? so_error : errno;
             close(fd);
@@ -541,7 +545,7 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
     return fd;
 }
 
-static int connect_addr(const char *addr, int timeout_ms, dt_error *err)
+static int connect_addr(const char *addr, double deadline, dt_error *err)
 {
     struct addrinfo *res = NULL;
     int rc = resolve(addr, &res, err);
@@ -549,7 +553,7 @@ static int connect_addr(const char *addr, int timeout_ms, dt_error *err)
         return rc;
     int fd = -1, e = ECONNREFUSED;
     for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-        fd = connect_one(ai, timeout_ms);
+        fd = connect_one(ai, deadline);
         if (fd < 0)
             e = errno;
     }
@@ -559,10 +563,10 @@ static int connect_addr(const char *addr, int timeout_ms, dt_error *err)
     return fd;
 }
 
-static int send_all(int fd, const char *buf, size_t len, int timeout_ms)
+static int send_all(int fd, const char *buf, size_t len, double deadline)
 {
     while (len > 0) {
-        if (wait_fd(fd, POLLOUT, timeout_ms) != 0)
+        if (wait_fd(fd, POLLOUT, deadline) != 0)
             return -1;
         ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -577,11 +581,11 @@ static int send_all(int fd, const char *buf, size_t len, int timeout_ms)
 
 /* Reads until the peer closes (at most MAX_REPLY_BYTES); returns a malloc'd
  * NUL-terminated buffer. */
-static char *recv_all(int fd, int timeout_ms, size_t *len)
+static char *recv_all(int fd, double deadline, size_t *len)
 {
     dt_buf buf = { 0 };
     while (buf.len < MAX_REPLY_BYTES && dt_buf_reserve(&buf, READ_CHUNK) == 0) {
-        if (wait_fd(fd, POLLIN, timeout_ms) != 0)
+        if (wait_fd(fd, POLLIN, deadline) != 0)
             break;
         ssize_t n = recv(fd, buf.data + buf.len, buf.cap - buf.len - 1, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -619,13 +623,19 @@ static int parse_reply(char *raw, size_t len, dt_http_reply *reply)
     return 0;
 }
 
-static int exchange(int fd, const char *addr, const char *request, int timeout_ms,
-                    dt_http_reply *reply, dt_error *err)
+static int exchange(int fd, const char *addr, const char *request, double deadline,
+                    int timeout_ms, dt_http_reply *reply, dt_error *err)
 {
     size_t len = 0;
-    if (send_all(fd, request, strlen(request), timeout_ms) != 0)
-        return dt_error_set(err, DT_EIO, "%s: sending the request: %s", addr, strerror(errno));
-    char *raw = recv_all(fd, timeout_ms, &len);
+    if (send_all(fd, request, strlen(request), deadline) != 0)
+        return errno == ETIMEDOUT
+                   ? dt_error_set(err, DT_EIO, "%s: no reply within %.3g s: gave up", addr, timeout_ms / 1e3)
+                   : dt_error_set(err, DT_EIO, "%s: sending the request: %s", addr, strerror(errno));
+    errno = 0;
+    char *raw = recv_all(fd, deadline, &len);
+    if (!raw && errno == ETIMEDOUT)
+        return dt_error_set(err, DT_EIO, "%s: no complete reply within %.3g s: gave up", addr,
+                            timeout_ms / 1e3);
     if (!raw)
         return dt_error_set(err, DT_EIO, "%s: reading the reply: %s", addr,
                             errno ? strerror(errno) : "too large");
@@ -648,11 +658,12 @@ int dt_server_request(const char *addr, const char *method, const char *path, in
                          "User-Agent: dtune\r\n\r\n",
                          method, path, addr) >= sizeof request)
         return dt_error_set(err, DT_EINVAL, "request line too long");
-    int fd = connect_addr(addr, timeout_ms, err);
+    double deadline = dt_now_seconds() + timeout_ms / 1e3;
+    int fd = connect_addr(addr, deadline, err);
     if (fd < 0)
         return fd;
     errno = 0;
-    int rc = exchange(fd, addr, request, timeout_ms, reply, err);
+    int rc = exchange(fd, addr, request, deadline, timeout_ms, reply, err);
     close(fd);
     if (rc)
         dt_server_reply_free(reply);

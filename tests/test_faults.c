@@ -8,8 +8,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -514,6 +519,57 @@ static void test_large_numbers_in_log_and_best(void **state)
     free(doc);
 }
 
+/* ---- item 7: dtune status has one deadline ------------------------------------- */
+
+/* A "server" that accepts and then sends one byte every 200 ms for ever:
+ * `dtune status --timeout 2` gives up after its 2 s in all, exit 1, saying
+ * so. The default is 5 s. */
+static void test_status_total_deadline(void **state)
+{
+    (void)state;
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(lfd >= 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    char addr[64], dir[64], text_path[128];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(sa.sin_port));
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(text_path, sizeof text_path, "%s/status.txt", dir);
+    double t0 = wall_now();
+    pid_t pid = dt_test_spawn((char *[]){ "dtune", "status", "--addr", addr, "--timeout", "2", NULL }, text_path);
+    struct pollfd p = { .fd = lfd, .events = POLLIN };
+    assert_int_equal(poll(&p, 1, 10000), 1);
+    int cfd = accept(lfd, NULL, NULL);
+    assert_true(cfd >= 0);
+    int status = -1;
+    while (wall_now() - t0 < 20 && waitpid(pid, &status, WNOHANG) == 0) {
+        (void)send(cfd, "H", 1, MSG_NOSIGNAL);
+        sleep_ms(200);
+    }
+    double took = wall_now() - t0;
+    if (status < 0) {
+        kill(pid, SIGKILL);
+        dt_test_wait(pid);
+    }
+    close(cfd);
+    close(lfd);
+    char *text = dt_test_slurp(text_path);
+    print_message("dtune status against a trickling server, --timeout 2: exit after %.2f s\n", took);
+    assert_true(status >= 0 && WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
+    assert_non_null(strstr(text, "no complete reply within 2 s: gave up"));
+    free(text);
+    assert_true(took < 10.0);
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "status", "--addr", addr, "--timeout", "0", NULL },
+                                 out, sizeof out), 2);
+    assert_non_null(strstr(out, "--timeout '0'"));
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "status", "--help", NULL }, out, sizeof out), 0);
+    assert_non_null(strstr(out, "(default 5"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_model_overflows_are_refused),
         cmocka_unit_test(test_cuda_knob_index_overflow_is_refused),
         cmocka_unit_test(test_large_numbers_in_log_and_best),
+        cmocka_unit_test(test_status_total_deadline),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

@@ -57,8 +57,9 @@ typedef struct dt_http_reply {
 } dt_http_reply;
 
 /* Sends "METHOD PATH HTTP/1.0" to addr ("HOST:PORT" as for
- * dt_server_start) and reads the whole reply, giving up after timeout_ms
- * for the connection and again for each read. Returns 0 (any HTTP status),
+ * dt_server_start) and reads the whole reply, giving up timeout_ms after the
+ * call began, whatever the server sends (one deadline for connecting,
+ * sending and reading). Returns 0 (any HTTP status),
  * DT_EINVAL (bad address), DT_EIO (cannot connect, timed out, malformed
  * reply; the message names addr), DT_ENOMEM. */
 int dt_server_request(const char *addr, const char *method, const char *path, int timeout_ms,
