@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "dtune/model.h"
+#include "dtune/util.h"
 
 static void usage(FILE *to)
 {
@@ -69,11 +70,12 @@ static int print_best(const char *run_dir)
         fprintf(stderr, "dtune best: %s: path too long\n", run_dir);
         return 2;
     }
-    in = fopen(path, "re");
+    dt_error err;
+    in = dt_open_input(path, "best.json", &err);
     if (!in) {
-        fprintf(stderr, "dtune best: %s: %s%s\n", path, strerror(errno),
-                errno == ENOENT ? " (the run has not finished a slot yet)" : "");
-        return 1;
+        fprintf(stderr, "dtune best: %s%s\n", err.msg,
+                err.code == DT_ENOTFOUND ? " (the run has not finished a slot yet)" : "");
+        return err.code == DT_EINVAL ? 2 : 1;
     }
     status = copy_to_stdout(in, path);
     fclose(in);

@@ -80,9 +80,10 @@ static int load_csv(run_curve *r)
 {
     char path[DT_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/latency.csv", r->dir);
-    FILE *f = fopen(path, "r");
+    dt_error err;
+    FILE *f = dt_open_input(path, "latency table", &err);
     if (!f) {
-        fprintf(stderr, "dtune compare: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "dtune compare: %s\n", err.msg);
         return 2;
     }
     char line[8192];

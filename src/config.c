@@ -18,6 +18,7 @@
  */
 #include "dtune/config.h"
 #include "dtune/scheduler.h"
+#include "dtune/util.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -400,8 +401,9 @@ static int check_path(const key_def *k, const void *slot, char *why, size_t len)
             snprintf(why, len, "%s file '%s': %s", k->path, path, strerror(errno));
         return DT_ENOTFOUND;
     }
-    if (S_ISDIR(st.st_mode)) {
-        snprintf(why, len, "%s file '%s' is a folder", k->path, path);
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s file '%s' is %s, not a regular file", k->path, path,
+                 S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
         return DT_EINVAL;
     }
     return 0;
@@ -928,9 +930,10 @@ int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FI
     dt_error_clear(err);
     snprintf(cfg->path, sizeof cfg->path, "%s", path);
     folder_of(path, ld.dir, sizeof ld.dir);
-    FILE *f = fopen(path, "rb");
+    dt_error open_err;
+    FILE *f = dt_open_input(path, "config file", &open_err);
     if (!f) {
-        add(&ld.out, DT_ENOTFOUND, NULL, "%s: cannot open config file: %s", path, strerror(errno));
+        add(&ld.out, open_err.code, NULL, "%s", open_err.msg);
         return ld.out.code;
     }
     int rc = load_document(&ld, f);

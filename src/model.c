@@ -602,9 +602,10 @@ static int load_document(const char *path, FILE *f, yaml_document_t *doc, dt_err
 int dt_model_load(const char *path, dt_model **out, dt_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    dt_error open_err;
+    FILE *f = dt_open_input(path, "model file", &open_err);
     if (!f)
-        return dt_error_set(err, DT_ENOTFOUND, "%s: cannot open model file: %s", path, strerror(errno));
+        return dt_error_set(err, open_err.code, "%s", open_err.msg);
     yaml_document_t doc;
     int rc = load_document(path, f, &doc, err);
     fclose(f);

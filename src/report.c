@@ -508,10 +508,13 @@ int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err)
     memset(out, 0, sizeof *out);
     if ((size_t)snprintf(path, sizeof path, "%s/best.json", run_dir) >= sizeof path)
         return dt_error_set(err, DT_EINVAL, "%s: path too long", run_dir);
-    if (access(path, F_OK) != 0)
-        return dt_error_set(err, DT_ENOTFOUND, "%s: %s", path, strerror(errno));
+    dt_error open_err;
+    FILE *f = dt_open_input(path, "best.json", &open_err);
+    if (!f)
+        return dt_error_set(err, open_err.code, "%s", open_err.msg);
     json_error_t jerr;
-    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *doc = json_loadf(f, 0, &jerr);
+    fclose(f);
     if (!doc)
         return dt_error_set(err, DT_EPARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                             jerr.text);

@@ -799,10 +799,10 @@ static int replay_at(const char *path, const dt_tunelog_visitor *v, dt_tunelog_s
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
-    f = fopen(path, "re");
+    dt_error open_err;
+    f = dt_open_input(path, "tuning log", &open_err);
     if (!f)
-        return dt_error_set(err, errno == ENOENT ? DT_ENOTFOUND : DT_EIO,
-                            "%s: cannot read the tuning log: %s", path, strerror(errno));
+        return dt_error_set(err, open_err.code, "%s", open_err.msg);
     at->path = path;
     at->line = 0;
     rc = replay_stream(f, v, stats, at, err);

@@ -3,6 +3,7 @@
 #include "dtune/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +151,40 @@ void dt_buf_free(dt_buf *b)
 {
     free(b->data);
     memset(b, 0, sizeof *b);
+}
+
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+         : S_ISSOCK(mode) ? "a socket" : S_ISDIR(mode) ? "a folder" : "not a plain file";
+}
+
+FILE *dt_open_input(const char *path, const char *what, dt_error *err)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        dt_error_set(err, errno == ENOENT || errno == ENOTDIR ? DT_ENOTFOUND : DT_EIO,
+                     "%s: cannot open %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        dt_error_set(err, DT_EIO, "%s: cannot read the %s: %s", path, what, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        dt_error_set(err, DT_EINVAL, "%s: the %s is %s, not a regular file", path, what,
+                     file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        dt_error_set(err, DT_EIO, "%s: cannot read the %s: %s", path, what, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +571,68 @@ static void test_status_total_deadline(void **state)
     assert_non_null(strstr(out, "(default 5"));
 }
 
+/* ---- item 9: inputs are regular files ---------------------------------------------- */
+
+/* Runs argv with output to path; kills it and fails after `seconds` (a FIFO
+ * used to block a reader for ever). Returns the exit status. */
+static int run_bounded(char *const argv[], const char *path, double seconds)
+{
+    pid_t pid = dt_test_spawn(argv, path);
+    double t0 = wall_now();
+    int status;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (wall_now() - t0 > seconds) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fail_msg("%s %s still running after %.0f s", argv[1], argv[2], seconds);
+        }
+        sleep_ms(20);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A FIFO or a device given as a model, a config or a warm start is refused
+ * at once, exit 2, naming what it is. */
+static void test_inputs_must_be_regular_files(void **state)
+{
+    (void)state;
+    char dir[64], fifo[128], cfg[128], text[128], rundir[96];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/model.yaml", dir);
+    snprintf(cfg, sizeof cfg, "%s/cfg.yaml", dir);
+    snprintf(text, sizeof text, "%s/out.txt", dir);
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    struct { char *argv[14]; const char *message; } cases[] = {
+        { { "dtune", "check", fifo, NULL }, "the config file is a FIFO, not a regular file" },
+        { { "dtune", "models", fifo, NULL }, "the model file is a FIFO, not a regular file" },
+        { { "dtune", "models", "/dev/zero", NULL }, "the model file is a device, not a regular file" },
+        { { "dtune", "tune", "-c", fifo, NULL }, "the config file is a FIFO" },
+        { { "dtune", "tune", "--model", fifo, "--backend", "replay", "--out", rundir, "--listen", "off",
+            "--budget", "30", NULL }, "model file '" },
+        { { "dtune", "check", cfg, NULL }, "cfg.yaml:1:8: model file '" },
+    };
+    assert_int_equal(dt_test_write_file(cfg, "model: %s\n", fifo), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_bounded(cases[i].argv, text, 10);
+        char *said = dt_test_slurp(text);
+        if (rc != 2 || !strstr(said, cases[i].message))
+            fail_msg("case %zu: exit %d: %s", i, rc, said);
+        free(said);
+    }
+    char *said = NULL;
+    char warm_cfg[160], cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(warm_cfg, sizeof warm_cfg, "%s/warm.yaml", dir);
+    assert_int_equal(dt_test_write_file(warm_cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s, warm_start: %s}\n", cwd, rundir, fifo), 0);
+    int rc = run_bounded((char *[]){ "dtune", "check", warm_cfg, NULL }, text, 10);
+    said = dt_test_slurp(text);
+    if (rc != 2 || !strstr(said, "output.warm_start file '") || !strstr(said, "is a FIFO"))
+        fail_msg("warm start: exit %d: %s", rc, said);
+    free(said);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_cuda_knob_index_overflow_is_refused),
         cmocka_unit_test(test_large_numbers_in_log_and_best),
         cmocka_unit_test(test_status_total_deadline),
+        cmocka_unit_test(test_inputs_must_be_regular_files),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

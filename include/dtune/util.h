@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dtune/error.h"
 
@@ -21,6 +22,13 @@ double dt_now_seconds(void);
  * umask); existing ones are fine. Returns 0, DT_EINVAL for an empty path,
  * DT_ENOMEM, or DT_EIO with "PATH: cannot create directory: REASON" in err. */
 int dt_mkdir_p(const char *path, dt_error *err);
+
+/* Opens an input file for reading: path must name a regular file (a FIFO or
+ * device would block a reader for ever or never end; a folder is no input).
+ * The open does not block. Returns the stream, or NULL with err set:
+ * DT_ENOTFOUND "PATH: cannot open WHAT: REASON", or DT_EINVAL
+ * "PATH: the WHAT is a FIFO|device|socket|folder, not a regular file". */
+FILE *dt_open_input(const char *path, const char *what, dt_error *err);
 
 /* Writes all len bytes of buf to fd, retrying short writes and EINTR.
  * Returns 0, or the errno value of the failing write (EIO when write
