@@ -54,6 +54,7 @@ typedef struct dt_run {
     dt_run_state state;
     bool state_ready;
     char run_dir[DT_PATH_MAX];
+    int lock_fd;               /* RUN_DIR/lock, flock'd; -1 before it is taken */
     double elapsed_base;       /* run seconds before this process started */
     double t0;                 /* monotonic seconds when this process opened the run:
                                   setting up and resuming count as budget too */

@@ -8,11 +8,14 @@
  * visited config again: nothing completed is lost or measured twice.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,6 +238,75 @@ static int open_log(dt_run *r, dt_error *err)
     return dt_tunelog_append_run(r->log, &run, err);
 }
 
+/* ---- the run directory's lock ------------------------------------------------------ */
+
+/* RUN_DIR/lock, flock'd for the life of the run. Its descriptor is inherited
+ * by the measurement process (and compilers): after a kill -9 of the daemon
+ * the lock stays held until the old runner has left too, so a resume never
+ * times a kernel beside it. The file holds the daemon's pid, to tell a live
+ * run (refused) from an orphaned measurement process (waited for). */
+#define LOCK_WAIT_S 120.0
+#define LOCK_POLL_MS 50
+
+static bool pid_alive(pid_t pid)
+{
+    return pid > 0 && pid != getpid() && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static pid_t lock_owner(int fd)
+{
+    char text[32] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    return (pid_t)atol(text);
+}
+
+static int take_lock(dt_run *r, int fd, const char *path, dt_error *err)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK)
+        return dt_error_set(err, DT_EIO, "%s: cannot lock: %s", path, strerror(errno));
+    pid_t owner = lock_owner(fd);
+    if (pid_alive(owner))
+        return dt_error_set(err, DT_EFAIL, "%s is in use by another dtune tune (pid %d); stop it "
+                            "first or use another output dir", r->run_dir, (int)owner);
+    fprintf(stderr, "dtune: %s: waiting for the measurement process of the previous run "
+            "(pid %d, gone) to exit before timing anything\n", r->run_dir, (int)owner);
+    double until = dt_now_seconds() + LOCK_WAIT_S;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK || dt_now_seconds() > until)
+            return dt_error_set(err, DT_EFAIL, "%s: still locked after %.0f s by a process of the "
+                                "previous run (see `fuser %s`)", r->run_dir, LOCK_WAIT_S, path);
+        struct timespec ts = { 0, LOCK_POLL_MS * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "dtune: %s: the previous run's processes are gone\n", r->run_dir);
+    return 0;
+}
+
+static int lock_run_dir(dt_run *r, dt_error *err)
+{
+    char path[DT_PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/lock", r->run_dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);     /* inherited on purpose: no O_CLOEXEC */
+    if (fd < 0)
+        return dt_error_set(err, DT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* above the runner's fixed descriptors, which its spawn overwrites */
+    r->lock_fd = fcntl(fd, F_DUPFD, 10);
+    close(fd);
+    if (r->lock_fd < 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", path, strerror(errno));
+    int rc = take_lock(r, r->lock_fd, path, err);
+    if (rc)
+        return rc;
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(r->lock_fd, 0) != 0 || pwrite(r->lock_fd, pid, (size_t)len, 0) != len)
+        return dt_error_set(err, DT_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
+
 /* ---- open / close ---------------------------------------------------------------- */
 
 static void fill_state_header(dt_run *r)
@@ -281,7 +353,11 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
     r->slot = -1;
     r->tty = isatty(STDERR_FILENO);
     snprintf(r->run_dir, sizeof r->run_dir, "%s", cfg->output_dir);
+    r->lock_fd = -1;
     int rc = dt_mkdir_p(r->run_dir, err);
+    if (rc == 0)
+        rc = lock_run_dir(r, err);
+    r->t0 = dt_now_seconds();       /* waiting for a previous run's process is no tuning time */
     if (rc == 0)
         rc = dt_model_load(cfg->model, &r->model, err);
     if (rc == 0 && dt_run_state_init(&r->state, r->model) != 0)
@@ -325,6 +401,8 @@ void dt_run_close(dt_run *r)
         dt_run_state_destroy(&r->state);
     dt_model_free(r->model);
     dt_run_belief_free(r);
+    if (r->lock_fd >= 0)
+        close(r->lock_fd);          /* after the measurer: its runner has left */
     free(r);
 }
 

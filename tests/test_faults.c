@@ -13,6 +13,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -633,6 +635,85 @@ static void test_inputs_must_be_regular_files(void **state)
     free(said);
 }
 
+/* ---- item 11: the run directory is locked ------------------------------------------ */
+
+/* A second `dtune tune` on a running run's directory is refused, exit 1,
+ * naming the running pid; the running one goes on and its log keeps
+ * growing. */
+static void test_second_run_on_a_locked_dir_is_refused(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], text[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(text, sizeof text, "%s/first.txt", dir);
+    pid_t first = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "120", "--slot-trials",
+                                            "4", "--finish-after", "1000000", NULL }, text);
+    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\"") < 2; waited += 50)
+        sleep_ms(50);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "120", NULL }, out, sizeof out);
+    char pid[32];
+    snprintf(pid, sizeof pid, "(pid %d)", (int)first);
+    int before = dt_test_count_lines(log, "\"type\":\"measure\"");
+    sleep_ms(300);
+    int after = dt_test_count_lines(log, "\"type\":\"measure\"");
+    kill(first, SIGTERM);
+    assert_int_equal(dt_test_wait(first), 0);
+    if (rc != 1 || !strstr(out, "is in use by another dtune tune") || !strstr(out, pid))
+        fail_msg("second run: exit %d: %s", rc, out);
+    assert_true(after > before);
+}
+
+/* The lock held by a process of a run whose daemon is gone (its measurement
+ * process after a kill -9): the resume says it waits, and times nothing
+ * until the lock is free. Here the test holds the lock for 1.5 s, as an
+ * orphaned runner would, with a dead daemon's pid in the file. */
+static void test_resume_waits_for_the_old_measurement_process(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], lock[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(lock, sizeof lock, "%s/run/lock", dir);
+    char *before = short_run(cfg, log);
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    int fd = open(lock, O_RDWR | O_CLOEXEC);   /* held by this test only, not the resume it spawns */
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)gone);
+    assert_int_equal(ftruncate(fd, 0), 0);
+    assert_int_equal(pwrite(fd, pid, (size_t)len, 0), len);
+    char text[128];
+    snprintf(text, sizeof text, "%s/resume.txt", dir);
+    double t0 = wall_now();
+    pid_t resume = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials",
+                                             "4", "--max-slots", "5", NULL }, text);
+    sleep_ms(1500);
+    int measured_while_locked = dt_test_count_lines(log, "\"type\":\"measure\"");
+    close(fd);   /* the old measurement process leaves */
+    int rc = dt_test_wait(resume);
+    double took = wall_now() - t0;
+    char *said = dt_test_slurp(text);
+    if (rc != 0)
+        fail_msg("resume: exit %d: %s", rc, said);
+    assert_non_null(strstr(said, "waiting for the measurement process of the previous run"));
+    int measured_before = 0;
+    for (const char *at = before; (at = strstr(at, "\"type\":\"measure\"")); at++)
+        measured_before++;
+    assert_int_equal(measured_while_locked, measured_before);
+    assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > measured_before);
+    assert_true(took >= 1.4);
+    assert_log_kept(log, before);
+    free(said);
+    free(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +731,8 @@ int main(void)
         cmocka_unit_test(test_large_numbers_in_log_and_best),
         cmocka_unit_test(test_status_total_deadline),
         cmocka_unit_test(test_inputs_must_be_regular_files),
+        cmocka_unit_test(test_second_run_on_a_locked_dir_is_refused),
+        cmocka_unit_test(test_resume_waits_for_the_old_measurement_process),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }
