@@ -46,8 +46,8 @@ static void on_signal(int sig)
 const char *dt_stop_reason_name(dt_stop_reason r)
 {
     static const char *const names[] = { "none", "target latency reached", "budget spent",
-                                         "every task finished", "signal" };
-    return (int)r >= 0 && r <= DT_STOP_SIGNAL ? names[r] : "?";
+                                         "every task finished", "signal", "max_slots reached" };
+    return (int)r >= 0 && r <= DT_STOP_MAX_SLOTS ? names[r] : "?";
 }
 
 /* ---- time ------------------------------------------------------------------- */
@@ -416,7 +416,7 @@ static dt_stop_reason should_stop(const dt_run *r)
     if (budget_spent(r))
         return DT_STOP_BUDGET;
     if (r->cfg->budget.max_slots > 0 && r->slot >= r->cfg->budget.max_slots)
-        return DT_STOP_BUDGET;
+        return DT_STOP_MAX_SLOTS;
     return DT_STOP_NONE;
 }
 

@@ -21,7 +21,8 @@ typedef enum dt_stop_reason {
     DT_STOP_TARGET,       /* model latency reached target_latency_ms */
     DT_STOP_BUDGET,       /* total_seconds spent */
     DT_STOP_FINISHED,     /* every task finished or exhausted */
-    DT_STOP_SIGNAL        /* SIGINT or SIGTERM */
+    DT_STOP_SIGNAL,       /* SIGINT or SIGTERM */
+    DT_STOP_MAX_SLOTS     /* budget.max_slots slots done */
 } dt_stop_reason;
 
 typedef struct dt_daemon_result {

@@ -86,6 +86,51 @@ static int record_task(const dt_model *model, const char *name, int index)
     return dt_model_find_task(model, name);
 }
 
+/* Why a log's knobs (NAME=VALUE or NAME=[A,B,..] words) do not match this
+ * space: a split whose factors no longer multiply to its axis means the
+ * model file changed; a choice value this space lacks (vec=16) means another
+ * machine's vector width; anything else another dtune version. */
+static void mismatch_cause(const dt_space *s, const char *log_knobs, char *buf, size_t len)
+{
+    char words[sizeof ((dt_measure_record *)0)->knobs], *save = NULL;
+    snprintf(words, sizeof words, "%s", log_knobs);
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(w, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        const dt_knob *k = NULL;
+        for (int i = 0; i < s->nknobs && !k; i++)
+            if (strcmp(s->knobs[i].name, w) == 0)
+                k = &s->knobs[i];
+        if (!k)
+            continue;
+        if (k->type == DT_KNOB_SPLIT) {
+            long long product = 1;
+            for (char *p = eq + 1; *p; p++)
+                if (*p >= '0' && *p <= '9')
+                    product *= strtoll(p, &p, 10), p--;
+            if (product != k->axis_len) {
+                snprintf(buf, len, "the model file changed since the log was written (task '%s' splits "
+                         "an axis of %d by %s here, of %lld in the log)", s->task.name, k->axis_len, w,
+                         product);
+                return;
+            }
+        } else {
+            long value = strtol(eq + 1, NULL, 10);
+            bool offered = false;
+            for (int o = 0; o < k->noptions && !offered; o++)
+                offered = k->options[o] == value;
+            if (!offered) {
+                snprintf(buf, len, "the log was written where %s=%ld was offered, which this machine's "
+                         "space is not (another vector width)", w, value);
+                return;
+            }
+        }
+    }
+    snprintf(buf, len, "the log was written by another dtune version's space");
+}
+
 /* A hand-edited or damaged number must not reach the run's arithmetic: run
  * seconds are finite and >= 0, a slot number stays far from INT_MAX (the run
  * counts on from it), an ok result has a finite positive speed. */
@@ -119,22 +164,26 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: an ok result with gflops %g; expected a "
                             "positive finite number", rc->path, rc->line, rec->m.gflops);
     dt_task_run *tr = &r->tasks[k];
-    if (rec->config >= tr->space.size)
-        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of %llu",
-                            rc->path, rc->line, (unsigned long long)rec->config, rec->task,
-                            (unsigned long long)tr->space.size);
+    char cause[240];
+    if (rec->config >= tr->space.size) {
+        mismatch_cause(&tr->space, rec->knobs, cause, sizeof cause);
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of %llu: "
+                            "%s; use a new output dir", rc->path, rc->line, (unsigned long long)rec->config,
+                            rec->task, (unsigned long long)tr->space.size, cause);
+    }
     dt_point p;
     dt_space_point(&tr->space, rec->config, &p);
     /* An index means a config only in the space it was drawn from: a log of
      * another machine (vector width) or dtune version must not be misread. */
     char knobs[sizeof rec->knobs];
     dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
-    if (rec->knobs[0] && strcmp(knobs, rec->knobs) != 0)
+    if (rec->knobs[0] && strcmp(knobs, rec->knobs) != 0) {
+        mismatch_cause(&tr->space, rec->knobs, cause, sizeof cause);
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is '%s' here but "
-                            "the log says '%s': the log was written for another space (another "
-                            "machine's vector width or dtune version); use a new output dir",
-                            rc->path, rc->line, (unsigned long long)rec->config, rec->task, knobs,
-                            rec->knobs);
+                            "the log says '%s': the log was written for another space: %s; use a new "
+                            "output dir", rc->path, rc->line, (unsigned long long)rec->config, rec->task,
+                            knobs, rec->knobs, cause);
+    }
     if (rc->check_only)
         return 0;
     if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0)

@@ -528,6 +528,18 @@ static int check_top_keys(reader *rd, const yaml_node_t *root)
     return 0;
 }
 
+/* Adds op (parsed into t) to the model's tasks. */
+static int add_op(reader *rd, dt_model *m, const yaml_node_t *op, const dt_task *t)
+{
+    int rc = add_task(m, t);
+    if (rc == DT_EINVAL)
+        return fail_at(rd, op, "op %s has the shape of an earlier op; their counts add up to more than %d",
+                       t->name, DT_MODEL_INT_MAX);
+    if (rc)
+        return dt_error_set(rd->err, rc, "%s: out of memory", rd->path);
+    return 0;
+}
+
 static int parse_model(reader *rd, dt_model *m)
 {
     const yaml_node_t *root = yaml_document_get_root_node(rd->doc);
@@ -548,18 +560,29 @@ static int parse_model(reader *rd, dt_model *m)
     if (!ops || ops->type != YAML_SEQUENCE_NODE || ops->data.sequence.items.top == ops->data.sequence.items.start)
         return fail_at(rd, ops ? ops : root, "model needs a non-empty 'ops' list");
     int index = 0;
-    for (yaml_node_item_t *it = ops->data.sequence.items.start; it < ops->data.sequence.items.top; it++) {
+    size_t nops = (size_t)(ops->data.sequence.items.top - ops->data.sequence.items.start);
+    /* op names seen so far: a name must say which op it is */
+    char (*names)[DT_NAME_MAX] = calloc(nops, sizeof *names);
+    if (!names)
+        return dt_error_set(rd->err, DT_ENOMEM, "%s: out of memory", rd->path);
+    rc = 0;
+    for (yaml_node_item_t *it = ops->data.sequence.items.start; rc == 0 && it < ops->data.sequence.items.top; it++) {
         dt_task t;
-        if ((rc = parse_op(rd, yaml_document_get_node(rd->doc, *it), index++, m->batch, &t)))
-            return rc;
-        if ((rc = add_task(m, &t)) == DT_EINVAL)
-            return fail_at(rd, yaml_document_get_node(rd->doc, *it), "op %s has the shape of an earlier op; "
-                           "their counts add up to more than %d", t.name, DT_MODEL_INT_MAX);
-        if (rc)
-            return dt_error_set(rd->err, rc, "%s: out of memory", rd->path);
+        const yaml_node_t *op = yaml_document_get_node(rd->doc, *it);
+        if ((rc = parse_op(rd, op, index, m->batch, &t)))
+            break;
+        for (int j = 0; j < index && rc == 0; j++)
+            if (strcmp(names[j], t.name) == 0)
+                rc = fail_at(rd, op, "op name '%s' is used twice (also op %d of ops); each op needs its own name",
+                             t.name, j + 1);
+        snprintf(names[index++], DT_NAME_MAX, "%s", t.name);
+        if (rc == 0)
+            rc = add_op(rd, m, op, &t);
     }
-    return 0;
+    free(names);
+    return rc;
 }
+
 
 /* libyaml's reader (bad encoding) gives a byte offset, not a mark: count
  * lines and UTF-8 characters up to it. */

@@ -200,7 +200,8 @@ static void test_sigterm_and_budget_in_long_tuner_steps(void **state)
     assert_true(took < 16.0);
 }
 
-/* A resume whose budget is already spent measures nothing and says so. */
+/* A resume whose budget is already spent measures nothing and says so
+ * (resnet18: spaces large enough that 2 s of replay exhausts none). */
 static void test_resume_past_budget_measures_nothing(void **state)
 {
     (void)state;
@@ -208,7 +209,7 @@ static void test_resume_past_budget_measures_nothing(void **state)
     dt_test_tmpdir(dir, sizeof dir);
     write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
     snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
-    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "2", "--slot-trials", "4",
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--model", "models/resnet18.yaml", "--budget", "2", "--slot-trials", "4",
                                      "--finish-after", "1000000", NULL }, out, sizeof out);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, out);
@@ -216,7 +217,7 @@ static void test_resume_past_budget_measures_nothing(void **state)
     char *before = dt_test_slurp(log);
     assert_non_null(before);
     int measured = dt_test_count_lines(log, "\"type\":\"measure\"");
-    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "2", "--slot-trials", "4",
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--model", "models/resnet18.yaml", "--budget", "2", "--slot-trials", "4",
                                  "--finish-after", "1000000", NULL }, out, sizeof out);
     if (rc != 0)
         fail_msg("resume exit %d: %s", rc, out);
@@ -714,6 +715,45 @@ static void test_resume_waits_for_the_old_measurement_process(void **state)
     free(before);
 }
 
+/* ---- item 10: messages name the real cause ------------------------------------------ */
+
+/* A model edited since its log was written is named as such (not blamed on
+ * the vector width); duplicate op names are named; a run ended by max_slots
+ * says so, not "budget spent". */
+static void test_messages_name_the_real_cause(void **state)
+{
+    (void)state;
+    char dir[64], model[128], rundir[96], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/m.yaml", dir);
+    snprintf(rundir, sizeof rundir, "%s/run", dir);
+    snprintf(log, sizeof log, "%s/tuning.jsonl", rundir);
+    const char *body = "name: m\nops:\n  - {name: fc, kind: dense, input: [1, 256], weight: [%d, 256]}\n"
+                       "  - {name: qk, kind: batch_matmul, a: [4, 32, 16], b: [4, 32, 16]}\n";
+    assert_int_equal(dt_test_write_file(model, body, 64), 0);
+    char *argv[] = { "dtune", "tune", "--model", model, "--backend", "replay", "--strategy", "random",
+                     "--out", rundir, "--listen", "off", "--budget", "30", "--slot-trials", "4",
+                     "--max-slots", "3", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "stopped: max_slots reached after 3 slots"));
+    char *before = dt_test_slurp(log);
+    assert_int_equal(dt_test_write_file(model, body, 96), 0);
+    rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 2 || !strstr(out, "the model file changed since the log was written"))
+        fail_msg("edited model: exit %d: %s", rc, out);
+    assert_null(strstr(out, "vector width"));
+    assert_log_kept(log, before);
+    free(before);
+    assert_int_equal(dt_test_write_file(model, "name: m\nops:\n"
+                                        "  - {name: fc, kind: dense, input: [1, 256], weight: [64, 256]}\n"
+                                        "  - {name: fc, kind: dense, input: [1, 128], weight: [64, 128]}\n"), 0);
+    rc = dt_test_run((char *[]){ "dtune", "models", model, NULL }, out, sizeof out);
+    if (rc != 2 || !strstr(out, "m.yaml:4:5: op name 'fc' is used twice (also op 1 of ops)"))
+        fail_msg("duplicate names: exit %d: %s", rc, out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -731,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_large_numbers_in_log_and_best),
         cmocka_unit_test(test_status_total_deadline),
         cmocka_unit_test(test_inputs_must_be_regular_files),
+        cmocka_unit_test(test_messages_name_the_real_cause),
         cmocka_unit_test(test_second_run_on_a_locked_dir_is_refused),
         cmocka_unit_test(test_resume_waits_for_the_old_measurement_process),
     };
