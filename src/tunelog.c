@@ -302,6 +302,78 @@ static void cut_back(dt_tunelog *log, off_t start)
 }
 
 /* Writes and fsyncs one line; the caller holds log->lock. */
+static int sync_parent_dir(const char *path, dt_error *err);
+
+/* Copies every byte of the open log (from) into fd `to`, fsync'd. */
+static int copy_log(int from, int to)
+{
+    char chunk[1 << 16];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(from, chunk, sizeof chunk, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            return fsync_fd(to);
+        int e = dt_write_all(to, chunk, (size_t)n);
+        if (e != 0)
+            return e;
+        at += n;
+    }
+}
+
+/* The log was deleted: writes it back under its name from the open file,
+ * which holds every record, and appends there from now on. */
+static int restore_deleted(dt_tunelog *log, dt_error *err)
+{
+    fprintf(stderr, "dtune: %s was deleted during the run; writing it back from the open file\n",
+            log->path);
+    int fd = open(log->path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int e = fd < 0 ? errno : flock(fd, LOCK_EX | LOCK_NB) != 0 ? errno : copy_log(log->fd, fd);
+    if (e == 0 && sync_parent_dir(log->path, err) != 0)
+        e = EIO;
+    if (e != 0) {
+        if (fd >= 0)
+            close(fd);
+        log->broken = true;
+        return dt_error_set(err, DT_EIO, "%s was deleted during the run and cannot be written back "
+                            "(%s); stopping", log->path, strerror(e));
+    }
+    close(log->fd);
+    log->fd = fd;
+    return 0;
+}
+
+/* The log's path must still name the file appended to, or every later record
+ * would go to a file nobody can see. Deleted: written back (restore_deleted).
+ * Replaced by another file: that file is left alone, the run's own log is
+ * saved beside it as PATH.run-PID, and appending stops (DT_EIO). */
+static int check_still_there(dt_tunelog *log, dt_error *err)
+{
+    struct stat mine, there;
+    if (fstat(log->fd, &mine) != 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
+    if (stat(log->path, &there) != 0)
+        return errno == ENOENT ? restore_deleted(log, err)
+                               : dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));
+    if (there.st_dev == mine.st_dev && there.st_ino == mine.st_ino)
+        return 0;
+    char saved[DT_PATH_MAX + 32];
+    snprintf(saved, sizeof saved, "%s.run-%d", log->path, (int)getpid());
+    int fd = open(saved, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int e = fd < 0 ? errno : copy_log(log->fd, fd);
+    if (fd >= 0)
+        close(fd);
+    log->broken = true;
+    if (e != 0)
+        return dt_error_set(err, DT_EIO, "%s was replaced by another file during the run, and the run's "
+                            "own log could not be saved as %s (%s); stopping", log->path, saved, strerror(e));
+    return dt_error_set(err, DT_EIO, "%s was replaced by another file during the run; the run's own log "
+                        "is saved as %s; stopping (move it back to resume)", log->path, saved);
+}
+
 static int write_line_locked(dt_tunelog *log, const char *line, size_t len, dt_error *err)
 {
     off_t start;
@@ -309,6 +381,9 @@ static int write_line_locked(dt_tunelog *log, const char *line, size_t len, dt_e
     if (log->broken)
         return dt_error_set(err, DT_EIO, "%s: an earlier write or fsync failed; "
                             "the log accepts no more records", log->path);
+    int rc = check_still_there(log, err);
+    if (rc)
+        return rc;
     start = lseek(log->fd, 0, SEEK_END);
     if (start < 0)
         return dt_error_set(err, DT_EIO, "%s: %s", log->path, strerror(errno));

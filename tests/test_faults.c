@@ -754,6 +754,66 @@ static void test_messages_name_the_real_cause(void **state)
         fail_msg("duplicate names: exit %d: %s", rc, out);
 }
 
+/* ---- item 5: the log deleted or replaced during a run ------------------------------ */
+
+/* Deleted while the run goes on: written back at once from the open file,
+ * nothing lost, the run goes on to a clean exit 0. Replaced by another file:
+ * the run says so, saves its own log beside it, exit 1, and leaves the
+ * other file alone. */
+static void test_log_deleted_or_replaced_during_run(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], text[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(text, sizeof text, "%s/out.txt", dir);
+    char *argv[] = { "dtune", "tune", "-c", cfg, "--model", "models/resnet18.yaml", "--budget", "120",
+                     "--slot-trials", "4", "--finish-after", "1000000", NULL };
+    pid_t pid = dt_test_spawn(argv, text);
+    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\"") < 3; waited += 50)
+        sleep_ms(50);
+    char *before = dt_test_slurp(log);
+    assert_non_null(before);
+    assert_int_equal(unlink(log), 0);
+    for (int waited = 0; waited < 10000 && access(log, F_OK) != 0; waited += 20)
+        sleep_ms(20);
+    sleep_ms(300);
+    kill(pid, SIGTERM);
+    int rc = dt_test_wait(pid);
+    char *said = dt_test_slurp(text);
+    if (rc != 0 || !strstr(said, "was deleted during the run; writing it back"))
+        fail_msg("deleted: exit %d: %s", rc, said);
+    free(said);
+    assert_log_kept(log, before);
+    free(before);
+    /* replaced */
+    pid = dt_test_spawn(argv, text);
+    for (int waited = 0; waited < 20000 && !strstr((said = dt_test_slurp(text)) ? said : "", "resuming"); waited += 50) {
+        free(said);
+        sleep_ms(50);
+    }
+    free(said);
+    sleep_ms(500);
+    before = dt_test_slurp(log);
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.jsonl", dir);
+    assert_int_equal(dt_test_write_file(other, "not the run's log\n"), 0);
+    assert_int_equal(rename(other, log), 0);
+    rc = dt_test_wait(pid);
+    said = dt_test_slurp(text);
+    if (rc != 1 || !strstr(said, "was replaced by another file during the run"))
+        fail_msg("replaced: exit %d: %s", rc, said);
+    char saved[200];
+    snprintf(saved, sizeof saved, "%s.run-%d", log, (int)pid);
+    assert_log_kept(saved, before);
+    char *kept = dt_test_slurp(log);
+    assert_string_equal(kept, "not the run's log\n");
+    free(kept);
+    free(said);
+    free(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_status_total_deadline),
         cmocka_unit_test(test_inputs_must_be_regular_files),
         cmocka_unit_test(test_messages_name_the_real_cause),
+        cmocka_unit_test(test_log_deleted_or_replaced_during_run),
         cmocka_unit_test(test_second_run_on_a_locked_dir_is_refused),
         cmocka_unit_test(test_resume_waits_for_the_old_measurement_process),
     };

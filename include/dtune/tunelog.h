@@ -85,7 +85,11 @@ typedef struct dt_tunelog dt_tunelog;
  * open of the same file, by any process, fails with DT_EIO. DT_ENOTFOUND when
  * the directory does not exist. */
 int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
-/* Each append: one line, written by one write() loop on an O_APPEND fd and
+/* Each append first checks that the path still names the open file (device
+ * and inode): a deleted log is written back from the open file (a message
+ * on stderr) and appending goes on there; a replaced one is left alone, the
+ * open file is copied to PATH.run-PID and the append fails with DT_EIO.
+ * Each append: one line, written by one write() loop on an O_APPEND fd and
  * fsync'd before returning, so a record whose append returned 0 survives a
  * crash. Appends from several threads are serialised. DT_EINVAL for a record
  * that cannot be logged (result class or nscores out of range), DT_EIO when
