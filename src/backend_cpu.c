@@ -11,6 +11,10 @@
  * The run side is single-threaded by contract but peak_gflops may come from
  * another thread, so both take runner_mu. The set of artifacts already
  * checked is a small sorted array of path hashes.
+ *
+ * The cache is kept in bounds by cpu_cache.c: opening removes a killed run's
+ * temporaries and prunes to measure.cache_mb, and every CACHE_PRUNE_EVERY
+ * compiles one builder prunes again (least recently used first).
  */
 #include "dtune/backend_cpu.h"
 
@@ -30,12 +34,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_cache.h"
 #include "dtune/codegen_cpu.h"
 #include "dtune/util.h"
 
 extern char **environ;
 
 #define CC_FLAGS "-std=gnu11 -O3 -march=native -ffp-contract=fast -shared -fPIC"
+/* Compiles between two prunings of the artifact cache. */
+#define CACHE_PRUNE_EVERY 32
 
 typedef struct cpu_backend {
     dt_measure_config measure;
@@ -44,6 +51,8 @@ typedef struct cpu_backend {
     char cc[256];
     uint64_t seed;
     atomic_ulong tmp_counter;
+    uint64_t cache_limit;        /* bytes; 0 = none */
+    pthread_mutex_t cache_mu;    /* one pruning at a time */
 
     pthread_mutex_t runner_mu;
     dt_runner *runner;
@@ -106,6 +115,7 @@ int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, voi
     if (!b)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     pthread_mutex_init(&b->runner_mu, NULL);
+    pthread_mutex_init(&b->cache_mu, NULL);
     b->measure = *params->measure;
     b->opts = *opts;
     b->seed = params->seed;
@@ -121,6 +131,10 @@ int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, voi
     }
     if ((rc = dt_mkdir_p(b->cache_dir, err)) < 0)
         goto fail;
+    /* a killed run's temporaries, then the oldest entries past the limit */
+    dt_cpu_cache_clean_temps(b->cache_dir);
+    b->cache_limit = (uint64_t)(b->measure.cache_mb > 0 ? b->measure.cache_mb : 0) << 20;
+    dt_cpu_cache_prune(b->cache_dir, b->cache_limit);
     dt_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
                             .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds };
     if ((rc = dt_runner_new(&rp, &b->runner, err)) < 0)
@@ -146,6 +160,7 @@ static void cpu_close(void *state)
         return;
     dt_runner_free(b->runner);
     pthread_mutex_destroy(&b->runner_mu);
+    pthread_mutex_destroy(&b->cache_mu);
     free(b->checked);
     free(b);
 }
@@ -291,6 +306,7 @@ int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifac
     char sofile[DT_PATH_MAX + 64], cfile[DT_PATH_MAX + 64], tmp_base[DT_PATH_MAX + 64];
     snprintf(sofile, sizeof sofile, "%s/%s.so", b->cache_dir, key);
     if (access(sofile, R_OK) == 0) {
+        dt_cpu_cache_touch(sofile);
         out->result = DT_RESULT_OK;
         (void)fmt_str(out->path, sizeof out->path, "%s", sofile);
         snprintf(out->detail, sizeof out->detail, "cached");
@@ -306,6 +322,10 @@ int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifac
     (void)fmt_str(keep, sizeof keep, "%s/%s.c", b->cache_dir, key);
     if (rename(cfile, keep) != 0)      /* the source stays next to its object */
         unlink(cfile);
+    if (serial % CACHE_PRUNE_EVERY == CACHE_PRUNE_EVERY - 1 && pthread_mutex_trylock(&b->cache_mu) == 0) {
+        dt_cpu_cache_prune(b->cache_dir, b->cache_limit);
+        pthread_mutex_unlock(&b->cache_mu);
+    }
     return rc;
 }
 

@@ -157,6 +157,8 @@ static const key_def keys[] = {
     K_DBL("measure.compile_timeout_seconds", measure.compile_timeout_seconds, 0, 1e6, "0",
           "compile limit of one candidate; 0 = max(60, 6 x timeout_seconds)"),
     K_INT("measure.builders", measure.builders, 1, 1024, "2", "compile threads"),
+    K_INT("measure.cache_mb", measure.cache_mb, 0, 10000000, "1024",
+          "cpu: size limit of the run's compiled-artifact cache, least recently used pruned; 0 = none"),
     K_INT("measure.threads", measure.threads, 1, 1024, "1", "threads of a CPU kernel"),
     K_BOOL("measure.check_output", measure.check_output, "true",
            "check each candidate's output against the reference"),

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -814,6 +815,85 @@ static void test_log_deleted_or_replaced_during_run(void **state)
     free(before);
 }
 
+/* ---- item 6: the compile cache --------------------------------------------------- */
+
+/* Writes a fake cache entry of `bytes` bytes used `age` seconds ago. */
+static void fake_entry(const char *cache, const char *name, size_t bytes, long age)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", cache, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (size_t i = 0; i < bytes; i++)
+        fputc('x', f);
+    fclose(f);
+    struct timespec when[2] = { { time(NULL) - age, 0 }, { time(NULL) - age, 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, path, when, 0), 0);
+}
+
+static bool cache_has(const char *cache, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", cache, name);
+    return access(path, F_OK) == 0;
+}
+
+/* The real CPU backend with measure.cache_mb 1 on a cache holding 1.8 MB of
+ * old entries and the temporaries of a killed compile: the temporaries of
+ * the dead process are removed (a live one's kept), the oldest entries are
+ * pruned first, and the run measures as usual. */
+static void test_compile_cache_is_bounded(void **state)
+{
+    (void)state;
+    char dir[64], cfg[160], cache[128], cwd[512], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cache, sizeof cache, "%s/run/cache", dir);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    char run[96];
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_int_equal(mkdir(run, 0755), 0);
+    assert_int_equal(mkdir(cache, 0755), 0);
+    const char *key[3] = { "0123456789abcdef0123456789abcde1", "0123456789abcdef0123456789abcde2",
+                           "0123456789abcdef0123456789abcde3" };
+    long age[3] = { 2 * 86400, 86400, 3600 };
+    char name[96];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "%s.so", key[i]);
+        fake_entry(cache, name, 550000, age[i]);
+        snprintf(name, sizeof name, "%s.c", key[i]);
+        fake_entry(cache, name, 50000, age[i]);
+    }
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    char dead_c[96], dead_so[96], live_c[96];
+    snprintf(dead_c, sizeof dead_c, "%s.tmp%d.7.c", key[0], (int)gone);
+    snprintf(dead_so, sizeof dead_so, "%s.tmp%d.7.so", key[0], (int)gone);
+    snprintf(live_c, sizeof live_c, "%s.tmp%d.7.c", key[1], (int)getpid());
+    fake_entry(cache, dead_c, 100, 60);
+    fake_entry(cache, dead_so, 100, 60);
+    fake_entry(cache, live_c, 100, 60);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cfg, sizeof cfg, "%s/cfg.yaml", dir);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nserver: {listen: \"off\"}\n"
+                                        "measure: {cache_mb: 1}\noutput: {dir: %s}\n", cwd, run), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "4", "--slot-seconds", "2", NULL },
+                         out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_false(cache_has(cache, dead_c));
+    assert_false(cache_has(cache, dead_so));
+    assert_true(cache_has(cache, live_c));
+    snprintf(name, sizeof name, "%s.so", key[0]);
+    assert_false(cache_has(cache, name));
+    snprintf(name, sizeof name, "%s.c", key[0]);
+    assert_false(cache_has(cache, name));
+    snprintf(name, sizeof name, "%s.so", key[1]);
+    assert_false(cache_has(cache, name));
+    assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -833,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_inputs_must_be_regular_files),
         cmocka_unit_test(test_messages_name_the_real_cause),
         cmocka_unit_test(test_log_deleted_or_replaced_during_run),
+        cmocka_unit_test(test_compile_cache_is_bounded),
         cmocka_unit_test(test_second_run_on_a_locked_dir_is_refused),
         cmocka_unit_test(test_resume_waits_for_the_old_measurement_process),
     };

@@ -95,6 +95,7 @@ typedef struct dt_measure_config {
     double timeout_seconds;    /* one candidate's run; 10 */
     double compile_timeout_seconds; /* one candidate's compile; 0 = dt_measure_compile_timeout's rule */
     int builders;              /* compile threads; 2 */
+    int cache_mb;              /* cpu: artifact cache size limit, LRU; 0 = none; 1024 */
     int threads;               /* kernel threads; 1 */
     bool check_output;         /* true */
     double tolerance;          /* relative; 1e-3 */
