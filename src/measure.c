@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/runner.h"
 #include "dtune/util.h"
 
 /* ---- CV early stopping ----------------------------------------------------- */
@@ -437,8 +436,9 @@ static int time_reference_here(const dt_task *task, dt_measure_result *out)
     float *in = malloc((n_in ? n_in : 1) * sizeof *in), *w = malloc((n_w ? n_w : 1) * sizeof *w);
     float *o = malloc((n_out ? n_out : 1) * sizeof *o);
     if (in && w && o) {
-        dt_runner_fill(in, n_in, 1);
-        dt_runner_fill(w, n_w, 2);
+        uint64_t state = 1;
+        dt_measure_fill(in, n_in, &state);
+        dt_measure_fill(w, n_w, &state);
         double t0 = dt_now_seconds();
         for (int i = 0; i < LOCAL_REFERENCE_CALLS; i++)
             dt_task_reference(task, in, w, o);
