@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtune/server.h"
 #include "support/run_cmd.h"
 
 static char out[1 << 16];
@@ -132,6 +133,49 @@ static void test_failed_task_does_not_end_the_run(void **state)
     assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > measured);
     assert_int_equal(dt_test_count_lines(log, "\"task\":\"conv\",\"task_index\":0,\"config\""), 64);
     free(before);
+}
+
+/* The failure is shown live too: /status names the failed task's reason,
+ * the page says it is counted at its reference's time, and `dtune status`
+ * flags it. */
+static void test_failed_task_on_status_and_page(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], text[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER "measure: {tolerance: 2.5e-6}\n", cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(text, sizeof text, "%s/out.txt", dir);
+    pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--listen", "127.0.0.1:0", "--budget",
+                                          "120", "--slot-trials", "4", "--finish-after", "1000000", NULL },
+                              text);
+    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\"") < 2; waited += 50)
+        sleep_ms(50);
+    char *said = dt_test_slurp(text);
+    const char *port_at = said ? strstr(said, "(port ") : NULL;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port_at ? atoi(port_at + 6) : 0);
+    free(said);
+    dt_http_reply reply;
+    dt_error err;
+    int got = dt_server_request(addr, "GET", "/status", 5000, &reply, &err);
+    json_t *status = got == 0 ? json_loads(reply.body, 0, NULL) : NULL;
+    const char *why = json_string_value(json_object_get(json_array_get(json_object_get(status, "tasks"), 0), "failed"));
+    bool named = why && strstr(why, "no valid config");
+    json_decref(status);
+    if (got == 0)
+        dt_server_reply_free(&reply);
+    got = got ? got : dt_server_request(addr, "GET", "/", 5000, &reply, &err);
+    bool page = got == 0 && strstr(reply.body, "counted at its reference implementation's time");
+    if (got == 0)
+        dt_server_reply_free(&reply);
+    int rc = dt_test_run((char *[]){ "dtune", "status", "--addr", addr, NULL }, out, sizeof out);
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+    assert_true(named);
+    assert_true(page);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "FAILED (counted at its reference's time)"));
 }
 
 /* Tolerance 0: no task has a valid config. A clear message, exit 1, every
@@ -898,6 +942,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_task_does_not_end_the_run),
+        cmocka_unit_test(test_failed_task_on_status_and_page),
         cmocka_unit_test(test_every_task_failed_is_exit_1),
         cmocka_unit_test(test_sigterm_and_budget_in_long_tuner_steps),
         cmocka_unit_test(test_resume_past_budget_measures_nothing),
