@@ -100,7 +100,8 @@ uint64_t dt_cpu_cache_prune(const char *dir, uint64_t limit_bytes)
     uint64_t total = 0, freed = 0;
     for (size_t i = 0; i < n; i++)
         total += list[i].bytes;
-    qsort(list, n, sizeof *list, older_first);
+    if (n > 1)
+        qsort(list, n, sizeof *list, older_first);
     time_t spare_after = time(NULL) - DT_CPU_CACHE_KEEP_RECENT_S;
     for (size_t i = 0; i < n && total > limit_bytes && list[i].used < spare_after; i++) {
         char name[KEY_LEN + 4];

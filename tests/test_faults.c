@@ -149,8 +149,9 @@ static void test_failed_task_on_status_and_page(void **state)
     pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--listen", "127.0.0.1:0", "--budget",
                                           "120", "--slot-trials", "4", "--finish-after", "1000000", NULL },
                               text);
-    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\"") < 2; waited += 50)
+    for (int waited = 0; waited < 60000 && dt_test_count_lines(log, "\"type\":\"failed\"") < 2; waited += 50)
         sleep_ms(50);
+    sleep_ms(500);   /* the run state takes the failure right after its log record */
     char *said = dt_test_slurp(text);
     const char *port_at = said ? strstr(said, "(port ") : NULL;
     char addr[64];
