@@ -3,6 +3,7 @@
 #   make            build bin/dtune (installs missing Debian packages first)
 #   make test       set-up, build, run every cmocka test; the summary is the last line
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make SAN=thread test  the same under ThreadSanitizer (data races)
 #   make bench      build the benchmarks in bench/
 #   make run        tune the default config.yaml (models/resnet18.yaml on the CPU)
 
@@ -20,6 +21,10 @@ ifeq ($(SAN),1)
 BUILD    := build-san
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
+else ifeq ($(SAN),thread)
+BUILD    := build-tsan
+CFLAGS   += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=thread
 else
 BUILD    := build
 endif
@@ -40,7 +45,7 @@ TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(wildcard tests/support/*.c)
 BENCH_SRC := $(wildcard bench/*_bench.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
-ifeq ($(SAN),1)
+ifneq ($(SAN),)
 DTUNE     := $(BUILD)/dtune
 else
 DTUNE     := bin/dtune
@@ -99,6 +104,6 @@ run: all
 	./bin/dtune tune -c config.yaml
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san build-tsan bin
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d

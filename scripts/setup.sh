@@ -4,8 +4,9 @@
 # installs nothing and needs no network.
 set -eu
 
+# prometheus: its promtool checks the status server's /metrics in the tests.
 pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
-libmicrohttpd-dev libcmocka-dev libplplot-dev curl"
+libmicrohttpd-dev libcmocka-dev libplplot-dev curl prometheus"
 if [ "${1:-}" = "--bench" ]; then
     pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy"
 fi

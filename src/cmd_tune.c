@@ -108,6 +108,6 @@ int dt_cmd_tune(int argc, char **argv)
                dt_stop_reason_name(res.reason), res.elapsed);
     if (res.reason == DT_STOP_TARGET)
         printf("dtune: target latency %.4f ms reached\n", cfg.budget.target_latency_ms);
-    printf("dtune: reports in %s (latency.csv, latency.svg, best.json)\n", cfg.output_dir);
+    printf("dtune: reports in %s (report.html, latency.csv, latency.svg, best.json)\n", cfg.output_dir);
     return 0;
 }

@@ -57,6 +57,16 @@ double dt_run_elapsed(const dt_run *r)
     return r->elapsed_base + (dt_now_seconds() - r->t0);
 }
 
+/* Sets the run's phase and the task being warmed up (-1: none) in the shared
+ * state. */
+static void set_phase(dt_run *r, const char *phase, int warmup_task)
+{
+    pthread_mutex_lock(&r->state.lock);
+    snprintf(r->state.phase, sizeof r->state.phase, "%s", phase);
+    r->state.warmup_task = warmup_task;
+    pthread_mutex_unlock(&r->state.lock);
+}
+
 /* ---- bookkeeping of one measurement ----------------------------------------- */
 
 static int push_curve(dt_task_run *tr, double best)
@@ -229,6 +239,7 @@ int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency
     pthread_mutex_lock(&r->state.lock);
     r->state.slot = slot;
     r->state.elapsed = elapsed;
+    r->state.slot_started = -1;
     r->state.latency_ms = latency_ms;
     if (k >= 0)
         r->state.tasks[k].slots = r->tasks[k].slots;
@@ -383,9 +394,10 @@ static bool every_task_known(const dt_run *r)
 static int warm_up(dt_run *r, dt_error *err)
 {
     int rc = 0, failed = 0;
-    snprintf(r->state.phase, sizeof r->state.phase, "warm-up");
     for (int k = 0; k < r->model->ntasks && !stop_requested && !budget_spent(r) && rc == 0; k++) {
         dt_task_run *tr = &r->tasks[k];
+        if (tr->best_gflops <= 0 && !tr->dead)
+            set_phase(r, "warm-up", k);
         while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
             if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
                 rc = fail_task(r, k, err);
@@ -398,8 +410,11 @@ static int warm_up(dt_run *r, dt_error *err)
         return every_task_failed(r, err);
     if (rc == 0 && r->slot < 0 && every_task_known(r)) {
         r->slot = 0;
+        double start = dt_run_model_latency(r);
+        pthread_mutex_lock(&r->state.lock);
+        r->state.start_latency_ms = start;
+        pthread_mutex_unlock(&r->state.lock);
         rc = write_slot(r, -1, NULL, 0, err);
-        r->state.start_latency_ms = dt_run_model_latency(r);
     }
     return rc;
 }
@@ -420,6 +435,64 @@ static dt_stop_reason should_stop(const dt_run *r)
     return DT_STOP_NONE;
 }
 
+/* What decided task i at this pick, where the score alone does not say. */
+static const char *score_note(const dt_run *r, const dt_sched_task *st, int i)
+{
+    if (r->tasks[i].dead)
+        return "failed";
+    if (st[i].exhausted)
+        return "exhausted";
+    if (st[i].finished)
+        return "finished";
+    if (st[i].slots == 0)
+        return "untried";
+    if (dt_scheduler_needs_belief(r->sched) && !st[i].pred_ok)
+        return "no prediction";
+    return "";
+}
+
+/* Task i's row of this decision: the policy's score and, for a policy that
+ * reads the belief, the predicted cut of one more slot with its interval. */
+static void score_row(const dt_run *r, const dt_sched_task *st, const double *scores, int i,
+                      dt_task_score *row)
+{
+    const dt_task_run *tr = &r->tasks[i];
+    row->score = scores[i];
+    row->cut_ms = row->cut_lo_ms = row->cut_hi_ms = NAN;
+    if (dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0) {
+        dt_sched_task bound = st[i];
+        row->cut_ms = dt_sched_expected_reduction(&bound);
+        bound.pred_gflops = tr->pred_lo_gflops;
+        row->cut_lo_ms = dt_sched_expected_reduction(&bound);
+        bound.pred_gflops = tr->pred_hi_gflops;
+        row->cut_hi_ms = dt_sched_expected_reduction(&bound);
+    }
+    snprintf(row->note, sizeof row->note, "%s", score_note(r, st, i));
+}
+
+/* Publishes the start of slot r->slot, given to task k, with the policy's
+ * view of every task. Returns 0 or DT_ENOMEM. */
+static int start_slot(dt_run *r, int k, const dt_sched_task *st, const double *scores,
+                      double decision_ms)
+{
+    int n = r->model->ntasks;
+    dt_task_score rows[n];
+    for (int i = 0; i < n; i++)
+        score_row(r, st, scores, i, &rows[i]);
+    double now = dt_run_elapsed(r);
+    dt_slot_decision d = { .slot = r->slot, .task = k, .elapsed = now, .decision_ms = decision_ms };
+    pthread_mutex_lock(&r->state.lock);
+    r->state.slot = r->slot;
+    r->state.current_task = k;
+    r->state.elapsed = now;
+    r->state.slot_started = now;
+    int rc = dt_run_state_add_decision(&r->state, &d, rows);
+    pthread_mutex_unlock(&r->state.lock);
+    if (rc == 0)
+        dt_run_say_decision(r);
+    return rc;
+}
+
 static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
 {
     int n = r->model->ntasks, rc;
@@ -437,9 +510,8 @@ static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
         return 0;
     }
     r->slot++;
-    pthread_mutex_lock(&r->state.lock);
-    r->state.current_task = k;
-    pthread_mutex_unlock(&r->state.lock);
+    if ((rc = start_slot(r, k, st, scores, decision_ms)))
+        return dt_error_set(err, rc, "out of memory");
     rc = run_task(r, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
     if (rc == 0)
         rc = write_slot(r, k, scores, decision_ms, err);
@@ -449,7 +521,7 @@ static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
 static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
 {
     int rc = warm_up(r, err);
-    snprintf(r->state.phase, sizeof r->state.phase, "tuning");
+    set_phase(r, "tuning", -1);
     dt_stop_reason reason = rc ? DT_STOP_NONE : should_stop(r);
     while (rc == 0 && reason == DT_STOP_NONE) {
         rc = one_slot(r, &reason, err);
@@ -457,7 +529,7 @@ static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
             reason = should_stop(r);
     }
     res->reason = reason;
-    snprintf(r->state.phase, sizeof r->state.phase, "done");
+    set_phase(r, "done", -1);
     return rc;
 }
 
@@ -486,13 +558,17 @@ int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
     res->resumed_records = r->resumed_records;
     struct sigaction old_int, old_term;
     install_signals(&old_int, &old_term);
+    dt_run_ticker_start(r);
     rc = main_loop(r, res, err);
+    dt_run_ticker_stop(r);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     res->slots = r->slot;
     res->measurements = r->measured_now;
     res->elapsed = dt_run_elapsed(r);
+    pthread_mutex_lock(&r->state.lock);
     res->start_latency_ms = r->state.start_latency_ms;
+    pthread_mutex_unlock(&r->state.lock);
     res->latency_ms = dt_run_model_latency(r);
     if (rc == 0)
         rc = dt_run_publish(r, false, err);

@@ -45,6 +45,17 @@ static double next_slot_trials(const dt_run *r, const dt_task_run *tr)
     return r->cfg->tuner.batch_size;
 }
 
+/* 90 % interval of the best GFLOPS at the horizon: the best so far is kept,
+ * so it is max(best, f(h)) with f(h) ~ N(mean, predictive_std²); its 5 % and
+ * 95 % quantiles are the normal's, raised to the best so far. */
+static void credible_interval(const dt_belief_prediction *p, double peak, double *lo, double *hi)
+{
+    const double z90 = 1.6448536269514722;
+    double low = p->mean - z90 * p->predictive_std, high = p->mean + z90 * p->predictive_std;
+    *lo = (low > p->best_observed ? low : p->best_observed) * peak;
+    *hi = (high > p->best_observed ? high : p->best_observed) * peak;
+}
+
 int dt_run_predict(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks, rc = 0;
@@ -75,6 +86,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
         dt_task_run *tr = &r->tasks[k];
         tr->pred_ok = pred[k].ok;
         tr->pred_gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
+        credible_interval(&pred[k], tr->peak_gflops, &tr->pred_lo_gflops, &tr->pred_hi_gflops);
     }
 done:
     for (int k = 0; ys && k < n; k++)

@@ -39,9 +39,13 @@ typedef struct dt_task_run {
     int nhistory;
     double latency_history[DT_SCHED_WINDOW];
     double pred_gflops;        /* belief prediction at the next slot's end */
+    double pred_lo_gflops;     /* its 90 % credible interval */
+    double pred_hi_gflops;
     bool pred_ok;
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
 } dt_task_run;
+
+typedef struct dt_run_ticker dt_run_ticker;
 
 typedef struct dt_run {
     const dt_config *cfg;
@@ -65,6 +69,7 @@ typedef struct dt_run {
     double tuner_overhead;     /* tuner's non-measurement seconds */
     bool tty;
     void *belief;              /* daemon_belief.c's dt_belief_pool */
+    dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
@@ -84,5 +89,18 @@ void dt_run_belief_free(dt_run *r);
 /* After a live slot (csv_row true) appends its latency.csv row; always
  * rewrites latency.svg and best.json and prints the status line. */
 int dt_run_publish(dt_run *r, bool csv_row, dt_error *err);
+
+/* Starts the ticker thread: at least once a second it moves the shared
+ * state's elapsed time and redraws the terminal's live line, so both tick
+ * within slots too. Needs r->t0 set. Without a thread (none could be made)
+ * the run goes on and the line moves at slot ends only. */
+void dt_run_ticker_start(dt_run *r);
+
+/* Stops and joins the ticker; safe when none runs. */
+void dt_run_ticker_stop(dt_run *r);
+
+/* Prints the newest decision as one compact line: the chosen task and the
+ * best-ranked others with their scores. */
+void dt_run_say_decision(dt_run *r);
 
 #endif

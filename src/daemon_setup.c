@@ -196,6 +196,25 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     return dt_run_account(r, k, rec->config, &rec->m, tr->trials + 1);
 }
 
+/* A logged decision back into the run state: the logged scores, with no
+ * prediction (the log keeps none). */
+static int replay_decision(dt_run *r, const dt_slot_record *rec)
+{
+    int n = r->model->ntasks;
+    dt_task_score rows[n];
+    for (int i = 0; i < n; i++)
+        rows[i] = (dt_task_score){ .score = i < rec->nscores ? rec->scores[i] : NAN,
+                                   .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN };
+    pthread_mutex_lock(&r->state.lock);
+    /* decided when the slot before it closed */
+    double at = r->state.npoints > 0 ? r->state.points[r->state.npoints - 1].elapsed : rec->time;
+    dt_slot_decision d = { .slot = rec->slot, .task = rec->task_index, .elapsed = at,
+                           .decision_ms = rec->decision_ms };
+    int rc = dt_run_state_add_decision(&r->state, &d, rows);
+    pthread_mutex_unlock(&r->state.lock);
+    return rc;
+}
+
 static int replay_slot(void *ctx, const dt_slot_record *rec)
 {
     replay_ctx *rc = ctx;
@@ -218,7 +237,9 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
         r->elapsed_base = rec->time;
     if (rec->slot == 0)
         r->state.start_latency_ms = rec->model_latency_ms;
-    int code = dt_run_close_slot(r, rec->slot, k, rec->time, dt_run_model_latency(r));
+    int code = k >= 0 ? replay_decision(r, rec) : 0;
+    if (code == 0)
+        code = dt_run_close_slot(r, rec->slot, k, rec->time, dt_run_model_latency(r));
     return code ? dt_error_set(rc->err, code, "out of memory") : 0;
 }
 
@@ -436,6 +457,7 @@ void dt_run_close(dt_run *r)
 {
     if (!r)
         return;
+    dt_run_ticker_stop(r);
     dt_server_stop(r->server);
     for (int k = 0; r->tasks && k < r->model->ntasks; k++) {
         dt_tuner_free(r->tasks[k].tuner);

@@ -128,6 +128,25 @@ static int run_file(const dt_run_state *rs, const char *name, char *buf, size_t 
     return 0;
 }
 
+int dt_report_replace(const dt_run_state *rs, const char *name, const char *text, size_t len,
+                      dt_error *err)
+{
+    char path[DT_PATH_MAX + 32], tmp[DT_PATH_MAX + 48];
+    int rc = run_file(rs, name, path, sizeof path, err);
+    if (rc)
+        return rc;
+    int fd = temp_beside(path, tmp, sizeof tmp, err);
+    if (fd < 0)
+        return fd;
+    int e = dt_write_all(fd, text, len);
+    if (e != 0) {
+        close(fd);
+        unlink(tmp);
+        return dt_error_set(err, DT_EIO, "%s: %s", tmp, strerror(e));
+    }
+    return commit_temp(fd, tmp, path, err);
+}
+
 /* ---- latency.csv ---------------------------------------------------------- */
 
 /* Writes s as one CSV field, quoted when it holds a comma, quote or newline. */
@@ -322,6 +341,92 @@ static json_t *task_json(const dt_task_state *t)
     return o;
 }
 
+/* Ranked rows of decision i: task, score (null where the policy could not
+ * pick it), cut_ms with cut_lo_ms / cut_hi_ms (null where the policy reads no
+ * prediction), note, chosen. */
+static json_t *ranking_json(const dt_run_state *rs, int i)
+{
+    json_t *rows = json_array();
+    int order[rs->ntasks > 0 ? rs->ntasks : 1];
+    const dt_task_score *scores = dt_run_state_scores(rs, i);
+    dt_run_state_rank(rs, i, order);
+    for (int j = 0; rows && j < rs->ntasks; j++) {
+        const dt_task_score *sc = &scores[order[j]];
+        json_t *row = json_object();
+        int bad = !row || put(row, "task", json_string(rs->tasks[order[j]].name)) |
+                              put(row, "score", number_or_null(sc->score)) |
+                              put(row, "cut_ms", number_or_null(sc->cut_ms)) |
+                              put(row, "cut_lo_ms", number_or_null(sc->cut_lo_ms)) |
+                              put(row, "cut_hi_ms", number_or_null(sc->cut_hi_ms)) |
+                              put(row, "note", json_string(sc->note)) |
+                              put(row, "chosen", json_boolean(order[j] == rs->decisions[i].task));
+        if (bad || json_array_append_new(rows, row) != 0) {
+            json_decref(rows);
+            return NULL;
+        }
+    }
+    return rows;
+}
+
+json_t *dt_report_decision_json(const dt_run_state *rs, int i)
+{
+    const dt_slot_decision *d = &rs->decisions[i];
+    json_t *o = json_object();
+    int k = d->task;
+    int bad = !o || put(o, "slot", json_integer(d->slot)) |
+                        put(o, "task", k >= 0 && k < rs->ntasks ? json_string(rs->tasks[k].name)
+                                                               : json_null()) |
+                        put(o, "elapsed_s", number_or_null(d->elapsed)) |
+                        put(o, "decision_ms", number_or_null(d->decision_ms)) |
+                        put(o, "ranking", ranking_json(rs, i));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The last DT_STATUS_DECISIONS decisions, newest last. */
+static json_t *decisions_json(const dt_run_state *rs)
+{
+    json_t *list = json_array();
+    int first = rs->ndecisions > DT_STATUS_DECISIONS ? rs->ndecisions - DT_STATUS_DECISIONS : 0;
+    for (int i = first; list && i < rs->ndecisions; i++) {
+        if (json_array_append_new(list, dt_report_decision_json(rs, i)) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* While warming up: which task of how many, and its trials; else null. */
+static json_t *warmup_json(const dt_run_state *rs)
+{
+    int k = rs->warmup_task;
+    if (strcmp(rs->phase, "warm-up") != 0 || k < 0 || k >= rs->ntasks)
+        return json_null();
+    return json_pack("{s:i, s:i, s:s, s:i}", "task", k + 1, "of", rs->ntasks, "name",
+                     rs->tasks[k].name, "trials", rs->tasks[k].trials);
+}
+
+/* What only a running tuner knows (the /status additions). */
+static int put_live(json_t *o, const dt_run_state *rs)
+{
+    const char *current = dt_run_state_current_task(rs);
+    return put(o, "current_task", current ? json_string(current) : json_null()) |
+           put(o, "speedup", number_or_null(dt_run_state_speedup(rs))) |
+           put(o, "budget_left_s", number_or_null(dt_run_state_budget_left(rs))) |
+           put(o, "slot_elapsed_s", rs->slot_started >= 0
+                                        ? number_or_null(rs->elapsed - rs->slot_started)
+                                        : json_null()) |
+           put(o, "warmup", warmup_json(rs)) |
+           put(o, "decision", rs->ndecisions > 0 ? dt_report_decision_json(rs, rs->ndecisions - 1)
+                                                 : json_null()) |
+           put(o, "decisions_total", json_integer(rs->ndecisions)) |
+           put(o, "decisions", decisions_json(rs));
+}
+
 json_t *dt_report_run_json(const dt_run_state *rs, bool live)
 {
     json_t *o = json_object(), *tasks = json_array();
@@ -330,7 +435,6 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
         json_decref(tasks);
         return NULL;
     }
-    const char *current = dt_run_state_current_task(rs);
     int bad = (live && put(o, "run", json_string(rs->run_dir))) |
               put(o, "model", json_string(rs->model)) | put(o, "target", json_string(rs->target)) |
               put(o, "policy", json_string(rs->policy)) |
@@ -338,16 +442,14 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
               put(o, "phase", json_string(rs->phase)) |
               put(o, "elapsed_s", number_or_null(rs->elapsed)) |
               put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
-              (live && put(o, "current_task", current ? json_string(current) : json_null())) |
               put(o, "model_latency_ms", number_or_null(rs->latency_ms)) |
               put(o, "start_latency_ms", number_or_null(rs->start_latency_ms)) |
-              (live && put(o, "speedup", number_or_null(dt_run_state_speedup(rs)))) |
               put(o, "target_latency_ms", rs->target_latency_ms > 0
                                               ? number_or_null(rs->target_latency_ms)
                                               : json_null()) |
               put(o, "reached_at_s", rs->reached_at >= 0 ? number_or_null(rs->reached_at)
                                                          : json_null()) |
-              put(o, "tasks", tasks);
+              (live && put_live(o, rs)) | put(o, "tasks", tasks);
     for (int k = 0; k < rs->ntasks && !bad; k++)
         bad = json_array_append_new(tasks, task_json(&rs->tasks[k])) != 0;
     if (bad) {

@@ -20,6 +20,8 @@ int dt_run_state_init(dt_run_state *rs, const dt_model *model)
     snprintf(rs->model, sizeof rs->model, "%s", model->name);
     rs->ntasks = model->ntasks;
     rs->current_task = -1;
+    rs->warmup_task = -1;
+    rs->slot_started = -1;
     rs->reached_at = -1;
     for (int i = 0; i < model->ntasks; i++) {
         const dt_task *t = &model->tasks[i];
@@ -39,9 +41,13 @@ void dt_run_state_destroy(dt_run_state *rs)
         return;
     free(rs->tasks);
     free(rs->points);
+    free(rs->decisions);
+    free(rs->scores);
     pthread_mutex_destroy(&rs->lock);
     rs->tasks = NULL;
     rs->points = NULL;
+    rs->decisions = NULL;
+    rs->scores = NULL;
 }
 
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
@@ -56,32 +62,86 @@ int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
     return 0;
 }
 
+int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
+                              const dt_task_score *rows)
+{
+    size_t n = (size_t)(rs->ntasks > 0 ? rs->ntasks : 1);
+    if (rs->ndecisions == rs->cap_decisions) {
+        size_t cap = dt_grow_capacity((size_t)rs->cap_decisions, (size_t)rs->ndecisions + 1);
+        if (cap > INT_MAX / n || dt_resize(&rs->decisions, cap, sizeof *rs->decisions) != 0 ||
+            dt_resize(&rs->scores, cap * n, sizeof *rs->scores) != 0)
+            return DT_ENOMEM;
+        rs->cap_decisions = (int)cap;
+    }
+    rs->decisions[rs->ndecisions] = *d;
+    if (rs->ntasks > 0)
+        memcpy(rs->scores + (size_t)rs->ndecisions * n, rows, (size_t)rs->ntasks * sizeof *rows);
+    rs->ndecisions++;
+    return 0;
+}
+
+const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i)
+{
+    return rs->scores + (size_t)i * (size_t)rs->ntasks;
+}
+
+/* Sort key of a score row: pickable tasks by score, the rest below them. */
+static double rank_key(const dt_task_score *row)
+{
+    return isfinite(row->score) ? row->score : -HUGE_VAL;
+}
+
+void dt_run_state_rank(const dt_run_state *rs, int i, int *order)
+{
+    const dt_task_score *rows = dt_run_state_scores(rs, i);
+    int chosen = rs->decisions[i].task, n = 0;
+    if (chosen >= 0 && chosen < rs->ntasks)
+        order[n++] = chosen;
+    for (int k = 0; k < rs->ntasks; k++) {
+        if (k == chosen)
+            continue;
+        int j = n++;
+        /* insertion sort: ntasks is small and the order must be stable */
+        while (j > 0 && order[j - 1] != chosen && rank_key(&rows[order[j - 1]]) < rank_key(&rows[k])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = k;
+    }
+}
+
+double dt_run_state_budget_left(const dt_run_state *rs)
+{
+    return rs->budget > rs->elapsed ? rs->budget - rs->elapsed : 0;
+}
+
+/* A malloc'd copy of n items of size bytes at src (one item when n is 0, as
+ * memcpy from NULL is undefined even for 0 bytes). */
+static void *copy_items(const void *src, int n, size_t size)
+{
+    void *dst = malloc((size_t)(n > 0 ? n : 1) * size);
+    if (dst && n > 0)
+        memcpy(dst, src, (size_t)n * size);
+    return dst;
+}
+
 int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
 {
     pthread_mutex_lock(&src->lock);
     *dst = *src;
-    dst->tasks = malloc((size_t)(src->ntasks ? src->ntasks : 1) * sizeof *dst->tasks);
-    dst->points = malloc((size_t)(src->npoints ? src->npoints : 1) * sizeof *dst->points);
-    int rc = 0;
-    if (!dst->tasks || !dst->points) {
-        rc = DT_ENOMEM;
-    } else {
-        /* memcpy from NULL is undefined even for 0 bytes (no point yet) */
-        if (src->ntasks > 0)
-            memcpy(dst->tasks, src->tasks, (size_t)src->ntasks * sizeof *dst->tasks);
-        if (src->npoints > 0)
-            memcpy(dst->points, src->points, (size_t)src->npoints * sizeof *dst->points);
-        dst->cap_points = src->npoints;
-    }
+    dst->tasks = copy_items(src->tasks, src->ntasks, sizeof *dst->tasks);
+    dst->points = copy_items(src->points, src->npoints, sizeof *dst->points);
+    dst->decisions = copy_items(src->decisions, src->ndecisions, sizeof *dst->decisions);
+    dst->scores = copy_items(src->scores, src->ndecisions * src->ntasks, sizeof *dst->scores);
+    dst->cap_points = src->npoints;
+    dst->cap_decisions = src->ndecisions;
     pthread_mutex_unlock(&src->lock);
     pthread_mutex_init(&dst->lock, NULL);
-    if (rc) {
-        free(dst->tasks);
-        free(dst->points);
-        dst->tasks = NULL;
-        dst->points = NULL;
+    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores) {
+        dt_run_state_destroy(dst);
+        return DT_ENOMEM;
     }
-    return rc;
+    return 0;
 }
 
 double dt_run_state_model_latency(const dt_run_state *rs)
@@ -101,6 +161,8 @@ int dt_run_state_init_empty(dt_run_state *rs, int ntasks)
     pthread_mutex_init(&rs->lock, NULL);
     rs->ntasks = ntasks;
     rs->current_task = -1;
+    rs->warmup_task = -1;
+    rs->slot_started = -1;
     rs->reached_at = -1;
     return 0;
 }

@@ -150,9 +150,17 @@ static void prom_value(FILE *f, double v)
         fprintf(f, "%.12g", v);
 }
 
-static void prom_gauge(FILE *f, const char *name, const char *help, double v)
+/* The HELP and TYPE lines of one metric family. */
+static void prom_family(FILE *f, const char *name, const char *type, const char *help)
 {
-    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s ", name, help, name, name);
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A family of one sample without labels. */
+static void prom_single(FILE *f, const char *name, const char *type, const char *help, double v)
+{
+    prom_family(f, name, type, help);
+    fprintf(f, "%s ", name);
     prom_value(f, v);
     fputc('\n', f);
 }
@@ -172,16 +180,17 @@ static void prom_label(FILE *f, const char *s)
 
 typedef double (*task_field)(const dt_task_state *t);
 
-static double task_best_gflops(const dt_task_state *t) { return t->best_gflops; }
-static double task_best_latency(const dt_task_state *t) { return t->best_latency_ms; }
+static double task_best_flops(const dt_task_state *t) { return t->best_gflops * 1e9; }
+static double task_best_latency(const dt_task_state *t) { return t->best_latency_ms / 1e3; }
 static double task_trials(const dt_task_state *t) { return t->trials; }
 static double task_slots(const dt_task_state *t) { return t->slots; }
 static double task_finished(const dt_task_state *t) { return t->finished; }
 
-static void prom_task_gauge(FILE *f, const dt_run_state *rs, const char *name, const char *help,
-                            task_field field)
+/* One family with a sample per task, labelled task="NAME". */
+static void prom_per_task(FILE *f, const dt_run_state *rs, const char *name, const char *type,
+                          const char *help, task_field field)
 {
-    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    prom_family(f, name, type, help);
     for (int k = 0; k < rs->ntasks; k++) {
         fprintf(f, "%s{task=\"", name);
         prom_label(f, rs->tasks[k].name);
@@ -191,6 +200,9 @@ static void prom_task_gauge(FILE *f, const dt_run_state *rs, const char *name, c
     }
 }
 
+/* Prometheus conventions: base units (seconds, FLOP/s), counters named
+ * _total for what only grows, gauges for the rest, one HELP and TYPE per
+ * family. Latencies are NaN until warm-up has measured every task. */
 static int build_metrics(const dt_run_state *rs, page *out)
 {
     char *buf = NULL;
@@ -198,108 +210,34 @@ static int build_metrics(const dt_run_state *rs, page *out)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return DT_ENOMEM;
-    prom_gauge(f, "dtune_model_latency_ms",
-               "Model latency now: sum over tasks of count x best latency, in ms.", rs->latency_ms);
-    prom_gauge(f, "dtune_start_latency_ms", "Model latency after warm-up, in ms.",
-               rs->start_latency_ms);
-    prom_gauge(f, "dtune_target_latency_ms", "Latency target in ms (0: none).",
-               rs->target_latency_ms);
-    prom_gauge(f, "dtune_target_reached", "1 once the model latency met the target.",
-               rs->reached_at >= 0);
-    prom_gauge(f, "dtune_elapsed_seconds", "Tuning time spent, across resumes.", rs->elapsed);
-    prom_gauge(f, "dtune_budget_seconds", "Tuning time budget of the run.", rs->budget);
-    prom_gauge(f, "dtune_slot", "Index of the current tuning slot.", rs->slot);
-    prom_task_gauge(f, rs, "dtune_task_best_gflops", "Best measured GFLOPS of a task.",
-                    task_best_gflops);
-    prom_task_gauge(f, rs, "dtune_task_best_latency_ms", "Best latency of one run of a task, ms.",
-                    task_best_latency);
-    prom_task_gauge(f, rs, "dtune_task_trials", "Configurations measured for a task.",
-                    task_trials);
-    prom_task_gauge(f, rs, "dtune_task_slots", "Slots a task has been given.", task_slots);
-    prom_task_gauge(f, rs, "dtune_task_finished", "1 once a task's tuning is finished.",
-                    task_finished);
+    double latency = rs->npoints > 0 ? rs->latency_ms / 1e3 : NAN;
+    double start = rs->start_latency_ms > 0 ? rs->start_latency_ms / 1e3 : NAN;
+    prom_single(f, "dtune_model_latency_seconds", "gauge",
+                "Model latency now: sum over tasks of count x best latency.", latency);
+    prom_single(f, "dtune_start_latency_seconds", "gauge", "Model latency after warm-up.", start);
+    prom_single(f, "dtune_target_latency_seconds", "gauge", "Latency target (0: none).",
+                rs->target_latency_ms / 1e3);
+    prom_single(f, "dtune_target_reached", "gauge", "1 once the model latency met the target.",
+                rs->reached_at >= 0);
+    prom_single(f, "dtune_elapsed_seconds_total", "counter", "Tuning time spent, across resumes.",
+                rs->elapsed);
+    prom_single(f, "dtune_budget_seconds", "gauge", "Tuning time budget of the run.", rs->budget);
+    prom_single(f, "dtune_budget_left_seconds", "gauge", "Tuning time budget not yet spent.",
+                dt_run_state_budget_left(rs));
+    prom_single(f, "dtune_slots_total", "counter", "Tuning slots started (the current slot's number).",
+                rs->slot > 0 ? rs->slot : 0);
+    prom_per_task(f, rs, "dtune_task_best_flops", "gauge",
+                  "Best measured FLOP per second of a task (0 until measured).", task_best_flops);
+    prom_per_task(f, rs, "dtune_task_best_latency_seconds", "gauge",
+                  "Best latency of one run of a task (0 until measured).", task_best_latency);
+    prom_per_task(f, rs, "dtune_task_trials_total", "counter", "Configurations measured for a task.",
+                  task_trials);
+    prom_per_task(f, rs, "dtune_task_slots_total", "counter", "Slots a task has been given.",
+                  task_slots);
+    prom_per_task(f, rs, "dtune_task_finished", "gauge", "1 once a task's tuning is finished.",
+                  task_finished);
     out->type = "text/plain; version=0.0.4; charset=utf-8";
     return page_from_stream(f, &buf, &len, out);
-}
-
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static void html_head(FILE *f, const dt_run_state *rs)
-{
-    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-          "<meta http-equiv=\"refresh\" content=\"5\"><title>dtune: ", f);
-    html_text(f, rs->model);
-    fprintf(f, " %.4g ms</title>\n<style>body{font-family:sans-serif;margin:1.5em}"
-               "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right}"
-               "td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f2f2f2}"
-               "</style></head><body>\n<h1>dtune: ", rs->latency_ms);
-    html_text(f, rs->model);
-    fputs(" on ", f);
-    html_text(f, rs->target);
-    fputs("</h1>\n", f);
-}
-
-static void html_summary(FILE *f, const dt_run_state *rs)
-{
-    char elapsed[32], budget[32], reached[32];
-    const char *current = dt_run_state_current_task(rs);
-    dt_report_format_duration(rs->elapsed, elapsed, sizeof elapsed);
-    dt_report_format_duration(rs->budget, budget, sizeof budget);
-    dt_report_format_duration(rs->reached_at, reached, sizeof reached);
-    fputs("<p>policy ", f);
-    html_text(f, rs->policy);
-    fputs(", strategy ", f);
-    html_text(f, rs->strategy);
-    fputs(", phase ", f);
-    html_text(f, rs->phase);
-    fprintf(f, "; %s of %s, slot %d, task ", elapsed, budget, rs->slot);
-    html_text(f, current ? current : "-");
-    fprintf(f, "</p>\n<p><b>model latency %.4g ms</b> (%.4g ms at start, %.2fx faster)", rs->latency_ms,
-            rs->start_latency_ms, dt_run_state_speedup(rs));
-    if (rs->target_latency_ms > 0)
-        fprintf(f, "; target %.4g ms, %s%s", rs->target_latency_ms,
-                rs->reached_at >= 0 ? "reached after " : "not reached yet",
-                rs->reached_at >= 0 ? reached : "");
-    fputs("</p>\n<p><img src=\"/latency.svg\" alt=\"model latency over time\" width=\"900\"></p>\n",
-          f);
-}
-
-static void html_tasks(FILE *f, const dt_run_state *rs)
-{
-    fputs("<table><tr><th>task</th><th>kind</th><th>shape</th><th>count</th><th>best GFLOPS</th>"
-          "<th>% peak</th><th>best ms</th><th>trials</th><th>slots</th><th>state</th></tr>\n", f);
-    for (int k = 0; k < rs->ntasks; k++) {
-        const dt_task_state *t = &rs->tasks[k];
-        fputs("<tr><td>", f);
-        html_text(f, t->name);
-        fputs("</td><td>", f);
-        html_text(f, t->kind);
-        fputs("</td><td>", f);
-        html_text(f, t->shape);
-        fprintf(f, "</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.4g</td><td>%d</td><td>%d</td>"
-                   "<td>%s", t->count, t->best_gflops,
-                t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0,
-                t->best_latency_ms, t->trials, t->slots,
-                t->failed[0] ? "failed: " : t->finished ? "finished" : k == rs->current_task ? "tuning" : "");
-        if (t->failed[0]) {
-            html_text(f, t->failed);
-            fputs(" (counted at its reference implementation's time)", f);
-        }
-        fputs("</td></tr>\n", f);
-    }
-    fputs("</table>\n<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a>"
-          " &middot; <a href=\"/latency.svg\">/latency.svg</a></p>\n</body></html>\n", f);
 }
 
 static int build_html(const dt_run_state *rs, page *out)
@@ -309,9 +247,7 @@ static int build_html(const dt_run_state *rs, page *out)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return DT_ENOMEM;
-    html_head(f, rs);
-    html_summary(f, rs);
-    html_tasks(f, rs);
+    dt_report_html(f, rs, true);
     out->type = "text/html; charset=utf-8";
     return page_from_stream(f, &buf, &len, out);
 }
@@ -347,22 +283,36 @@ static char *read_fd(int fd, size_t *len)
     return NULL;
 }
 
-static int build_svg(const dt_run_state *rs, page *out)
+/* Serves RUN_DIR/name as the report module last wrote it. */
+static int run_file_page(const dt_run_state *rs, const char *name, const char *type, page *out)
 {
-    char path[DT_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/latency.svg", rs->run_dir[0] ? rs->run_dir : ".");
+    char path[DT_PATH_MAX + 32], msg[96];
+    snprintf(path, sizeof path, "%s/%s", rs->run_dir[0] ? rs->run_dir : ".", name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return text_page(out, MHD_HTTP_NOT_FOUND, "latency.svg is written after the first slot\n");
+    if (fd < 0 && errno == ENOENT) {
+        snprintf(msg, sizeof msg, "%s is written after the first slot\n", name);
+        return text_page(out, MHD_HTTP_NOT_FOUND, msg);
+    }
+    snprintf(msg, sizeof msg, "%s cannot be read\n", name);
     if (fd < 0)
-        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "latency.svg cannot be read\n");
+        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
     out->body = read_fd(fd, &out->len);
     close(fd);
     if (!out->body)
-        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "latency.svg cannot be read\n");
+        return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
     out->status = MHD_HTTP_OK;
-    out->type = "image/svg+xml";
+    out->type = type;
     return 0;
+}
+
+static int build_svg(const dt_run_state *rs, page *out)
+{
+    return run_file_page(rs, "latency.svg", "image/svg+xml", out);
+}
+
+static int build_report(const dt_run_state *rs, page *out)
+{
+    return run_file_page(rs, "report.html", "text/html; charset=utf-8", out);
 }
 
 static const struct {
@@ -373,6 +323,7 @@ static const struct {
     { "/status", build_status },
     { "/metrics", build_metrics },
     { "/latency.svg", build_svg },
+    { "/report.html", build_report },
 };
 
 /* ---- MHD glue ------------------------------------------------------------- */
@@ -424,7 +375,11 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (strcmp(url, routes[i].path) == 0)
             return serve_route(cls, conn, routes[i].build);
-    if (text_page(&p, MHD_HTTP_NOT_FOUND, "not found; try /, /status, /metrics or /latency.svg\n"))
+    char known[256] = "not found; the pages are";
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), " %s", routes[i].path);
+    snprintf(known + strlen(known), sizeof known - strlen(known), "\n");
+    if (text_page(&p, MHD_HTTP_NOT_FOUND, known))
         return MHD_NO;
     return send_page(conn, &p, NULL);
 }

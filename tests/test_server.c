@@ -66,6 +66,15 @@ static void fill_state(dt_run_state *rs, const char *dir)
         dt_latency_point p = { 80.5 * (i + 1), i, i % 3, 5.8125 - 0.8 * i };
         assert_int_equal(dt_run_state_add_point(rs, &p), 0);
     }
+    /* slot 11 went to fc over conv1 and the finished we"ird<b> */
+    dt_task_score rows[3] = {
+        { .score = 0.8125, .cut_ms = 0.0625, .cut_lo_ms = 0.03125, .cut_hi_ms = 0.125 },
+        { .score = -INFINITY, .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN, .note = "finished" },
+        { .score = 1.4375, .cut_ms = 0.25, .cut_lo_ms = 0.1875, .cut_hi_ms = 0.375 },
+    };
+    dt_slot_decision d = { .slot = 11, .task = 2, .elapsed = 402.5, .decision_ms = 3.25 };
+    assert_int_equal(dt_run_state_add_decision(rs, &d, rows), 0);
+    rs->slot_started = 402.5;
 }
 
 static int setup(void **state)
@@ -139,6 +148,27 @@ static void test_status_json(void **state)
     json_t *t1 = json_array_get(tasks, 1);
     assert_string_equal(json_string_value(json_object_get(t1, "name")), "we\"ird<b>");
     assert_int_equal(json_integer_value(json_object_get(t1, "trials")), 128);
+    assert_true(fabs(json_number_value(json_object_get(st, "budget_left_s")) - (3600 - 417.25)) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(st, "slot_elapsed_s")) - 14.75) < 1e-9);
+    assert_true(json_is_null(json_object_get(st, "warmup")));
+    /* why slot 11 went to fc: ranked, chosen first, the finished task last
+     * with a null score and its note */
+    json_t *d = json_object_get(st, "decision");
+    assert_int_equal(json_integer_value(json_object_get(d, "slot")), 11);
+    assert_string_equal(json_string_value(json_object_get(d, "task")), "fc");
+    json_t *ranking = json_object_get(d, "ranking");
+    assert_int_equal(json_array_size(ranking), 3);
+    const char *want[3] = { "fc", "conv1", "we\"ird<b>" };
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(ranking, i), "task")),
+                            want[i]);
+    json_t *top = json_array_get(ranking, 0), *last = json_array_get(ranking, 2);
+    assert_true(json_is_true(json_object_get(top, "chosen")));
+    assert_true(fabs(json_number_value(json_object_get(top, "score")) - 1.4375) < 1e-12);
+    assert_true(fabs(json_number_value(json_object_get(top, "cut_lo_ms")) - 0.1875) < 1e-12);
+    assert_true(json_is_null(json_object_get(last, "score")));
+    assert_string_equal(json_string_value(json_object_get(last, "note")), "finished");
+    assert_int_equal(json_array_size(json_object_get(st, "decisions")), 1);
     json_decref(st);
     dt_server_reply_free(&reply);
 }
@@ -179,22 +209,33 @@ static void test_metrics(void **state)
     assert_int_equal(reply.status, 200);
     assert_header(&reply, "Content-Type", "text/plain; version=0.0.4");
     const char *m = reply.body;
-    assert_non_null(strstr(m, "# HELP dtune_model_latency_ms "));
-    assert_non_null(strstr(m, "# TYPE dtune_model_latency_ms gauge\n"));
-    assert_true(fabs(metric(m, "dtune_model_latency_ms") - 2.34375) < 1e-9);
-    assert_true(fabs(metric(m, "dtune_elapsed_seconds") - 417.25) < 1e-9);
-    assert_true(fabs(metric(m, "dtune_slot") - 11) < 1e-9);
-    assert_non_null(strstr(m, "# TYPE dtune_task_best_gflops gauge\n"));
-    assert_true(fabs(metric(m, "dtune_task_best_gflops{task=\"conv1\"}") - 123.4375) < 1e-9);
-    assert_true(fabs(metric(m, "dtune_task_trials{task=\"fc\"}") - 192) < 1e-9);
+    assert_non_null(strstr(m, "# HELP dtune_model_latency_seconds "));
+    assert_non_null(strstr(m, "# TYPE dtune_model_latency_seconds gauge\n"));
+    assert_true(fabs(metric(m, "dtune_model_latency_seconds") - 2.34375e-3) < 1e-12);
+    assert_true(fabs(metric(m, "dtune_start_latency_seconds") - 5.8125e-3) < 1e-12);
+    assert_non_null(strstr(m, "# TYPE dtune_elapsed_seconds_total counter\n"));
+    assert_true(fabs(metric(m, "dtune_elapsed_seconds_total") - 417.25) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_budget_left_seconds") - (3600 - 417.25)) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_slots_total") - 11) < 1e-9);
+    assert_non_null(strstr(m, "# TYPE dtune_task_best_flops gauge\n"));
+    assert_true(fabs(metric(m, "dtune_task_best_flops{task=\"conv1\"}") - 123.4375e9) < 1e-3);
+    assert_true(fabs(metric(m, "dtune_task_best_latency_seconds{task=\"fc\"}") - 1.171875e-3) < 1e-12);
+    assert_non_null(strstr(m, "# TYPE dtune_task_trials_total counter\n"));
+    assert_true(fabs(metric(m, "dtune_task_trials_total{task=\"fc\"}") - 192) < 1e-9);
+    assert_null(strstr(m, "_ms")); /* base units only */
     assert_non_null(strstr(m, "{task=\"we\\\"ird<b>\"}")); /* quote escaped in the label */
-    /* Every sample line belongs to a family announced by HELP and TYPE. */
+    /* Every sample line belongs to a family announced once by HELP and TYPE;
+     * counters, and only they, end in _total. */
     for (const char *line = m; *line; line = strchr(line, '\n') + 1) {
         if (line[0] != '#') {
             char family[64], key[96];
             sscanf(line, "%63[a-z_]", family);
-            snprintf(key, sizeof key, "# TYPE %s gauge\n", family);
-            assert_non_null(strstr(m, key));
+            size_t n = strlen(family);
+            bool total = n > 6 && strcmp(family + n - 6, "_total") == 0;
+            snprintf(key, sizeof key, "# TYPE %s %s\n", family, total ? "counter" : "gauge");
+            const char *type = strstr(m, key);
+            assert_non_null(type);
+            assert_null(strstr(type + 1, key));
         }
         if (!strchr(line, '\n'))
             break;
@@ -264,10 +305,35 @@ static void test_latency_svg_and_page(void **state)
     assert_int_equal(reply.status, 200);
     assert_header(&reply, "Content-Type", "text/html");
     assert_non_null(strstr(reply.body, "http-equiv=\"refresh\""));
-    assert_non_null(strstr(reply.body, "<img src=\"/latency.svg\""));
+    assert_non_null(strstr(reply.body, "<svg id=\"latency-chart\""));
+    assert_non_null(strstr(reply.body, "data-points=\"5\""));
     assert_non_null(strstr(reply.body, "we&quot;ird&lt;b&gt;"));
     assert_null(strstr(reply.body, "<b>\""));
-    assert_non_null(strstr(reply.body, "2.344 ms"));
+    assert_non_null(strstr(reply.body, "<b id=\"latency\">2.3438</b> ms"));
+    assert_non_null(strstr(reply.body, "<b id=\"slot\">11</b> (14.8s in)"));
+    /* the ranking: fc (chosen) first, conv1, then the finished task */
+    const char *ranking = strstr(reply.body, "<table id=\"ranking\">");
+    assert_non_null(ranking);
+    const char *fc = strstr(ranking, "fc &#10004;"), *conv = strstr(ranking, "conv1");
+    const char *weird = strstr(ranking, "we&quot;ird");
+    assert_true(fc && conv && weird && fc < conv && conv < weird);
+    dt_server_reply_free(&reply);
+
+    get(fx, "GET", "/report.html", &reply);
+    assert_int_equal(reply.status, 404); /* not written yet */
+    dt_server_reply_free(&reply);
+    assert_int_equal(dt_report_write_html(&fx->rs, &err), 0);
+    snprintf(path, sizeof path, "%s/report.html", fx->dir);
+    file = read_file(path, &len);
+    get(fx, "GET", "/report.html", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_header(&reply, "Content-Type", "text/html");
+    assert_int_equal(reply.body_len, len);
+    assert_memory_equal(reply.body, file, len);
+    assert_null(strstr(file, "http-equiv=\"refresh\""));
+    assert_null(strstr(file, "id=\"live\""));
+    assert_null(strstr(file, "src=")); /* self-contained: nothing to fetch */
+    free(file);
     dt_server_reply_free(&reply);
 }
 

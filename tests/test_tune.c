@@ -475,10 +475,141 @@ static void test_status_server_while_tuning(void **state)
     json_decref(status);
     dt_server_reply_free(&reply);
     assert_int_equal(dt_server_request(addr, "GET", "/metrics", 2000, &reply, &err), 0);
-    assert_non_null(strstr(reply.body, "dtune_model_latency_ms "));
+    assert_non_null(strstr(reply.body, "dtune_model_latency_seconds "));
     dt_server_reply_free(&reply);
     kill(pid, SIGTERM);
     assert_int_equal(dt_test_wait(pid), 0);
+}
+
+/* Starts a replay run with a status server on a free port; writes its address
+ * into addr and returns the pid. extra: more arguments, NULL-terminated. */
+static pid_t spawn_with_server(char *dir, size_t dlen, char *addr, size_t alen, char *const *extra)
+{
+    char log[128];
+    dt_test_tmpdir(dir, dlen);
+    snprintf(log, sizeof log, "%s/stdout.txt", dir);
+    char *argv[32] = { "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay",
+                       "--strategy", "random", "--out", dir, "--listen", "127.0.0.1:0" };
+    int n = 12;
+    for (int i = 0; extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    pid_t pid = dt_test_spawn(argv, log);
+    assert_true(wait_lines(log, "(port ", 1, 20000));
+    char *text = dt_test_slurp(log);
+    int port = atoi(strstr(text, "(port ") + 6);
+    free(text);
+    assert_true(port > 0);
+    snprintf(addr, alen, "127.0.0.1:%d", port);
+    return pid;
+}
+
+static json_t *get_json(const char *addr, const char *path)
+{
+    dt_http_reply reply;
+    dt_error err;
+    assert_int_equal(dt_server_request(addr, "GET", path, 5000, &reply, &err), 0);
+    assert_int_equal(reply.status, 200);
+    json_error_t jerr;
+    json_t *doc = json_loads(reply.body, 0, &jerr);
+    dt_server_reply_free(&reply);
+    assert_non_null(doc);
+    return doc;
+}
+
+static double num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        fail_msg("%s is not a number", key);
+    return json_number_value(v);
+}
+
+/* /status once a slot is under way (slot_elapsed_s set), or NULL on time-out. */
+static json_t *status_in_slot(const char *addr)
+{
+    for (int waited = 0; waited < 30000; waited += 100) {
+        json_t *st = get_json(addr, "/status");
+        if (json_is_number(json_object_get(st, "slot_elapsed_s")))
+            return st;
+        json_decref(st);
+        sleep_ms(100);
+    }
+    return NULL;
+}
+
+/* Within one long slot the clock, the budget left and the slot's own time
+ * move; slot, task and the decision that chose it agree with each other and
+ * with /metrics. */
+static void test_status_ticks_within_a_slot(void **state)
+{
+    (void)state;
+    char dir[64], addr[64];
+    pid_t pid = spawn_with_server(dir, sizeof dir, addr, sizeof addr,
+                                  (char *[]){ "--budget", "60", "--slot-seconds", "5",
+                                              "--finish-after", "1000000", NULL });
+    int tries = 0;
+    json_t *a, *b;
+    do { /* both readings inside one slot; a slot end in between takes another pair */
+        a = status_in_slot(addr);
+        assert_non_null(a);
+        sleep_ms(1200);
+        b = get_json(addr, "/status");
+        if (num(a, "slot") == num(b, "slot"))
+            break;
+        json_decref(a);
+        json_decref(b);
+    } while (++tries < 5);
+    assert_true(tries < 5);
+    assert_true(num(b, "elapsed_s") - num(a, "elapsed_s") > 0.6);
+    assert_true(num(b, "slot_elapsed_s") - num(a, "slot_elapsed_s") > 0.6);
+    assert_true(num(b, "budget_left_s") < num(a, "budget_left_s") - 0.6);
+    assert_float_equal(num(b, "budget_left_s") + num(b, "elapsed_s"), 60.0, 1e-6);
+    json_t *d = json_object_get(b, "decision");
+    assert_float_equal(num(d, "slot"), num(b, "slot"), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "task")),
+                        json_string_value(json_object_get(b, "current_task")));
+    json_t *ranking = json_object_get(d, "ranking");
+    assert_int_equal(json_array_size(ranking), 3);
+    assert_true(json_is_true(json_object_get(json_array_get(ranking, 0), "chosen")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ranking, 0), "task")),
+                        json_string_value(json_object_get(b, "current_task")));
+    assert_int_equal(num(b, "decisions_total"), num(b, "slot"));
+    json_decref(a);
+    json_decref(b);
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+}
+
+/* Prometheus's own checker finds nothing to flag in a live /metrics. */
+static void test_metrics_pass_promtool(void **state)
+{
+    (void)state;
+    if (system("command -v promtool >/dev/null 2>&1") != 0)
+        skip(); /* scripts/setup.sh installs it (Debian package prometheus) */
+    char dir[64], addr[64], path[128], cmd[512];
+    pid_t pid = spawn_with_server(dir, sizeof dir, addr, sizeof addr,
+                                  (char *[]){ "--budget", "60", "--slot-seconds", "1", NULL });
+    json_t *st = status_in_slot(addr);
+    assert_non_null(st);
+    json_decref(st);
+    dt_http_reply reply;
+    dt_error err;
+    assert_int_equal(dt_server_request(addr, "GET", "/metrics", 5000, &reply, &err), 0);
+    assert_int_equal(reply.status, 200);
+    snprintf(path, sizeof path, "%s/metrics.txt", dir);
+    assert_int_equal(dt_test_write_file(path, "%s", reply.body), 0);
+    dt_server_reply_free(&reply);
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s > %s/promtool.txt 2>&1", path, dir);
+    int rc = system(cmd);
+    snprintf(path, sizeof path, "%s/promtool.txt", dir);
+    char *findings = dt_test_slurp(path);
+    assert_non_null(findings);
+    if (rc != 0 || findings[0])
+        fail_msg("promtool check metrics (exit %d):\n%s", rc, findings);
+    free(findings);
 }
 
 /* Latency after the first slot at which latency.csv's model latency is <= level. */
@@ -557,6 +688,8 @@ int main(void)
         cmocka_unit_test(test_resume_refuses_another_space),
         cmocka_unit_test(test_resume_matches_tasks_by_name),
         cmocka_unit_test(test_status_server_while_tuning),
+        cmocka_unit_test(test_status_ticks_within_a_slot),
+        cmocka_unit_test(test_metrics_pass_promtool),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);

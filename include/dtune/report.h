@@ -17,6 +17,7 @@
 #define DTUNE_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "dtune/error.h"
 #include "dtune/runstate.h"
@@ -75,6 +76,27 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
                          double hline, dt_error *err);
 
 #define DT_REPORT_MAX_CURVES 12
+
+/* Writes the run as one self-contained HTML page to f: headline (model
+ * latency now and after warm-up, target), latency over time and the
+ * allocation timeline as inline SVG, the per-task table, the newest
+ * decision ranked (score, predicted cut and its interval, note) and the
+ * earlier decisions. With live, the status server's page: it reloads itself
+ * every DT_REPORT_REFRESH_SECONDS, opens with the live line (phase, clock,
+ * budget left, slot and task, or "warming up: task i of n") and lists only
+ * the last DT_STATUS_DECISIONS decisions. Returns 0 or DT_EIO (f failed). */
+int dt_report_html(FILE *f, const dt_run_state *rs, bool live);
+
+#define DT_REPORT_REFRESH_SECONDS 5
+
+/* Replaces RUN_DIR/report.html with dt_report_html(rs, live false).
+ * Returns 0, DT_ENOMEM, DT_EIO. */
+int dt_report_write_html(const dt_run_state *rs, dt_error *err);
+
+/* Replaces RUN_DIR/name with len bytes of text, atomically (temporary file,
+ * fsync, rename). Returns 0, DT_EINVAL (path too long), DT_EIO. */
+int dt_report_replace(const dt_run_state *rs, const char *name, const char *text, size_t len,
+                      dt_error *err);
 
 /* Writes a duration for people: "42.5s", "7m03s", "2h05m00s"; "-" when
  * seconds is negative or not finite. */

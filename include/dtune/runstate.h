@@ -1,9 +1,13 @@
 /* runstate.h — a snapshot of a tuning run, shared by the daemon (which fills
- * it after every slot), the report writer and the status server.
+ * it as the run goes), the report writer, the terminal line and the status
+ * server.
  *
- * The daemon owns one dt_run_state and guards it with its mutex; readers take
- * a copy with dt_run_state_copy under that mutex, so a reader never sees a
- * half-written slot.
+ * The daemon owns one dt_run_state and guards it with its mutex: the tuning
+ * thread writes every field under it (each measurement, each slot's start and
+ * end, the phase), and the daemon's ticker thread moves `elapsed` at least
+ * once a second. Readers take a copy with dt_run_state_copy under that mutex,
+ * so the terminal line, /status, /metrics and the page all show one moment
+ * and never a half-written slot.
  */
 #ifndef DTUNE_RUNSTATE_H
 #define DTUNE_RUNSTATE_H
@@ -33,6 +37,26 @@ typedef struct dt_task_state {
     char failed[DT_REASON_MAX]; /* why no config could run; "" unless failed */
 } dt_task_state;
 
+/* One task's row of one scheduling decision: the task's score as the policy
+ * saw it, and what decided it where the score alone does not say. */
+typedef struct dt_task_score {
+    double score;              /* the policy's value; -INFINITY: it may not pick the task */
+    double cut_ms;             /* predicted model-latency cut of one more slot; NAN: none */
+    double cut_lo_ms;          /* 90 % credible interval of cut_ms; NAN: none */
+    double cut_hi_ms;
+    char note[16];             /* "untried", "finished", "failed", "exhausted",
+                                  "no prediction", or "" */
+} dt_task_score;
+
+/* One scheduling decision: which task got the slot and when. Its ntasks
+ * dt_task_score rows are dt_run_state_scores(rs, i). */
+typedef struct dt_slot_decision {
+    int slot;
+    int task;
+    double elapsed;            /* run seconds at the decision */
+    double decision_ms;        /* time the policy took */
+} dt_slot_decision;
+
 /* One point of the model-latency-over-time curve (one per slot). */
 typedef struct dt_latency_point {
     double elapsed;            /* run seconds */
@@ -48,8 +72,10 @@ typedef struct dt_run_state {
     char target[16];
     char policy[32];
     char strategy[32];
-    char phase[32];            /* "warm-up", "tuning", "done", ... */
+    char phase[32];            /* "starting", "warm-up", "tuning", "done" */
+    int warmup_task;           /* task being warmed up, -1 when none */
     double elapsed;            /* run seconds, across resumes */
+    double slot_started;       /* elapsed when the current slot began, -1: none */
     double budget;             /* total_seconds */
     double target_latency_ms;  /* 0 = none */
     double start_latency_ms;   /* model latency after warm-up */
@@ -61,6 +87,9 @@ typedef struct dt_run_state {
     dt_task_state *tasks;      /* ntasks */
     int npoints, cap_points;
     dt_latency_point *points;  /* latency over time */
+    int ndecisions, cap_decisions;
+    dt_slot_decision *decisions; /* one per slot the policy decided, oldest first */
+    dt_task_score *scores;     /* ndecisions x ntasks */
 } dt_run_state;
 
 /* Allocates tasks for model (names, kinds, shapes, counts, gflop filled) and
@@ -70,6 +99,22 @@ void dt_run_state_destroy(dt_run_state *rs);
 
 /* Appends a latency point (caller holds lock). Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p);
+
+/* Appends a decision and its ntasks score rows (caller holds lock).
+ * Returns 0 or DT_ENOMEM. */
+int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
+                              const dt_task_score *rows);
+
+/* The ntasks score rows of decision i (0 <= i < ndecisions). */
+const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i);
+
+/* Task indices of decision i ranked as the policy ranked them: the chosen
+ * task first, then by score, highest first, tasks it could not pick last.
+ * order holds ntasks. */
+void dt_run_state_rank(const dt_run_state *rs, int i, int *order);
+
+/* Budget seconds left (0 once spent). */
+double dt_run_state_budget_left(const dt_run_state *rs);
 
 /* Deep copy of src into dst (dst uninitialised; free with
  * dt_run_state_destroy). Takes src->lock. Returns 0 or DT_ENOMEM. */

@@ -3,18 +3,17 @@
  *
  * The server answers from its own thread, reading the daemon's dt_run_state
  * through dt_run_state_copy (under the state's mutex), and serves
- * RUN_DIR/latency.svg as the report module last wrote it:
+ * RUN_DIR/latency.svg and RUN_DIR/report.html as the report module last
+ * wrote them:
  *
- *   GET /             a small HTML page with the numbers and the chart;
- *                     it reloads itself every 5 seconds
- *   GET /status       JSON: run, model, target, policy, strategy, phase,
- *                     elapsed_s, budget_s, slot, current_task,
- *                     model_latency_ms, start_latency_ms, speedup,
- *                     target_latency_ms, reached_at_s, tasks[] (name, kind,
- *                     shape, count, best_gflops, best_latency_ms,
- *                     peak_gflops, trials, slots, finished)
+ *   GET /             the run's report (dt_report_html) with the live line;
+ *                     it reloads itself every DT_REPORT_REFRESH_SECONDS
+ *   GET /status       JSON: dt_report_run_json with live (the run, the
+ *                     clock, slot and task, the scheduling decisions, the
+ *                     tasks)
  *   GET /metrics      Prometheus text exposition format (version 0.0.4)
  *   GET /latency.svg  the chart (404 until the first slot has written it)
+ *   GET /report.html  the report as a file (404 until the first slot)
  *
  * HEAD is answered like GET. Other paths get 404, other methods 405 with an
  * "Allow: GET, HEAD" header.

@@ -1,0 +1,442 @@
+/* report_html.c — a run as one self-contained HTML page (see report.h):
+ * the headline, latency over time, the allocation timeline, the per-task
+ * table and why each slot went where it went. The live page of the status
+ * server is the same page with a refresh and the live line on top;
+ * RUN_DIR/report.html is the page without them.
+ *
+ * Charts are inline SVG drawn here from the one snapshot the page is built
+ * from, so the headline and the charts cannot disagree, and the file needs
+ * nothing else to open: no script, no style sheet, no network.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtune/report.h"
+#include "report_json.h"
+
+/* Chart geometry (SVG user units). */
+#define CHART_W 900.0
+#define PLOT_X0 70.0
+#define PLOT_X1 880.0
+#define LAT_H 300.0
+#define LAT_Y0 30.0
+#define LAT_Y1 260.0
+#define BAND_ROW 16.0
+
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* Whether the run has a model latency to show (warm-up is over). */
+static bool has_latency(const dt_run_state *rs)
+{
+    return rs->npoints > 0 && rs->latency_ms > 0 && isfinite(rs->latency_ms);
+}
+
+static bool warming_up(const dt_run_state *rs)
+{
+    return strcmp(rs->phase, "warm-up") == 0 && rs->warmup_task >= 0 &&
+           rs->warmup_task < rs->ntasks;
+}
+
+/* A task's colour in every chart: hues spread over the circle. */
+static void task_colour(char *buf, size_t len, int k, int n)
+{
+    snprintf(buf, len, "hsl(%d,65%%,50%%)", n > 0 ? (int)(360.0 * k / n + 0.5) % 360 : 0);
+}
+
+/* ---- the live line and the headline -------------------------------------- */
+
+static void warmup_text(FILE *f, const dt_run_state *rs)
+{
+    const dt_task_state *t = &rs->tasks[rs->warmup_task];
+    fprintf(f, "warming up: task %d of %d (", rs->warmup_task + 1, rs->ntasks);
+    html_text(f, t->name);
+    fprintf(f, "), %d trials", t->trials);
+}
+
+static void live_line(FILE *f, const dt_run_state *rs)
+{
+    char elapsed[32], budget[32], left[32], in_slot[32];
+    dt_report_format_duration(rs->elapsed, elapsed, sizeof elapsed);
+    dt_report_format_duration(rs->budget, budget, sizeof budget);
+    dt_report_format_duration(dt_run_state_budget_left(rs), left, sizeof left);
+    dt_report_format_duration(rs->slot_started >= 0 ? rs->elapsed - rs->slot_started : -1,
+                              in_slot, sizeof in_slot);
+    fprintf(f, "<p id=\"live\">phase <b id=\"phase\">");
+    html_text(f, rs->phase);
+    fprintf(f, "</b>; <span id=\"elapsed\">%s</span> of %s, <span id=\"left\">%s</span> left; ",
+            elapsed, budget, left);
+    if (warming_up(rs)) {
+        fputs("<span id=\"warmup\">", f);
+        warmup_text(f, rs);
+        fputs("</span></p>\n", f);
+        return;
+    }
+    const char *task = dt_run_state_current_task(rs);
+    fprintf(f, "slot <b id=\"slot\">%d</b> (%s in), task <b id=\"task\">", rs->slot, in_slot);
+    html_text(f, task ? task : "-");
+    fputs("</b></p>\n", f);
+}
+
+static void headline(FILE *f, const dt_run_state *rs)
+{
+    char reached[32];
+    dt_report_format_duration(rs->reached_at, reached, sizeof reached);
+    if (!has_latency(rs)) {
+        fputs("<p class=\"head\">no model latency yet: ", f);
+        if (warming_up(rs))
+            warmup_text(f, rs);
+        else
+            fputs("every task needs one valid measurement first", f);
+        fputs("</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p class=\"head\">model latency <b id=\"latency\">%.4f</b> ms", rs->latency_ms);
+    double speedup = dt_run_state_speedup(rs);
+    if (isfinite(speedup))
+        fprintf(f, " (%.4f ms after warm-up, %.2f&times; faster)", rs->start_latency_ms, speedup);
+    if (rs->target_latency_ms > 0)
+        fprintf(f, "; target %.4f ms, %s%s", rs->target_latency_ms,
+                rs->reached_at >= 0 ? "reached after " : "not reached yet",
+                rs->reached_at >= 0 ? reached : "");
+    fputs("</p>\n", f);
+}
+
+/* ---- latency over time ----------------------------------------------------- */
+
+/* Seconds per unit and its name for an axis spanning span seconds. */
+static double time_unit(double span, const char **name)
+{
+    if (span < 300) {
+        *name = "s";
+        return 1;
+    }
+    if (span < 3 * 3600) {
+        *name = "min";
+        return 60;
+    }
+    *name = "h";
+    return 3600;
+}
+
+typedef struct axes {
+    double tmax;               /* seconds at the right edge */
+    double ymax;               /* ms at the top */
+    double unit;               /* seconds per x unit */
+    const char *unit_name;
+} axes;
+
+static double sx(const axes *a, double seconds)
+{
+    return PLOT_X0 + (PLOT_X1 - PLOT_X0) * (a->tmax > 0 ? seconds / a->tmax : 0);
+}
+
+static double sy(const axes *a, double ms)
+{
+    return LAT_Y1 - (LAT_Y1 - LAT_Y0) * (a->ymax > 0 ? ms / a->ymax : 0);
+}
+
+static axes latency_axes(const dt_run_state *rs)
+{
+    axes a = { .tmax = rs->elapsed, .ymax = rs->target_latency_ms };
+    for (int i = 0; i < rs->npoints; i++) {
+        if (rs->points[i].elapsed > a.tmax)
+            a.tmax = rs->points[i].elapsed;
+        if (isfinite(rs->points[i].model_latency_ms) && rs->points[i].model_latency_ms > a.ymax)
+            a.ymax = rs->points[i].model_latency_ms;
+    }
+    a.tmax = a.tmax > 0 ? a.tmax : 1;
+    a.ymax = a.ymax > 0 ? a.ymax * 1.08 : 1;
+    a.unit = time_unit(a.tmax, &a.unit_name);
+    return a;
+}
+
+static void axis_ticks(FILE *f, const axes *a, double y_bottom)
+{
+    for (int i = 0; i <= 5; i++) {
+        double t = a->tmax * i / 5, ms = a->ymax * i / 5;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
+                sx(a, t), LAT_Y0, sx(a, t), y_bottom, sx(a, t), y_bottom + 14, t / a->unit);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", PLOT_X0 - 6,
+                sy(a, ms) + 4, ms);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (%s)</text>\n",
+            (PLOT_X0 + PLOT_X1) / 2, y_bottom + 30, a->unit_name);
+}
+
+/* Model latency as a step curve up to now, the target and when it was met. */
+static void latency_chart(FILE *f, const dt_run_state *rs)
+{
+    if (rs->npoints == 0) {
+        fputs("<p>The latency chart starts when warm-up has measured every task.</p>\n", f);
+        return;
+    }
+    axes a = latency_axes(rs);
+    fprintf(f, "<h2>Model latency over time</h2>\n<svg id=\"latency-chart\" "
+               "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+               "font-size=\"11\" data-points=\"%d\">\n",
+            CHART_W, LAT_H + 20, CHART_W, rs->npoints);
+    axis_ticks(f, &a, LAT_Y1);
+    fprintf(f, "<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
+               "text-anchor=\"middle\">model latency (ms)</text>\n",
+            (LAT_Y0 + LAT_Y1) / 2, (LAT_Y0 + LAT_Y1) / 2);
+    fputs("<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"", f);
+    for (int i = 0; i < rs->npoints; i++) {
+        const dt_latency_point *p = &rs->points[i];
+        if (i > 0)
+            fprintf(f, "%.1f,%.1f ", sx(&a, p->elapsed), sy(&a, rs->points[i - 1].model_latency_ms));
+        fprintf(f, "%.1f,%.1f ", sx(&a, p->elapsed), sy(&a, p->model_latency_ms));
+    }
+    fprintf(f, "%.1f,%.1f\"/>\n", sx(&a, a.tmax), sy(&a, rs->points[rs->npoints - 1].model_latency_ms));
+    if (rs->target_latency_ms > 0)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+                   "stroke-dasharray=\"6 4\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\" "
+                   "text-anchor=\"end\">target %.4g ms</text>\n",
+                PLOT_X0, sy(&a, rs->target_latency_ms), PLOT_X1, sy(&a, rs->target_latency_ms),
+                PLOT_X1, sy(&a, rs->target_latency_ms) - 4, rs->target_latency_ms);
+    if (rs->reached_at >= 0)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2ca02c\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" fill=\"#2ca02c\">reached</text>\n",
+                sx(&a, rs->reached_at), LAT_Y0, sx(&a, rs->reached_at), LAT_Y1,
+                sx(&a, rs->reached_at) + 4, LAT_Y0 + 12);
+    fputs("</svg>\n", f);
+}
+
+/* ---- allocation timeline ---------------------------------------------------- */
+
+static void band(FILE *f, const axes *a, int k, int n, double from, double to, int slot)
+{
+    char colour[32];
+    task_colour(colour, sizeof colour, k, n);
+    double w = sx(a, to) - sx(a, from);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+               "<title>slot %d</title></rect>\n",
+            sx(a, from), 10 + k * BAND_ROW, w > 0.5 ? w : 0.5, BAND_ROW - 3, colour, slot);
+}
+
+/* One row per task; a coloured band for each slot it held. */
+static void timeline_chart(FILE *f, const dt_run_state *rs)
+{
+    if (rs->npoints == 0)
+        return;
+    axes a = latency_axes(rs);
+    double h = 10 + rs->ntasks * BAND_ROW;
+    fprintf(f, "<h2>Which task each slot went to</h2>\n<svg id=\"timeline-chart\" "
+               "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+               "font-size=\"11\" data-points=\"%d\">\n",
+            CHART_W, h + 40, CHART_W, rs->npoints);
+    for (int k = 0; k < rs->ntasks; k++) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", PLOT_X0 - 6,
+                10 + k * BAND_ROW + BAND_ROW - 5);
+        html_text(f, rs->tasks[k].name);
+        fputs("</text>\n", f);
+    }
+    for (int i = 1; i < rs->npoints; i++) {
+        const dt_latency_point *p = &rs->points[i];
+        if (p->task >= 0 && p->task < rs->ntasks)
+            band(f, &a, p->task, rs->ntasks, rs->points[i - 1].elapsed, p->elapsed, p->slot);
+    }
+    if (rs->slot_started >= 0 && rs->current_task >= 0 && rs->current_task < rs->ntasks)
+        band(f, &a, rs->current_task, rs->ntasks, rs->slot_started, rs->elapsed, rs->slot);
+    for (int i = 0; i <= 5; i++)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
+                sx(&a, a.tmax * i / 5), h + 12, a.tmax * i / 5 / a.unit);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (%s)</text>\n</svg>\n",
+            (PLOT_X0 + PLOT_X1) / 2, h + 28, a.unit_name);
+}
+
+/* ---- tasks -------------------------------------------------------------------- */
+
+static const char *task_state(const dt_run_state *rs, int k)
+{
+    if (rs->tasks[k].failed[0])
+        return "failed: ";
+    if (rs->tasks[k].finished)
+        return "finished";
+    if (k == rs->current_task && strcmp(rs->phase, "tuning") == 0)
+        return "tuning";
+    if (warming_up(rs) && k == rs->warmup_task)
+        return "warming up";
+    return "";
+}
+
+static void task_table(FILE *f, const dt_run_state *rs)
+{
+    fputs("<h2>Tasks</h2>\n<table id=\"tasks\"><tr><th>task</th><th>kind</th><th>shape</th>"
+          "<th>count</th><th>best GFLOPS</th><th>% peak</th><th>% of model latency</th>"
+          "<th>best ms</th><th>trials</th><th>slots</th><th>state</th></tr>\n", f);
+    for (int k = 0; k < rs->ntasks; k++) {
+        const dt_task_state *t = &rs->tasks[k];
+        char colour[32];
+        task_colour(colour, sizeof colour, k, rs->ntasks);
+        fprintf(f, "<tr><td><span style=\"color:%s\">&#9632;</span> ", colour);
+        html_text(f, t->name);
+        fputs("</td><td>", f);
+        html_text(f, t->kind);
+        fputs("</td><td>", f);
+        html_text(f, t->shape);
+        fprintf(f, "</td><td>%d</td>", t->count);
+        if (t->best_gflops > 0)
+            fprintf(f, "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.4g</td>", t->best_gflops,
+                    t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0,
+                    has_latency(rs) ? 100 * t->count * t->best_latency_ms / rs->latency_ms : 0,
+                    t->best_latency_ms);
+        else
+            fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", f);
+        fprintf(f, "<td>%d</td><td>%d</td><td>%s", t->trials, t->slots, task_state(rs, k));
+        if (t->failed[0]) {
+            html_text(f, t->failed);
+            fputs(" (counted at its reference implementation's time)", f);
+        }
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+/* ---- why each task ------------------------------------------------------------ */
+
+static void number_cell(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "<td>%.4g</td>", v);
+    else
+        fputs("<td>-</td>", f);
+}
+
+/* The newest decision ranked: one row per task. */
+static void ranking_table(FILE *f, const dt_run_state *rs)
+{
+    if (rs->ndecisions == 0)
+        return;
+    int i = rs->ndecisions - 1, order[rs->ntasks > 0 ? rs->ntasks : 1];
+    const dt_slot_decision *d = &rs->decisions[i];
+    const dt_task_score *rows = dt_run_state_scores(rs, i);
+    dt_run_state_rank(rs, i, order);
+    fprintf(f, "<h2>Why slot %d went to ", d->slot);
+    html_text(f, d->task >= 0 ? rs->tasks[d->task].name : "-");
+    fprintf(f, "</h2>\n<p>Each task's score as the %s policy saw it", rs->policy);
+    fputs(" (higher wins); the predicted cut is the model latency one more slot of the task "
+          "would save, with its 90 % credible interval.</p>\n<table id=\"ranking\"><tr>"
+          "<th>rank</th><th>task</th><th>score</th><th>predicted cut ms</th><th>90 % from</th>"
+          "<th>to</th><th>note</th></tr>\n", f);
+    for (int j = 0; j < rs->ntasks; j++) {
+        const dt_task_score *row = &rows[order[j]];
+        fprintf(f, "<tr%s><td>%d</td><td>", order[j] == d->task ? " class=\"chosen\"" : "", j + 1);
+        html_text(f, rs->tasks[order[j]].name);
+        fputs(order[j] == d->task ? " &#10004;</td>" : "</td>", f);
+        number_cell(f, row->score);
+        number_cell(f, row->cut_ms);
+        number_cell(f, row->cut_lo_ms);
+        number_cell(f, row->cut_hi_ms);
+        fputs("<td>", f);
+        html_text(f, row->note);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+/* Earlier decisions, newest first: the chosen task and the runner-up. */
+static void decision_history(FILE *f, const dt_run_state *rs, int limit)
+{
+    if (rs->ndecisions < 2)
+        return;
+    int order[rs->ntasks > 0 ? rs->ntasks : 1], last = rs->ndecisions - 2;
+    int first = limit > 0 && last + 1 > limit ? last + 1 - limit : 0;
+    fputs("<h2>Earlier decisions</h2>\n<table id=\"decisions\"><tr><th>slot</th><th>at</th>"
+          "<th>chosen</th><th>score</th><th>runner-up</th><th>score</th><th>decision ms</th>"
+          "</tr>\n", f);
+    for (int i = last; i >= first; i--) {
+        const dt_slot_decision *d = &rs->decisions[i];
+        const dt_task_score *rows = dt_run_state_scores(rs, i);
+        char at[32];
+        dt_report_format_duration(d->elapsed, at, sizeof at);
+        dt_run_state_rank(rs, i, order);
+        fprintf(f, "<tr><td>%d</td><td>%s</td><td>", d->slot, at);
+        html_text(f, d->task >= 0 && d->task < rs->ntasks ? rs->tasks[d->task].name : "-");
+        fputs("</td>", f);
+        number_cell(f, d->task >= 0 && d->task < rs->ntasks ? rows[d->task].score : NAN);
+        fputs("<td>", f);
+        html_text(f, rs->ntasks > 1 ? rs->tasks[order[1]].name : "-");
+        fputs("</td>", f);
+        number_cell(f, rs->ntasks > 1 ? rows[order[1]].score : NAN);
+        number_cell(f, d->decision_ms);
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+/* ---- the page ---------------------------------------------------------------- */
+
+static void page_head(FILE *f, const dt_run_state *rs, bool live)
+{
+    fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">", f);
+    if (live)
+        fprintf(f, "<meta http-equiv=\"refresh\" content=\"%d\">", DT_REPORT_REFRESH_SECONDS);
+    fputs("<title>dtune: ", f);
+    html_text(f, rs->model);
+    if (has_latency(rs))
+        fprintf(f, " %.4f ms", rs->latency_ms);
+    fputs("</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:960px}"
+          "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right}"
+          "td:first-child,th:first-child,td:nth-child(2){text-align:left}"
+          "tr:nth-child(even){background:#f2f2f2}tr.chosen{font-weight:bold}"
+          ".head{font-size:120%}svg text{font-family:sans-serif}</style></head><body>\n<h1>dtune: ",
+          f);
+    html_text(f, rs->model);
+    fputs(" on ", f);
+    html_text(f, rs->target);
+    fputs("</h1>\n<p>policy ", f);
+    html_text(f, rs->policy);
+    fputs(", strategy ", f);
+    html_text(f, rs->strategy);
+    fputs("</p>\n", f);
+}
+
+int dt_report_html(FILE *f, const dt_run_state *rs, bool live)
+{
+    page_head(f, rs, live);
+    if (live)
+        live_line(f, rs);
+    headline(f, rs);
+    latency_chart(f, rs);
+    timeline_chart(f, rs);
+    task_table(f, rs);
+    ranking_table(f, rs);
+    decision_history(f, rs, live ? DT_STATUS_DECISIONS : 0);
+    if (live)
+        fputs("<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a> "
+              "&middot; <a href=\"/latency.svg\">/latency.svg</a> &middot; "
+              "<a href=\"/report.html\">/report.html</a></p>\n", f);
+    fputs("</body></html>\n", f);
+    return ferror(f) ? DT_EIO : 0;
+}
+
+int dt_report_write_html(const dt_run_state *rs, dt_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    int rc = dt_report_html(f, rs, false);
+    if (fclose(f) != 0 || rc) {
+        free(buf);
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    rc = dt_report_replace(rs, "report.html", buf, len, err);
+    free(buf);
+    return rc;
+}
