@@ -5,10 +5,14 @@
  * against the start, then one row per task: kind, shape, GFLOP of one run,
  * best GFLOPS, that as a share of the target's peak, the task's share of the
  * model latency (count x best latency / model latency), slots and trials.
+ * With --html it writes the run's report page instead (dt_report_html, from
+ * best.json and tuning.jsonl) to RUN_DIR/report.html or the -o file.
  */
 #include "dtune/cli.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,20 +21,67 @@
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune report RUN_DIR\n"
+    fputs("usage: dtune report RUN_DIR [--html [-o FILE]]\n"
           "\n"
           "Prints a run's model latency (now and at the start) and, per task: kind,\n"
           "shape, GFLOP, best GFLOPS, share of the target's peak, share of the model\n"
           "latency, slots and trials. Reads RUN_DIR/best.json, which `dtune tune`\n"
           "rewrites after every slot; latency.csv and latency.svg lie beside it.\n"
           "\n"
-          "  -h, --help   show this help\n", to);
+          "  --html        write the run's report page instead (self-contained HTML:\n"
+          "                latency over time, allocation timeline, tasks, why each\n"
+          "                slot went where it went), from best.json and tuning.jsonl;\n"
+          "                works for a finished run and a running one\n"
+          "  -o, --output FILE  where --html writes (default RUN_DIR/report.html;\n"
+          "                '-' for standard output)\n"
+          "  -h, --help    show this help\n", to);
 }
 
-/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with *run_dir. */
-static int parse_args(int argc, char **argv, const char **run_dir)
+typedef struct report_args {
+    const char *run_dir;
+    bool html;
+    const char *output;        /* NULL: RUN_DIR/report.html */
+} report_args;
+
+static int usage_error(const char *what, const char *arg)
 {
-    return dt_cli_one_path(argc, argv, "report", usage, run_dir);
+    fprintf(stderr, "dtune report: %s '%s'\n", what, arg);
+    usage(stderr);
+    return 2;
+}
+
+/* Returns the exit status: 0 help shown, 2 usage error, -1 go on with a. */
+static int parse_args(int argc, char **argv, report_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(arg, "--html") == 0) {
+            a->html = true;
+        } else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
+            if (++i == argc)
+                return usage_error("missing value after", arg);
+            a->output = argv[i];
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return usage_error("unknown option", arg);
+        } else if (a->run_dir) {
+            return usage_error("expects one RUN_DIR, not also", arg);
+        } else {
+            a->run_dir = arg;
+        }
+    }
+    if (!a->run_dir) {
+        fputs("dtune report: RUN_DIR is missing\n", stderr);
+        usage(stderr);
+        return 2;
+    }
+    if (a->output && !a->html)
+        return usage_error("-o is for --html; without it the report goes to standard output, not",
+                           a->output);
+    return -1;
 }
 
 static void print_header(const dt_run_state *rs)
@@ -72,12 +123,41 @@ static void print_tasks(const dt_run_state *rs)
                    rs->tasks[k].name, rs->tasks[k].failed, rs->tasks[k].best_latency_ms);
 }
 
+/* Writes the HTML report of rs to file ("-": standard output). */
+static int write_html(const dt_run_state *rs, const char *file)
+{
+    dt_error err;
+    int rc;
+    if (!file) {
+        rc = dt_report_write_html(rs, &err);
+    } else if (strcmp(file, "-") == 0) {
+        rc = dt_report_html(stdout, rs, false);
+        snprintf(err.msg, sizeof err.msg, "standard output: write failed");
+    } else {
+        FILE *f = fopen(file, "w");
+        rc = f ? dt_report_html(f, rs, false) : DT_EIO;
+        if (f && fclose(f) != 0)
+            rc = DT_EIO;
+        snprintf(err.msg, sizeof err.msg, "%s: %s", file, strerror(errno));
+    }
+    if (rc) {
+        fprintf(stderr, "dtune report: %s\n", err.msg);
+        return dt_error_exit_status(rc);
+    }
+    if (!file)
+        fprintf(stderr, "dtune report: wrote %s/report.html\n", rs->run_dir);
+    else if (strcmp(file, "-") != 0)
+        fprintf(stderr, "dtune report: wrote %s\n", file);
+    return 0;
+}
+
 int dt_cmd_report(int argc, char **argv)
 {
-    const char *run_dir = NULL;
-    int status = parse_args(argc, argv, &run_dir);
+    report_args args;
+    int status = parse_args(argc, argv, &args);
     if (status >= 0)
         return status;
+    const char *run_dir = args.run_dir;
     struct stat st;
     if (stat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "dtune report: '%s' is not a directory (give the run's output dir)\n",
@@ -86,7 +166,8 @@ int dt_cmd_report(int argc, char **argv)
     }
     dt_run_state rs;
     dt_error err;
-    int rc = dt_report_load_best(run_dir, &rs, &err);
+    int rc = args.html ? dt_report_load_run(run_dir, &rs, &err)
+                       : dt_report_load_best(run_dir, &rs, &err);
     if (rc == DT_ENOTFOUND) {
         fprintf(stderr, "dtune report: %s has no best.json: not a dtune run directory, or the "
                         "run has not finished its first slot yet\n", run_dir);
@@ -95,6 +176,14 @@ int dt_cmd_report(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "dtune report: %s\n", err.msg);
         return dt_error_exit_status(rc);
+    }
+    if (args.html) {
+        snprintf(rs.run_dir, sizeof rs.run_dir, "%s", run_dir);
+        status = write_html(&rs, args.output);
+        dt_run_state_destroy(&rs);
+        if (status)
+            return status;
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     print_header(&rs);
     print_tasks(&rs);

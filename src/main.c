@@ -15,7 +15,7 @@ typedef struct command {
 static const command commands[] = {
     { "tune", dt_cmd_tune, "tune a whole model (the main job)" },
     { "status", dt_cmd_status, "show a running tuner's status" },
-    { "report", dt_cmd_report, "per-task summary of a run" },
+    { "report", dt_cmd_report, "per-task summary of a run, or its HTML report (--html)" },
     { "best", dt_cmd_best, "print a run's best.json" },
     { "compare", dt_cmd_compare, "several runs of one model side by side (table + SVG)" },
     { "models", dt_cmd_models, "list a model's tasks and space sizes" },

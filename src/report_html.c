@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dtune/report.h"
+#include "dtune/tunelog.h"
 #include "report_json.h"
 
 /* Chart geometry (SVG user units). */
@@ -438,5 +439,49 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err)
     }
     rc = dt_report_replace(rs, "report.html", buf, len, err);
     free(buf);
+    return rc;
+}
+
+/* ---- a run from its files --------------------------------------------------- */
+
+typedef struct load_ctx {
+    dt_run_state *rs;
+} load_ctx;
+
+/* One slot record: its latency point and, past warm-up, its decision with
+ * the scores the log kept (the log keeps no predictions). */
+static int load_slot(void *ctx, const dt_slot_record *rec)
+{
+    dt_run_state *rs = ((load_ctx *)ctx)->rs;
+    double decided = rs->npoints > 0 ? rs->points[rs->npoints - 1].elapsed : rec->time;
+    dt_latency_point p = { .elapsed = rec->time, .slot = rec->slot, .task = rec->task_index,
+                           .model_latency_ms = rec->model_latency_ms };
+    if (dt_run_state_add_point(rs, &p) != 0)
+        return DT_ENOMEM;
+    if (rec->task_index < 0 || rec->task_index >= rs->ntasks)
+        return 0;
+    dt_task_score rows[rs->ntasks];
+    for (int i = 0; i < rs->ntasks; i++)
+        rows[i] = (dt_task_score){ .score = i < rec->nscores ? rec->scores[i] : NAN,
+                                   .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN };
+    dt_slot_decision d = { .slot = rec->slot, .task = rec->task_index, .elapsed = decided,
+                           .decision_ms = rec->decision_ms };
+    return dt_run_state_add_decision(rs, &d, rows);
+}
+
+int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
+{
+    int rc = dt_report_load_best(run_dir, out, err);
+    if (rc)
+        return rc;
+    char path[DT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
+    load_ctx ctx = { out };
+    dt_tunelog_visitor v = { NULL, NULL, load_slot, &ctx };
+    rc = dt_tunelog_replay(path, &v, NULL, err);
+    if (rc == DT_ENOTFOUND)
+        rc = 0; /* best.json alone: the tables without the time line */
+    if (rc)
+        dt_run_state_destroy(out);
     return rc;
 }

@@ -581,6 +581,52 @@ static void test_status_ticks_within_a_slot(void **state)
     assert_int_equal(dt_test_wait(pid), 0);
 }
 
+/* Value of the first `data-points="N"` after marker in html, or -1. */
+static int chart_points(const char *html, const char *marker)
+{
+    const char *at = strstr(html, marker);
+    at = at ? strstr(at, "data-points=\"") : NULL;
+    return at ? atoi(at + strlen("data-points=\"")) : -1;
+}
+
+/* Every run leaves report.html; `dtune report --html` rebuilds the same
+ * charts from the run's files. */
+static void test_report_html_stays(void **state)
+{
+    (void)state;
+    char dir[64], path[128], other[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "60", "--slot-trials", "4", "--max-slots", "5"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html = dt_test_slurp(path);
+    assert_non_null(html);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    int slots = dt_test_count_lines(path, "\"type\":\"slot\"");
+    assert_true(slots >= 2);
+    assert_int_equal(chart_points(html, "id=\"latency-chart\""), slots);
+    assert_int_equal(chart_points(html, "id=\"timeline-chart\""), slots);
+    assert_non_null(strstr(html, "<table id=\"ranking\">"));
+    assert_null(strstr(html, "src="));
+    assert_null(strstr(html, "http-equiv"));
+    snprintf(other, sizeof other, "%s/again.html", dir);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, "--html", "-o", other, NULL }, out,
+                     sizeof out);
+    if (rc != 0)
+        fail_msg("dtune report --html: exit %d: %s", rc, out);
+    char *again = dt_test_slurp(other);
+    assert_non_null(again);
+    assert_int_equal(chart_points(again, "id=\"latency-chart\""), slots);
+    assert_int_equal(chart_points(again, "id=\"timeline-chart\""), slots);
+    assert_non_null(strstr(again, "<table id=\"ranking\">"));
+    free(again);
+    free(html);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, "-o", other, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+}
+
 /* Prometheus's own checker finds nothing to flag in a live /metrics. */
 static void test_metrics_pass_promtool(void **state)
 {
@@ -690,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_status_server_while_tuning),
         cmocka_unit_test(test_status_ticks_within_a_slot),
         cmocka_unit_test(test_metrics_pass_promtool),
+        cmocka_unit_test(test_report_html_stays),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);

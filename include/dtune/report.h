@@ -93,6 +93,14 @@ int dt_report_html(FILE *f, const dt_run_state *rs, bool live);
  * Returns 0, DT_ENOMEM, DT_EIO. */
 int dt_report_write_html(const dt_run_state *rs, dt_error *err);
 
+/* Reads a run from its files into out, which this call initialises (free
+ * with dt_run_state_destroy; on failure out holds nothing to free):
+ * best.json as dt_report_load_best, then every slot of RUN_DIR/tuning.jsonl
+ * as a latency point and, past warm-up, a decision with the logged scores.
+ * Returns what dt_report_load_best returns, or DT_EPARSE / DT_EINVAL for a
+ * bad tuning.jsonl (the message names the line). */
+int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err);
+
 /* Replaces RUN_DIR/name with len bytes of text, atomically (temporary file,
  * fsync, rename). Returns 0, DT_EINVAL (path too long), DT_EIO. */
 int dt_report_replace(const dt_run_state *rs, const char *name, const char *text, size_t len,
