@@ -337,6 +337,60 @@ static void test_latency_svg_and_page(void **state)
     dt_server_reply_free(&reply);
 }
 
+/* Fetches path and asserts 200; returns how many were fetched (1). */
+static int fetch_ok(const fixture *fx, const char *path, const char *where)
+{
+    dt_http_reply reply;
+    get(fx, "GET", path, &reply);
+    if (reply.status != 200)
+        fail_msg("%s names %s, which answers %d", where, path, reply.status);
+    dt_server_reply_free(&reply);
+    return 1;
+}
+
+/* Fetches every path right after a `prefix` in text (a path: '/' then
+ * [a-z./_]*); returns how many. */
+static int walk_paths(const fixture *fx, const char *text, const char *prefix, const char *where)
+{
+    int n = 0;
+    for (const char *at = strstr(text, prefix); at; at = strstr(at + 1, prefix)) {
+        const char *p = at + strlen(prefix);
+        if (*p != '/')
+            continue;
+        size_t len = strspn(p + 1, "abcdefghijklmnopqrstuvwxyz._/") + 1;
+        char path[64];
+        snprintf(path, sizeof path, "%.*s", (int)len, p);
+        n += fetch_ok(fx, path, where);
+    }
+    return n;
+}
+
+/* Every endpoint that README.md, config.yaml's comment and the server's own
+ * 404 text name exists. */
+static void test_documented_endpoints_exist(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    assert_int_equal(dt_report_write_svg(&fx->rs, &err), 0);
+    assert_int_equal(dt_report_write_html(&fx->rs, &err), 0);
+    char *readme = dt_test_slurp("README.md"), *config = dt_test_slurp("config.yaml");
+    assert_non_null(readme);
+    assert_non_null(config);
+    assert_true(walk_paths(fx, readme, "`GET ", "README.md") >= 5);
+    const char *listen = strstr(config, "listen:");
+    assert_non_null(listen);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(listen, "\n"), listen);
+    assert_true(walk_paths(fx, line, " ", "config.yaml") + walk_paths(fx, line, "(", "config.yaml") >= 5);
+    dt_http_reply reply;
+    get(fx, "GET", "/no/such/page", &reply);
+    assert_int_equal(reply.status, 404);
+    assert_true(walk_paths(fx, reply.body, " ", "the 404 text") >= 5);
+    dt_server_reply_free(&reply);
+    free(readme);
+    free(config);
+}
+
 static void *hammer(void *arg)
 {
     const fixture *fx = arg;
@@ -465,6 +519,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port_in_use_and_bad_addresses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_documented_endpoints_exist, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
