@@ -70,6 +70,8 @@ typedef struct dt_run {
     bool tty;
     void *belief;              /* daemon_belief.c's dt_belief_pool */
     dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
+    bool pinned;               /* this thread was moved off the timing cores */
+    cpu_set_t old_cpus;        /* its cores before, restored at close */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);

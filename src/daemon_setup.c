@@ -401,6 +401,20 @@ static int open_measurer(dt_run *r, dt_error *err)
     return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);
 }
 
+/* Moves the tuning thread off the cores that time kernels, before it starts
+ * the status server, the ticker and the belief fits: threads inherit their
+ * creator's cores, so none of them ever runs beside a timing. The
+ * measurement process pins itself to its own cores. */
+static void pin_off_timing(dt_run *r)
+{
+    cpu_set_t spare;
+    if (dt_measurer_spare_cpus(r->measurer, &spare) == 0)
+        return;
+    if (pthread_getaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus) == 0 &&
+        pthread_setaffinity_np(pthread_self(), sizeof spare, &spare) == 0)
+        r->pinned = true;
+}
+
 static int open_server(dt_run *r, dt_error *err)
 {
     const char *listen = r->cfg->server_listen;
@@ -438,6 +452,8 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
         rc = open_measurer(r, err);
     }
     if (rc == 0)
+        pin_off_timing(r);
+    if (rc == 0)
         rc = open_tasks(r, err);
     if (rc == 0)
         rc = dt_scheduler_new(cfg->scheduler.policy, &cfg->scheduler, cfg->seed, &r->sched, err);
@@ -474,6 +490,8 @@ void dt_run_close(dt_run *r)
     dt_run_belief_free(r);
     if (r->lock_fd >= 0)
         close(r->lock_fd);          /* after the measurer: its runner has left */
+    if (r->pinned)
+        pthread_setaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus);
     free(r);
 }
 

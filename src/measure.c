@@ -116,7 +116,7 @@ struct dt_measurer {
     bool stopping;
     int active;                  /* builders still working on the batch */
     bool pipelined;              /* builders pinned off the runner's cores */
-    cpu_set_t builder_cpus;
+    cpu_set_t builder_cpus;      /* the spare cores: all but the runner's */
     pthread_cond_t ready_cv;     /* the runner waits for artifact i */
     unsigned char *ready;        /* per point: built */
 
@@ -203,15 +203,15 @@ static void *builder_main(void *arg)
     return NULL;
 }
 
-/* Pipelined when some allowed core is left after the runner's last
- * `threads` cores (the ones the CPU backend pins its runner to). */
+/* The cores left after the runner's last `threads` allowed cores (the ones
+ * the CPU backend pins its runner to) are spare: builders run there, and the
+ * schedule is pipelined when there are builders and spare cores. */
 static void choose_schedule(dt_measurer *m, int threads)
 {
     cpu_set_t allowed;
     int want = threads < 1 ? 1 : threads;
     CPU_ZERO(&m->builder_cpus);
-    if (m->nbuilders == 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 ||
-        CPU_COUNT(&allowed) <= want)
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) <= want)
         return;
     int skipped = 0;
     for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
@@ -220,7 +220,13 @@ static void choose_schedule(dt_measurer *m, int threads)
         if (skipped++ >= want)
             CPU_SET(cpu, &m->builder_cpus);
     }
-    m->pipelined = CPU_COUNT(&m->builder_cpus) > 0;
+    m->pipelined = m->nbuilders > 0 && CPU_COUNT(&m->builder_cpus) > 0;
+}
+
+int dt_measurer_spare_cpus(const dt_measurer *m, cpu_set_t *set)
+{
+    *set = m->builder_cpus;
+    return CPU_COUNT(set);
 }
 
 /* Builders block every signal: the daemon's handlers run on its own thread. */

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,6 +582,45 @@ static void test_status_ticks_within_a_slot(void **state)
     assert_int_equal(dt_test_wait(pid), 0);
 }
 
+/* The daemon's threads (tuning, status server, ticker, builders) stay off
+ * the last allowed core, where the CPU backend's measurement process times
+ * kernels. */
+static void test_threads_stay_off_the_timing_core(void **state)
+{
+    (void)state;
+    cpu_set_t mine;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    if (CPU_COUNT(&mine) < 2)
+        skip(); /* one core: nothing to keep the threads off */
+    int timing = CPU_SETSIZE - 1;
+    while (!CPU_ISSET(timing, &mine))
+        timing--;
+    char dir[64], addr[64], tasks[64];
+    pid_t pid = spawn_with_server(dir, sizeof dir, addr, sizeof addr,
+                                  (char *[]){ "--budget", "60", "--slot-seconds", "2", NULL });
+    json_t *st = status_in_slot(addr);
+    assert_non_null(st);
+    json_decref(st);
+    snprintf(tasks, sizeof tasks, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(tasks);
+    assert_non_null(d);
+    int threads = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        cpu_set_t set;
+        if (sched_getaffinity(atoi(e->d_name), sizeof set, &set) != 0)
+            continue; /* the thread ended meanwhile */
+        if (CPU_ISSET(timing, &set))
+            fail_msg("thread %s of dtune may run on core %d, the timing core", e->d_name, timing);
+        threads++;
+    }
+    closedir(d);
+    assert_true(threads >= 3); /* tuning, status server, ticker at least */
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+}
+
 /* Value of the first `data-points="N"` after marker in html, or -1. */
 static int chart_points(const char *html, const char *marker)
 {
@@ -737,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_status_ticks_within_a_slot),
         cmocka_unit_test(test_metrics_pass_promtool),
         cmocka_unit_test(test_report_html_stays),
+        cmocka_unit_test(test_threads_stay_off_the_timing_core),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #ifndef DTUNE_MEASURE_H
 #define DTUNE_MEASURE_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,5 +88,11 @@ int dt_measurer_reference(dt_measurer *m, const dt_task *task, dt_measure_result
 
 /* The backend's peak GFLOPS for task, or 0 when unknown. */
 double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task);
+
+/* The allowed cores that timing never uses: all but the last
+ * `measure.threads`, the cores the CPU backend pins its measurement process
+ * to. Fills *set and returns how many; 0 (set empty) when no core is left to
+ * spare. */
+int dt_measurer_spare_cpus(const dt_measurer *m, cpu_set_t *set);
 
 #endif
