@@ -58,9 +58,9 @@ static int open_tasks(dt_run *r, dt_error *err)
             return rc;
         tr->group = dt_task_similarity_group(t);
         tr->peak_gflops = dt_measurer_peak_gflops(r->measurer, t);
+        r->state.tasks[k].peak_gflops = tr->peak_gflops > 0 ? tr->peak_gflops : 0;
         if (tr->peak_gflops <= 0)
-            tr->peak_gflops = 1.0;
-        r->state.tasks[k].peak_gflops = tr->peak_gflops;
+            tr->peak_gflops = 1.0; /* the belief needs a scale */
     }
     return 0;
 }

@@ -331,6 +331,9 @@ static json_t *task_json(const dt_task_state *t)
               put(o, "best_gflops", number_or_null(t->best_gflops)) |
               put(o, "best_latency_ms", number_or_null(t->best_latency_ms)) |
               put(o, "peak_gflops", number_or_null(t->peak_gflops)) |
+              put(o, "peak_source", json_string(t->peak_gflops <= 0 ? "unknown"
+                                                : t->peak_from_kernel ? "best kernel"
+                                                                      : "roofline")) |
               put(o, "trials", json_integer(t->trials)) | put(o, "slots", json_integer(t->slots)) |
               put(o, "finished", json_boolean(t->finished)) |
               put(o, "failed", t->failed[0] ? json_string(t->failed) : json_null());
@@ -563,6 +566,9 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
     if (rc == 0) {
         t->best_config = json_is_integer(config) ? (uint64_t)json_integer_value(config) : 0;
         t->finished = json_is_true(finished);
+        /* optional: best.json of older runs has no peak_source */
+        const char *source = json_string_value(json_object_get(o, "peak_source"));
+        t->peak_from_kernel = source && strcmp(source, "best kernel") == 0;
     }
     return rc;
 }

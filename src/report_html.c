@@ -290,12 +290,17 @@ static void task_table(FILE *f, const dt_run_state *rs)
         fputs("</td><td>", f);
         html_text(f, t->shape);
         fprintf(f, "</td><td>%d</td>", t->count);
-        if (t->best_gflops > 0)
-            fprintf(f, "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.4g</td>", t->best_gflops,
-                    t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0,
+        if (t->best_gflops > 0) {
+            fprintf(f, "<td>%.1f</td>", t->best_gflops);
+            if (t->peak_gflops > 0)
+                fprintf(f, "<td>%.1f%s</td>", 100 * t->best_gflops / t->peak_gflops,
+                        t->peak_from_kernel ? "*" : "");
+            else
+                fputs("<td>-</td>", f);
+            fprintf(f, "<td>%.1f</td><td>%.4g</td>",
                     has_latency(rs) ? 100 * t->count * t->best_latency_ms / rs->latency_ms : 0,
                     t->best_latency_ms);
-        else
+        } else
             fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", f);
         fprintf(f, "<td>%d</td><td>%d</td><td>%s", t->trials, t->slots, task_state(rs, k));
         if (t->failed[0]) {
@@ -304,7 +309,9 @@ static void task_table(FILE *f, const dt_run_state *rs)
         }
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n", f);
+    fputs("</table>\n<p>% peak: of the target's roofline peak for the task, measured when "
+          "the run (or its resume) started; * a kernel beat it, so its own rate is the peak "
+          "used.</p>\n", f);
 }
 
 /* ---- why each task ------------------------------------------------------------ */

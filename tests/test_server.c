@@ -75,6 +75,8 @@ static void fill_state(dt_run_state *rs, const char *dir)
     dt_slot_decision d = { .slot = 11, .task = 2, .elapsed = 402.5, .decision_ms = 3.25 };
     assert_int_equal(dt_run_state_add_decision(rs, &d, rows), 0);
     rs->slot_started = 402.5;
+    rs->tasks[0].peak_gflops = rs->tasks[0].best_gflops; /* a kernel beat the roofline */
+    rs->tasks[0].peak_from_kernel = true;
 }
 
 static int setup(void **state)
@@ -148,6 +150,9 @@ static void test_status_json(void **state)
     json_t *t1 = json_array_get(tasks, 1);
     assert_string_equal(json_string_value(json_object_get(t1, "name")), "we\"ird<b>");
     assert_int_equal(json_integer_value(json_object_get(t1, "trials")), 128);
+    assert_string_equal(json_string_value(json_object_get(t1, "peak_source")), "roofline");
+    json_t *t0 = json_array_get(tasks, 0);
+    assert_string_equal(json_string_value(json_object_get(t0, "peak_source")), "best kernel");
     assert_true(fabs(json_number_value(json_object_get(st, "budget_left_s")) - (3600 - 417.25)) < 1e-9);
     assert_true(fabs(json_number_value(json_object_get(st, "slot_elapsed_s")) - 14.75) < 1e-9);
     assert_true(json_is_null(json_object_get(st, "warmup")));
@@ -311,6 +316,7 @@ static void test_latency_svg_and_page(void **state)
     assert_null(strstr(reply.body, "<b>\""));
     assert_non_null(strstr(reply.body, "<b id=\"latency\">2.3438</b> ms"));
     assert_non_null(strstr(reply.body, "<b id=\"slot\">11</b> (14.8s in)"));
+    assert_non_null(strstr(reply.body, "<td>100.0*</td>")); /* the peak a kernel set */
     /* the ranking: fc (chosen) first, conv1, then the finished task */
     const char *ranking = strstr(reply.body, "<table id=\"ranking\">");
     assert_non_null(ranking);

@@ -58,7 +58,7 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err);
  *    "target_latency_ms" (null: none), "reached_at_s" (null: not reached),
  *    "tasks": [{"name", "kind", "shape", "count", "gflop", "best_config"
  *      (null until tuned), "knobs", "best_gflops", "best_latency_ms",
- *      "peak_gflops", "trials", "slots", "finished"}]}
+ *      "peak_gflops", "peak_source" (optional), "trials", "slots", "finished"}]}
  * Returns 0, DT_ENOTFOUND (no file), DT_EPARSE (not JSON, or a field
  * missing or of the wrong type; the message names it), DT_ENOMEM. */
 int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err);

@@ -28,7 +28,11 @@ typedef struct dt_task_state {
     double best_gflops;        /* 0 until a valid measurement */
     double best_latency_ms;    /* of one execution; warm-up latency until tuned;
                                   the reference implementation's when failed */
-    double peak_gflops;        /* target's roofline peak for this task */
+    double peak_gflops;        /* target's roofline peak for this task (0:
+                                  unknown), measured when the run (or its
+                                  resume) starts; raised to a kernel's rate
+                                  when one beats it */
+    bool peak_from_kernel;     /* peak_gflops is a kernel's measured rate */
     uint64_t best_config;      /* index in the task's space */
     char best_knobs[256];
     int trials;
