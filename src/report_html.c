@@ -356,16 +356,30 @@ static void ranking_table(FILE *f, const dt_run_state *rs)
     fputs("</table>\n", f);
 }
 
-/* Earlier decisions, newest first: the chosen task and the runner-up. */
+/* The model-latency cut slot actually made (ms), NAN until it has ended. */
+static double actual_cut(const dt_run_state *rs, int slot)
+{
+    for (int j = 1; j < rs->npoints; j++)
+        if (rs->points[j].slot == slot)
+            return rs->points[j - 1].model_latency_ms - rs->points[j].model_latency_ms;
+    return NAN;
+}
+
+/* Decisions whose slot has ended, newest first: the chosen task, its
+ * predicted cut against the cut the slot then made, and the runner-up. */
 static void decision_history(FILE *f, const dt_run_state *rs, int limit)
 {
-    if (rs->ndecisions < 2)
+    /* the newest is still under way while a slot runs */
+    int order[rs->ntasks > 0 ? rs->ntasks : 1];
+    int last = rs->ndecisions - (rs->slot_started >= 0 ? 2 : 1);
+    if (last < 0)
         return;
-    int order[rs->ntasks > 0 ? rs->ntasks : 1], last = rs->ndecisions - 2;
     int first = limit > 0 && last + 1 > limit ? last + 1 - limit : 0;
-    fputs("<h2>Earlier decisions</h2>\n<table id=\"decisions\"><tr><th>slot</th><th>at</th>"
-          "<th>chosen</th><th>score</th><th>runner-up</th><th>score</th><th>decision ms</th>"
-          "</tr>\n", f);
+    fputs("<h2>Decisions</h2>\n<p>The chosen task's predicted cut of the model latency "
+          "(with its 90 % interval) against the cut its slot then made.</p>\n"
+          "<table id=\"decisions\"><tr><th>slot</th><th>at</th><th>chosen</th><th>score</th>"
+          "<th>predicted cut ms</th><th>90 % from</th><th>to</th><th>actual cut ms</th>"
+          "<th>runner-up</th><th>score</th><th>decision ms</th></tr>\n", f);
     for (int i = last; i >= first; i--) {
         const dt_slot_decision *d = &rs->decisions[i];
         const dt_task_score *rows = dt_run_state_scores(rs, i);
@@ -375,7 +389,12 @@ static void decision_history(FILE *f, const dt_run_state *rs, int limit)
         fprintf(f, "<tr><td>%d</td><td>%s</td><td>", d->slot, at);
         html_text(f, d->task >= 0 && d->task < rs->ntasks ? rs->tasks[d->task].name : "-");
         fputs("</td>", f);
-        number_cell(f, d->task >= 0 && d->task < rs->ntasks ? rows[d->task].score : NAN);
+        const dt_task_score *chosen = d->task >= 0 && d->task < rs->ntasks ? &rows[d->task] : NULL;
+        number_cell(f, chosen ? chosen->score : NAN);
+        number_cell(f, chosen ? chosen->cut_ms : NAN);
+        number_cell(f, chosen ? chosen->cut_lo_ms : NAN);
+        number_cell(f, chosen ? chosen->cut_hi_ms : NAN);
+        number_cell(f, actual_cut(rs, d->slot));
         fputs("<td>", f);
         html_text(f, rs->ntasks > 1 ? rs->tasks[order[1]].name : "-");
         fputs("</td>", f);
