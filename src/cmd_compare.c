@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "dtune/report.h"
+#include "dtune/tunelog.h"
 #include "dtune/util.h"
 
 #define MAX_RUNS DT_REPORT_MAX_CURVES
@@ -132,6 +133,28 @@ static int load_csv(run_curve *r)
     return rc;
 }
 
+/* Stops the replay at the run record, which comes first. */
+#define FOUND_RUN 1
+
+static int seed_of(void *ctx, const dt_run_record *rec)
+{
+    *(uint64_t *)ctx = rec->seed;
+    return FOUND_RUN;
+}
+
+/* ", seed N" from the run's tuning.jsonl, or "" when it cannot be read. */
+static void seed_label(const char *dir, char *buf, size_t len)
+{
+    char path[DT_PATH_MAX + 32];
+    uint64_t seed = 0;
+    dt_error err;
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    dt_tunelog_visitor v = { seed_of, NULL, NULL, &seed };
+    buf[0] = '\0';
+    if (dt_tunelog_replay(path, &v, NULL, &err) == FOUND_RUN)
+        snprintf(buf, len, ", seed %llu", (unsigned long long)seed);
+}
+
 static int load_run(run_curve *r)
 {
     dt_run_state rs;
@@ -142,7 +165,9 @@ static int load_run(run_curve *r)
         fprintf(stderr, "dtune compare: %s\n", err.msg);
         return rc == DT_ENOMEM ? 1 : 2;
     }
-    snprintf(r->label, sizeof r->label, "%s (%s)", rs.policy, rs.strategy);
+    char seed[32];
+    seed_label(r->dir, seed, sizeof seed);
+    snprintf(r->label, sizeof r->label, "%s (%s%s)", rs.policy, rs.strategy, seed);
     snprintf(r->model, sizeof r->model, "%s", rs.model);
     dt_run_state_destroy(&rs);
     return load_csv(r);
@@ -183,18 +208,39 @@ static void print_table(const run_curve *runs, int n, double level)
     }
 }
 
+/* Draws every run's curve, time in seconds, minutes or hours as the
+ * longest run fits. */
 static int draw(const run_curve *runs, int n, const char *out, double level)
 {
     dt_report_curve curves[MAX_RUNS];
-    for (int i = 0; i < n; i++)
-        curves[i] = (dt_report_curve){ .name = runs[i].label, .n = runs[i].n, .x = runs[i].t,
-                                       .y = runs[i].ms };
-    char title[DT_NAME_MAX + 64];
-    snprintf(title, sizeof title, "%s: model latency over tuning time", runs[0].model);
     dt_error err;
     dt_error_clear(&err);
-    if (dt_report_svg_curves(out, title, "tuning time (s)", "model latency (ms)", curves, n,
-                             level, &err)) {
+    double span = 0;
+    for (int i = 0; i < n; i++)
+        span = fmax(span, runs[i].t[runs[i].n - 1]);
+    const char *unit_name;
+    double unit = dt_report_time_unit(span, &unit_name);
+    double *scaled[MAX_RUNS] = { 0 };
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        scaled[i] = malloc((size_t)runs[i].n * sizeof *scaled[i]);
+        if (!scaled[i]) {
+            rc = dt_error_set(&err, DT_ENOMEM, "out of memory");
+            break;
+        }
+        for (int j = 0; j < runs[i].n; j++)
+            scaled[i][j] = runs[i].t[j] / unit;
+        curves[i] = (dt_report_curve){ .name = runs[i].label, .n = runs[i].n, .x = scaled[i],
+                                       .y = runs[i].ms };
+    }
+    char title[DT_NAME_MAX + 64], xlabel[32];
+    snprintf(title, sizeof title, "%s: model latency over tuning time", runs[0].model);
+    snprintf(xlabel, sizeof xlabel, "tuning time (%s)", unit_name);
+    if (rc == 0)
+        rc = dt_report_svg_curves(out, title, xlabel, "model latency (ms)", curves, n, level, &err);
+    for (int i = 0; i < n; i++)
+        free(scaled[i]);
+    if (rc) {
         fprintf(stderr, "dtune compare: %s: %s\n", out, err.msg);
         return 1;
     }

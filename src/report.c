@@ -848,8 +848,7 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
 
 /* ---- latency.svg ---------------------------------------------------------- */
 
-/* Seconds per unit and its name for an axis spanning span seconds. */
-static double time_unit(double span, const char **name)
+double dt_report_time_unit(double span, const char **name)
 {
     if (span < 300) {
         *name = "s";
@@ -908,7 +907,7 @@ int dt_report_write_svg(const dt_run_state *rs, dt_error *err)
         return rc;
     double span = rs->npoints ? fmax(rs->elapsed, rs->points[rs->npoints - 1].elapsed) : 0;
     const char *unit_name;
-    double unit = time_unit(span, &unit_name);
+    double unit = dt_report_time_unit(span, &unit_name);
     double *x = malloc((size_t)(2 * rs->npoints + 1) * sizeof *x);
     double *y = malloc((size_t)(2 * rs->npoints + 1) * sizeof *y);
     if (!x || !y) {

@@ -117,21 +117,6 @@ static void headline(FILE *f, const dt_run_state *rs)
 
 /* ---- latency over time ----------------------------------------------------- */
 
-/* Seconds per unit and its name for an axis spanning span seconds. */
-static double time_unit(double span, const char **name)
-{
-    if (span < 300) {
-        *name = "s";
-        return 1;
-    }
-    if (span < 3 * 3600) {
-        *name = "min";
-        return 60;
-    }
-    *name = "h";
-    return 3600;
-}
-
 typedef struct axes {
     double tmax;               /* seconds at the right edge */
     double ymax;               /* ms at the top */
@@ -160,7 +145,7 @@ static axes latency_axes(const dt_run_state *rs)
     }
     a.tmax = a.tmax > 0 ? a.tmax : 1;
     a.ymax = a.ymax > 0 ? a.ymax * 1.08 : 1;
-    a.unit = time_unit(a.tmax, &a.unit_name);
+    a.unit = dt_report_time_unit(a.tmax, &a.unit_name);
     return a;
 }
 

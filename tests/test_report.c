@@ -505,11 +505,15 @@ static void test_compare_command(void **state)
                             "400,3,fc,1.5,1,1,1\n");
     char *other = compare_run("resnet18", "dynatune", "5,0,warm-up,4.0,1,1,1\n");
     char *bad = compare_run("tiny", "dynatune", "5,0,warm-up,4.0,1,1,1\n50,1,fc,fast,1,1,1\n");
+    char log[1024];
+    path_in(log, sizeof log, dyn, "tuning.jsonl");
+    append_text(log, "{\"type\":\"run\",\"model\":\"tiny\",\"target\":\"cpu\",\"seed\":7,"
+                     "\"started\":\"2026-11-24T19:00:00Z\"}\n");
     path_in(svg, sizeof svg, seq, "compare.svg");
     char *ok[] = { "compare", "-o", svg, seq, dyn, NULL };
     assert_int_equal(dt_test_capture(dt_cmd_compare, 5, ok, out, sizeof out), 0);
     assert_non_null(strstr(out, "L* = 2.0000 ms"));
-    const char *row = strstr(out, "dynatune (chameleon)");
+    const char *row = strstr(out, "dynatune (chameleon, seed 7)");
     assert_non_null(row);
     assert_non_null(strstr(row, "4.0000       1.5000      400.0      100.0      3.00"));
     row = strstr(out, "sequential (chameleon)");
@@ -517,7 +521,8 @@ static void test_compare_command(void **state)
     assert_non_null(strstr(row, "300.0      1.00"));
     char *text = read_text(svg), *plain = decode_char_refs(text);
     assert_non_null(strstr(plain, "sequential (chameleon)"));
-    assert_non_null(strstr(plain, "dynatune (chameleon)"));
+    assert_non_null(strstr(plain, "dynatune (chameleon, seed 7)"));
+    assert_non_null(strstr(plain, "tuning time (min)")); /* 400 s: minutes */
     free(plain);
     free(text);
     unlink(svg);

@@ -106,6 +106,11 @@ int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err);
 int dt_report_replace(const dt_run_state *rs, const char *name, const char *text, size_t len,
                       dt_error *err);
 
+/* The unit of a time axis spanning span seconds: seconds below 5 minutes,
+ * minutes below 3 hours, else hours. Returns seconds per unit; *name is
+ * "s", "min" or "h". */
+double dt_report_time_unit(double span, const char **name);
+
 /* Writes a duration for people: "42.5s", "7m03s", "2h05m00s"; "-" when
  * seconds is negative or not finite. */
 void dt_report_format_duration(double seconds, char *buf, size_t len);
