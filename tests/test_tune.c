@@ -667,6 +667,107 @@ static void test_report_html_stays(void **state)
     assert_int_equal(rc, 2);
 }
 
+/* Headless Chromium's DOM of url, or NULL when it could not load it. */
+static char *browser_dom(const char *url, const char *dir)
+{
+    char cmd[1024], path[128];
+    snprintf(path, sizeof path, "%s/dom.html", dir);
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+             "--user-data-dir=%s/chromium --dump-dom '%s' > %s 2>/dev/null", dir, url, path);
+    if (system(cmd) != 0)
+        return NULL;
+    return dt_test_slurp(path);
+}
+
+/* The text of the element that opens with `open` in html, or "" (into buf). */
+static const char *element_text(const char *html, const char *open, char *buf, size_t len)
+{
+    const char *at = strstr(html, open);
+    buf[0] = '\0';
+    if (at) {
+        at += strlen(open);
+        snprintf(buf, len, "%.*s", (int)strcspn(at, "<"), at);
+    }
+    return buf;
+}
+
+/* Asserts every chart in html has points, and that there are two. */
+static void assert_charts_have_data(const char *html)
+{
+    int charts = 0;
+    for (const char *at = strstr(html, "<svg"); at; at = strstr(at + 1, "<svg")) {
+        const char *points = strstr(at, "data-points=\"");
+        assert_non_null(points);
+        assert_true(atoi(points + strlen("data-points=\"")) > 0);
+        charts++;
+    }
+    assert_int_equal(charts, 2);
+}
+
+/* Whether the page's latency text is the latency of st as the page prints it. */
+static bool same_latency(const char *shown, const json_t *st)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%.4f", num(st, "model_latency_ms"));
+    return strcmp(shown, want) == 0;
+}
+
+/* A real browser shows what /status says at that moment, during a run and in
+ * report.html after it, with data in every chart. */
+static void test_browser_shows_the_status(void **state)
+{
+    (void)state;
+    if (system("command -v chromium >/dev/null 2>&1") != 0)
+        skip(); /* scripts/setup.sh installs it (Debian package chromium) */
+    char dir[64], addr[64], url[128];
+    pid_t pid = spawn_with_server(dir, sizeof dir, addr, sizeof addr,
+                                  (char *[]){ "--budget", "60", "--slot-seconds", "6",
+                                              "--finish-after", "1000000", NULL });
+    snprintf(url, sizeof url, "http://%s/", addr);
+    bool seen = false;
+    for (int tries = 0; tries < 6 && !seen; tries++) {
+        json_t *before = status_in_slot(addr);
+        assert_non_null(before);
+        char *dom = browser_dom(url, dir);
+        assert_non_null(dom);
+        json_t *after = get_json(addr, "/status");
+        char slot[32], task[64], latency[32];
+        element_text(dom, "<b id=\"slot\">", slot, sizeof slot);
+        element_text(dom, "<b id=\"task\">", task, sizeof task);
+        element_text(dom, "<b id=\"latency\">", latency, sizeof latency);
+        /* the page was built between the two readings: when they agree, it
+         * must agree with them; a slot end or a new best in between takes
+         * another look */
+        if (num(before, "slot") == num(after, "slot") && same_latency(latency, before) ==
+                                                             same_latency(latency, after)) {
+            assert_int_equal(atoi(slot), num(before, "slot"));
+            assert_string_equal(task, json_string_value(json_object_get(before, "current_task")));
+            assert_true(same_latency(latency, before));
+            assert_charts_have_data(dom);
+            seen = true;
+        }
+        free(dom);
+        json_decref(before);
+        json_decref(after);
+    }
+    assert_true(seen);
+    kill(pid, SIGTERM);
+    assert_int_equal(dt_test_wait(pid), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/best.json", dir);
+    json_error_t jerr;
+    json_t *best = json_load_file(path, 0, &jerr);
+    assert_non_null(best);
+    snprintf(url, sizeof url, "file://%s/report.html", dir);
+    char *dom = browser_dom(url, dir), latency[32];
+    assert_non_null(dom);
+    assert_true(same_latency(element_text(dom, "<b id=\"latency\">", latency, sizeof latency), best));
+    assert_charts_have_data(dom);
+    free(dom);
+    json_decref(best);
+}
+
 /* Prometheus's own checker finds nothing to flag in a live /metrics. */
 static void test_metrics_pass_promtool(void **state)
 {
@@ -778,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_metrics_pass_promtool),
         cmocka_unit_test(test_report_html_stays),
         cmocka_unit_test(test_threads_stay_off_the_timing_core),
+        cmocka_unit_test(test_browser_shows_the_status),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
     };
     return cmocka_run_group_tests_name("tune", tests, NULL, NULL);
