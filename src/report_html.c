@@ -19,7 +19,7 @@
 
 /* Chart geometry (SVG user units). */
 #define CHART_W 900.0
-#define PLOT_X0 70.0
+#define PLOT_X0 120.0
 #define PLOT_X1 880.0
 #define LAT_H 300.0
 #define LAT_Y0 30.0
