@@ -129,8 +129,17 @@ static void print_run(json_t *st)
     printf("run %s: %s on %s, policy %s, strategy %s, phase %s\n", str(st, "run"),
            str(st, "model"), str(st, "target"), str(st, "policy"), str(st, "strategy"),
            str(st, "phase"));
-    printf("elapsed %s of %s, slot %.0f, task %s\n", elapsed, budget, num(st, "slot"),
-           str(st, "current_task"));
+    char left[32], in_slot[32];
+    dt_report_format_duration(num(st, "budget_left_s"), left, sizeof left);
+    dt_report_format_duration(num(st, "slot_elapsed_s"), in_slot, sizeof in_slot);
+    printf("elapsed %s of %s (%s left), slot %.0f (%s in), task %s\n", elapsed, budget, left,
+           num(st, "slot"), in_slot, str(st, "current_task"));
+    json_t *warmup = json_object_get(st, "warmup");
+    if (json_is_object(warmup)) {
+        printf("warming up: task %.0f of %.0f (%s), %.0f trials\n\n", num(warmup, "task"),
+               num(warmup, "of"), str(warmup, "name"), num(warmup, "trials"));
+        return;
+    }
     printf("model latency %.4f ms now, %.4f ms at start, %.2fx faster",
            num(st, "model_latency_ms"), num(st, "start_latency_ms"), num(st, "speedup"));
     double target = num(st, "target_latency_ms");

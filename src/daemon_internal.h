@@ -70,8 +70,9 @@ typedef struct dt_run {
     bool tty;
     void *belief;              /* daemon_belief.c's dt_belief_pool */
     dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
-    bool pinned;               /* this thread was moved off the timing cores */
-    cpu_set_t old_cpus;        /* its cores before, restored at close */
+    bool pinned;               /* the process was moved off the timing cores */
+    cpu_set_t old_cpus;        /* the opening thread's cores before, given
+                                  back to it at close */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
@@ -101,8 +102,8 @@ void dt_run_ticker_start(dt_run *r);
 /* Stops and joins the ticker; safe when none runs. */
 void dt_run_ticker_stop(dt_run *r);
 
-/* Prints the newest decision as one compact line: the chosen task and the
- * best-ranked others with their scores. */
+/* On a terminal, prints the newest decision as one compact line: the chosen
+ * task and the next two with their scores. */
 void dt_run_say_decision(dt_run *r);
 
 #endif

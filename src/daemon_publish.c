@@ -1,7 +1,8 @@
 /* daemon_publish.c — what the run shows: after every slot latency.csv,
  * latency.svg, best.json and report.html (through report); the status line (a live line
- * on a terminal, one plain log line per slot otherwise); one line per
- * decision saying why the task was chosen; and the ticker, a thread that
+ * on a terminal, one plain log line per slot otherwise); on a terminal one
+ * line per decision saying why the task was chosen (logs have the scores in
+ * tuning.jsonl); and the ticker, a thread that
  * moves the shared state's clock and redraws the live line at least once a
  * second, so neither freezes while a slot runs.
  *
@@ -108,17 +109,15 @@ static void decision_line(FILE *f, const dt_run_state *s)
 void dt_run_say_decision(dt_run *r)
 {
     dt_run_state snap;
-    if (dt_run_state_copy(&snap, &r->state) != 0)
+    if (!r->tty || dt_run_state_copy(&snap, &r->state) != 0)
         return;
     if (snap.ndecisions > 0) {
-        FILE *f = r->tty ? stderr : stdout;
-        flockfile(f);
-        if (r->tty)
-            fputs("\r\033[K", f);
-        decision_line(f, &snap);
-        fputc('\n', f);
-        fflush(f);
-        funlockfile(f);
+        flockfile(stderr);
+        fputs("\r\033[K", stderr);
+        decision_line(stderr, &snap);
+        fputc('\n', stderr);
+        fflush(stderr);
+        funlockfile(stderr);
     }
     dt_run_state_destroy(&snap);
 }

@@ -7,11 +7,13 @@
  * task's tuner, which retrains its cost model on them and never proposes a
  * visited config again: nothing completed is lost or measured twice.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,18 +403,25 @@ static int open_measurer(dt_run *r, dt_error *err)
     return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);
 }
 
-/* Moves the tuning thread off the cores that time kernels, before it starts
- * the status server, the ticker and the belief fits: threads inherit their
- * creator's cores, so none of them ever runs beside a timing. The
- * measurement process pins itself to its own cores. */
+/* Moves every thread of the process off the cores that time kernels, before
+ * the tuning thread starts the status server, the ticker and the belief
+ * fits: threads inherit their creator's cores, so none of them ever runs
+ * beside a timing, and threads that started earlier (the builders, a
+ * sanitizer's or a library's own) are moved too. The measurement process
+ * pins itself to its own cores. */
 static void pin_off_timing(dt_run *r)
 {
     cpu_set_t spare;
-    if (dt_measurer_spare_cpus(r->measurer, &spare) == 0)
+    if (dt_measurer_spare_cpus(r->measurer, &spare) == 0 ||
+        pthread_getaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus) != 0)
         return;
-    if (pthread_getaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus) == 0 &&
-        pthread_setaffinity_np(pthread_self(), sizeof spare, &spare) == 0)
-        r->pinned = true;
+    r->pinned = pthread_setaffinity_np(pthread_self(), sizeof spare, &spare) == 0;
+    DIR *tasks = opendir("/proc/self/task");
+    for (struct dirent *e; tasks && (e = readdir(tasks));)
+        if (e->d_name[0] != '.')
+            sched_setaffinity((pid_t)atoi(e->d_name), sizeof spare, &spare);
+    if (tasks)
+        closedir(tasks);
 }
 
 static int open_server(dt_run *r, dt_error *err)

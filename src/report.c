@@ -445,7 +445,9 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
               put(o, "phase", json_string(rs->phase)) |
               put(o, "elapsed_s", number_or_null(rs->elapsed)) |
               put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
-              put(o, "model_latency_ms", number_or_null(rs->latency_ms)) |
+              /* null until warm-up has measured every task (no point yet) */
+              put(o, "model_latency_ms", rs->npoints > 0 || !live ? number_or_null(rs->latency_ms)
+                                                                  : json_null()) |
               put(o, "start_latency_ms", number_or_null(rs->start_latency_ms)) |
               put(o, "target_latency_ms", rs->target_latency_ms > 0
                                               ? number_or_null(rs->target_latency_ms)

@@ -397,6 +397,47 @@ static void test_documented_endpoints_exist(void **state)
     free(config);
 }
 
+/* During warm-up the page, /status and `dtune status` say which task of how
+ * many is being warmed up, and show no latency, no NaN and no chart. */
+static void test_warm_up_says_warm_up(void **state)
+{
+    fixture *fx = *state;
+    pthread_mutex_lock(&fx->rs.lock);
+    snprintf(fx->rs.phase, sizeof fx->rs.phase, "warm-up");
+    fx->rs.warmup_task = 1;
+    fx->rs.npoints = 0;
+    fx->rs.ndecisions = 0;
+    fx->rs.slot = 0;
+    fx->rs.slot_started = -1;
+    fx->rs.current_task = -1;
+    fx->rs.start_latency_ms = 0;
+    fx->rs.latency_ms = 0.6171875; /* the tasks measured so far: not a model latency */
+    pthread_mutex_unlock(&fx->rs.lock);
+    dt_http_reply reply;
+    get(fx, "GET", "/", &reply);
+    assert_int_equal(reply.status, 200);
+    assert_non_null(strstr(reply.body, "warming up: task 2 of 3 (we&quot;ird&lt;b&gt;), 128 trials"));
+    assert_null(strstr(reply.body, "<svg"));
+    assert_null(strstr(reply.body, "0.6172"));
+    assert_null(strstr(reply.body, "NaN"));
+    assert_null(strstr(reply.body, "nan"));
+    dt_server_reply_free(&reply);
+    get(fx, "GET", "/status", &reply);
+    json_t *st = json_loads(reply.body, 0, NULL);
+    assert_non_null(st);
+    json_t *w = json_object_get(st, "warmup");
+    assert_int_equal(json_integer_value(json_object_get(w, "task")), 2);
+    assert_int_equal(json_integer_value(json_object_get(w, "of")), 3);
+    assert_true(json_is_null(json_object_get(st, "model_latency_ms")));
+    json_decref(st);
+    dt_server_reply_free(&reply);
+    char out[4096];
+    char *argv[] = { "status", "--addr", fx->addr, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_status, 3, argv, out, sizeof out), 0);
+    assert_non_null(strstr(out, "warming up: task 2 of 3"));
+    assert_null(strstr(out, "nan"));
+}
+
 static void *hammer(void *arg)
 {
     const fixture *fx = arg;
@@ -526,6 +567,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_documented_endpoints_exist, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_up_says_warm_up, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
