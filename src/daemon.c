@@ -111,6 +111,11 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
         ts->best_config = index;
         dt_space_point(&tr->space, index, &p);
         dt_space_point_str(&tr->space, &p, ts->best_knobs, sizeof ts->best_knobs);
+        dt_best_step step = { .task = k, .trial = trial, .gflops = tr->best_gflops };
+        if (dt_run_state_add_step(&r->state, &step) != 0) {
+            pthread_mutex_unlock(&r->state.lock);
+            return DT_ENOMEM;
+        }
         /* a kernel's rate is a lower bound of the peak: share of peak stays <= 100 % */
         if (ts->peak_gflops > 0 && tr->best_gflops > ts->peak_gflops) {
             ts->peak_gflops = tr->best_gflops;
@@ -464,7 +469,12 @@ static void score_row(const dt_run *r, const dt_sched_task *st, const double *sc
     const dt_task_run *tr = &r->tasks[i];
     row->score = scores[i];
     row->cut_ms = row->cut_lo_ms = row->cut_hi_ms = NAN;
+    row->pred_gflops = row->pred_lo_gflops = row->pred_hi_gflops = row->horizon = NAN;
     if (dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0) {
+        row->pred_gflops = tr->pred_gflops;
+        row->pred_lo_gflops = tr->pred_lo_gflops;
+        row->pred_hi_gflops = tr->pred_hi_gflops;
+        row->horizon = tr->pred_horizon;
         dt_sched_task bound = st[i];
         row->cut_ms = dt_sched_expected_reduction(&bound);
         bound.pred_gflops = tr->pred_lo_gflops;

@@ -87,6 +87,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
         tr->pred_ok = pred[k].ok;
         tr->pred_gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
         credible_interval(&pred[k], tr->peak_gflops, &tr->pred_lo_gflops, &tr->pred_hi_gflops);
+        tr->pred_horizon = hist[k].horizon;
     }
 done:
     for (int k = 0; ys && k < n; k++)

@@ -41,6 +41,7 @@ typedef struct dt_task_run {
     double pred_gflops;        /* belief prediction at the next slot's end */
     double pred_lo_gflops;     /* its 90 % credible interval */
     double pred_hi_gflops;
+    double pred_horizon;       /* trial count the prediction is for */
     bool pred_ok;
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
 } dt_task_run;

@@ -205,8 +205,7 @@ static int replay_decision(dt_run *r, const dt_slot_record *rec)
     int n = r->model->ntasks;
     dt_task_score rows[n];
     for (int i = 0; i < n; i++)
-        rows[i] = (dt_task_score){ .score = i < rec->nscores ? rec->scores[i] : NAN,
-                                   .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN };
+        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN);
     pthread_mutex_lock(&r->state.lock);
     /* decided when the slot before it closed */
     double at = r->state.npoints > 0 ? r->state.points[r->state.npoints - 1].elapsed : rec->time;

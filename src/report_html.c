@@ -299,6 +299,123 @@ static void task_table(FILE *f, const dt_run_state *rs)
           "used.</p>\n", f);
 }
 
+/* ---- each task's best so far ----------------------------------------------------- */
+
+#define MINI_W 440.0
+#define MINI_H 170.0
+#define MINI_X0 56.0
+#define MINI_X1 430.0
+#define MINI_Y0 12.0
+#define MINI_Y1 140.0
+
+typedef struct mini_axes {
+    double tmax, gmax;         /* trials and GFLOPS at the edges */
+} mini_axes;
+
+static double mx(const mini_axes *a, double trial)
+{
+    return MINI_X0 + (MINI_X1 - MINI_X0) * trial / a->tmax;
+}
+
+static double my(const mini_axes *a, double gflops)
+{
+    return MINI_Y1 - (MINI_Y1 - MINI_Y0) * gflops / a->gmax;
+}
+
+/* Axes that hold the task's trials, best, peak and every prediction. */
+static mini_axes task_axes(const dt_run_state *rs, int k)
+{
+    const dt_task_state *t = &rs->tasks[k];
+    mini_axes a = { .tmax = t->trials, .gmax = fmax(t->best_gflops, t->peak_gflops) };
+    for (int i = 0; i < rs->ndecisions; i++) {
+        const dt_task_score *row = &dt_run_state_scores(rs, i)[k];
+        if (isfinite(row->pred_hi_gflops) && row->horizon > 0) {
+            a.tmax = fmax(a.tmax, row->horizon);
+            a.gmax = fmax(a.gmax, row->pred_hi_gflops);
+        }
+    }
+    a.tmax = a.tmax > 0 ? a.tmax * 1.02 : 1;
+    a.gmax = a.gmax > 0 ? a.gmax * 1.08 : 1;
+    return a;
+}
+
+/* Each prediction the belief made for task k at a decision: its value at the
+ * horizon with the 90 % interval; the newest in red. */
+static void prediction_marks(FILE *f, const dt_run_state *rs, int k, const mini_axes *a)
+{
+    int newest = -1;
+    for (int i = 0; i < rs->ndecisions; i++)
+        if (isfinite(dt_run_state_scores(rs, i)[k].pred_gflops))
+            newest = i;
+    for (int i = 0; i <= newest; i++) {
+        const dt_task_score *row = &dt_run_state_scores(rs, i)[k];
+        if (!isfinite(row->pred_gflops) || !(row->horizon > 0))
+            continue;
+        const char *colour = i == newest ? "#d62728" : "#999";
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>"
+                   "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+                mx(a, row->horizon), my(a, row->pred_lo_gflops), mx(a, row->horizon),
+                my(a, row->pred_hi_gflops), colour, mx(a, row->horizon), my(a, row->pred_gflops),
+                colour);
+    }
+}
+
+/* Task k's best GFLOPS over its trials as steps, its peak dashed, and the
+ * belief's predictions. */
+static void task_curve(FILE *f, const dt_run_state *rs, int k)
+{
+    const dt_task_state *t = &rs->tasks[k];
+    mini_axes a = task_axes(rs, k);
+    int n = 0;
+    for (int i = 0; i < rs->nsteps; i++)
+        n += rs->steps[i].task == k;
+    fputs("<div class=\"mini\"><b>", f);
+    html_text(f, t->name);
+    fputs("</b><br>\n", f);
+    if (n == 0) {
+        fputs("no valid measurement yet</div>\n", f);
+        return;
+    }
+    fprintf(f, "<svg class=\"task-chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+               "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" font-size=\"10\" data-points=\"%d\">\n",
+            MINI_W, MINI_H, MINI_W, n);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>"
+               "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">0</text>"
+               "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f trials</text>"
+               "<text x=\"4\" y=\"%.1f\">GFLOPS</text>\n",
+            MINI_X0 - 4, MINI_Y0 + 4, a.gmax, MINI_X0 - 4, MINI_Y1, MINI_X1, MINI_Y1 + 14,
+            a.tmax, MINI_Y1 + 14);
+    if (t->peak_gflops > 0)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
+                   "stroke-dasharray=\"4 3\"/>\n",
+                MINI_X0, my(&a, t->peak_gflops), MINI_X1, my(&a, t->peak_gflops));
+    fputs("<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"", f);
+    double last = 0;
+    for (int i = 0; i < rs->nsteps; i++) {
+        const dt_best_step *s = &rs->steps[i];
+        if (s->task != k)
+            continue;
+        fprintf(f, "%.1f,%.1f %.1f,%.1f ", mx(&a, s->trial), my(&a, last), mx(&a, s->trial),
+                my(&a, s->gflops));
+        last = s->gflops;
+    }
+    fprintf(f, "%.1f,%.1f\"/>\n", mx(&a, t->trials), my(&a, last));
+    prediction_marks(f, rs, k, &a);
+    fputs("</svg></div>\n", f);
+}
+
+static void task_curves(FILE *f, const dt_run_state *rs)
+{
+    if (rs->nsteps == 0)
+        return;
+    fputs("<h2>Each task's best so far</h2>\n<p>Best GFLOPS after each trial (blue), the peak "
+          "(dashed), and at each decision the belief's prediction for the end of the task's next "
+          "slot with its 90 % interval (grey; the newest red): what it expected against what then "
+          "happened.</p>\n", f);
+    for (int k = 0; k < rs->ntasks; k++)
+        task_curve(f, rs, k);
+}
+
 /* ---- why each task ------------------------------------------------------------ */
 
 static void number_cell(FILE *f, double v)
@@ -405,7 +522,8 @@ static void page_head(FILE *f, const dt_run_state *rs, bool live)
           "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right}"
           "td:first-child,th:first-child,td:nth-child(2){text-align:left}"
           "tr:nth-child(even){background:#f2f2f2}tr.chosen{font-weight:bold}"
-          ".head{font-size:120%}svg text{font-family:sans-serif}</style></head><body>\n<h1>dtune: ",
+          ".head{font-size:120%}svg text{font-family:sans-serif}"
+          ".mini{display:inline-block;margin:4px 8px}</style></head><body>\n<h1>dtune: ",
           f);
     html_text(f, rs->model);
     fputs(" on ", f);
@@ -426,6 +544,7 @@ int dt_report_html(FILE *f, const dt_run_state *rs, bool live)
     latency_chart(f, rs);
     timeline_chart(f, rs);
     task_table(f, rs);
+    task_curves(f, rs);
     ranking_table(f, rs);
     decision_history(f, rs, live ? DT_STATUS_DECISIONS : 0);
     if (live)
@@ -457,6 +576,7 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err)
 
 typedef struct load_ctx {
     dt_run_state *rs;
+    double *best;              /* best GFLOPS so far of each task */
 } load_ctx;
 
 /* One slot record: its latency point and, past warm-up, its decision with
@@ -473,11 +593,23 @@ static int load_slot(void *ctx, const dt_slot_record *rec)
         return 0;
     dt_task_score rows[rs->ntasks];
     for (int i = 0; i < rs->ntasks; i++)
-        rows[i] = (dt_task_score){ .score = i < rec->nscores ? rec->scores[i] : NAN,
-                                   .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN };
+        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN);
     dt_slot_decision d = { .slot = rec->slot, .task = rec->task_index, .elapsed = decided,
                            .decision_ms = rec->decision_ms };
     return dt_run_state_add_decision(rs, &d, rows);
+}
+
+/* A measurement that beat its task's best so far is a step of its curve. */
+static int load_measure(void *ctx, const dt_measure_record *rec)
+{
+    load_ctx *lc = ctx;
+    int k = rec->task_index;
+    if (k < 0 || k >= lc->rs->ntasks || rec->m.result != DT_RESULT_OK ||
+        !(rec->m.gflops > lc->best[k]))
+        return 0;
+    lc->best[k] = rec->m.gflops;
+    dt_best_step step = { .task = k, .trial = rec->trial, .gflops = rec->m.gflops };
+    return dt_run_state_add_step(lc->rs, &step);
 }
 
 int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
@@ -487,9 +619,11 @@ int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
         return rc;
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
-    load_ctx ctx = { out };
-    dt_tunelog_visitor v = { NULL, NULL, load_slot, &ctx };
-    rc = dt_tunelog_replay(path, &v, NULL, err);
+    load_ctx ctx = { out, calloc((size_t)(out->ntasks > 0 ? out->ntasks : 1), sizeof(double)) };
+    dt_tunelog_visitor v = { NULL, load_measure, load_slot, &ctx };
+    rc = ctx.best ? dt_tunelog_replay(path, &v, NULL, err)
+                  : dt_error_set(err, DT_ENOMEM, "out of memory");
+    free(ctx.best);
     if (rc == DT_ENOTFOUND)
         rc = 0; /* best.json alone: the tables without the time line */
     if (rc)

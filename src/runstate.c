@@ -43,11 +43,13 @@ void dt_run_state_destroy(dt_run_state *rs)
     free(rs->points);
     free(rs->decisions);
     free(rs->scores);
+    free(rs->steps);
     pthread_mutex_destroy(&rs->lock);
     rs->tasks = NULL;
     rs->points = NULL;
     rs->decisions = NULL;
     rs->scores = NULL;
+    rs->steps = NULL;
 }
 
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
@@ -78,6 +80,25 @@ int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
         memcpy(rs->scores + (size_t)rs->ndecisions * n, rows, (size_t)rs->ntasks * sizeof *rows);
     rs->ndecisions++;
     return 0;
+}
+
+int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step)
+{
+    if (rs->nsteps == rs->cap_steps) {
+        size_t cap = dt_grow_capacity((size_t)rs->cap_steps, (size_t)rs->nsteps + 1);
+        if (cap > INT_MAX || dt_resize(&rs->steps, cap, sizeof *rs->steps) != 0)
+            return DT_ENOMEM;
+        rs->cap_steps = (int)cap;
+    }
+    rs->steps[rs->nsteps++] = *step;
+    return 0;
+}
+
+dt_task_score dt_run_state_logged_score(double score)
+{
+    return (dt_task_score){ .score = score, .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN,
+                            .pred_gflops = NAN, .pred_lo_gflops = NAN, .pred_hi_gflops = NAN,
+                            .horizon = NAN };
 }
 
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i)
@@ -133,11 +154,13 @@ int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
     dst->points = copy_items(src->points, src->npoints, sizeof *dst->points);
     dst->decisions = copy_items(src->decisions, src->ndecisions, sizeof *dst->decisions);
     dst->scores = copy_items(src->scores, src->ndecisions * src->ntasks, sizeof *dst->scores);
+    dst->steps = copy_items(src->steps, src->nsteps, sizeof *dst->steps);
     dst->cap_points = src->npoints;
     dst->cap_decisions = src->ndecisions;
+    dst->cap_steps = src->nsteps;
     pthread_mutex_unlock(&src->lock);
     pthread_mutex_init(&dst->lock, NULL);
-    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores) {
+    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores || !dst->steps) {
         dt_run_state_destroy(dst);
         return DT_ENOMEM;
     }

@@ -50,7 +50,18 @@ typedef struct dt_task_score {
     double cut_hi_ms;
     char note[16];             /* "untried", "finished", "failed", "exhausted",
                                   "no prediction", or "" */
+    double pred_gflops;        /* the belief's best GFLOPS at horizon; NAN: none */
+    double pred_lo_gflops;     /* its 90 % credible interval */
+    double pred_hi_gflops;
+    double horizon;            /* trial count the prediction is for */
 } dt_task_score;
+
+/* A task's new best: the best-so-far curve is a step at each of these. */
+typedef struct dt_best_step {
+    int task;
+    int trial;                 /* 1-based trial of the task */
+    double gflops;
+} dt_best_step;
 
 /* One scheduling decision: which task got the slot and when. Its ntasks
  * dt_task_score rows are dt_run_state_scores(rs, i). */
@@ -94,6 +105,8 @@ typedef struct dt_run_state {
     int ndecisions, cap_decisions;
     dt_slot_decision *decisions; /* one per slot the policy decided, oldest first */
     dt_task_score *scores;     /* ndecisions x ntasks */
+    int nsteps, cap_steps;
+    dt_best_step *steps;       /* every task's new bests, in order */
 } dt_run_state;
 
 /* Allocates tasks for model (names, kinds, shapes, counts, gflop filled) and
@@ -108,6 +121,12 @@ int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p);
  * Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
                               const dt_task_score *rows);
+
+/* Appends a task's new best (caller holds lock). Returns 0 or DT_ENOMEM. */
+int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step);
+
+/* A score row as tuning.jsonl keeps it: the score, no prediction. */
+dt_task_score dt_run_state_logged_score(double score);
 
 /* The ntasks score rows of decision i (0 <= i < ndecisions). */
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i);
