@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dtune/report.h"
 #include "dtune/tunelog.h"
@@ -46,7 +47,8 @@ static void usage(FILE *to)
           "against the first RUN_DIR. Draws every run's model latency over time\n"
           "into one SVG. Reads RUN_DIR/latency.csv and RUN_DIR/best.json.\n"
           "\n"
-          "  -o, --output FILE   the chart (default compare.svg)\n"
+          "  -o, --output FILE   the chart (default compare.svg); a FILE ending in .html\n"
+          "                      is one self-contained page: the table and the chart\n"
           "  -h, --help          show this help\n", to);
 }
 
@@ -190,11 +192,11 @@ static double final_ms(const run_curve *r)
     return best;
 }
 
-static void print_table(const run_curve *runs, int n, double level)
+static void print_table(FILE *f, const run_curve *runs, int n, double level)
 {
-    printf("model %s: %d runs; L* = %.4f ms (the highest final latency)\n\n", runs[0].model, n,
+    fprintf(f, "model %s: %d runs; L* = %.4f ms (the highest final latency)\n\n", runs[0].model, n,
            level);
-    printf("%-4s %-28s %12s %12s %10s %10s %9s  %s\n", "run", "policy (strategy)", "start ms",
+    fprintf(f, "%-4s %-28s %12s %12s %10s %10s %9s  %s\n", "run", "policy (strategy)", "start ms",
            "final ms", "time (s)", "to L* (s)", "x sooner", "dir");
     double ref = time_to(&runs[0], level);
     for (int i = 0; i < n; i++) {
@@ -202,7 +204,7 @@ static void print_table(const run_curve *runs, int n, double level)
         char sooner[32] = "-";
         if (to > 0 && ref >= 0)
             snprintf(sooner, sizeof sooner, "%.2f", ref / to);
-        printf("%-4d %-28s %12.4f %12.4f %10.1f %10.1f %9s  %s\n", i + 1, runs[i].label,
+        fprintf(f, "%-4d %-28s %12.4f %12.4f %10.1f %10.1f %9s  %s\n", i + 1, runs[i].label,
                runs[i].ms[0], final_ms(&runs[i]), runs[i].t[runs[i].n - 1], to, sooner,
                runs[i].dir);
     }
@@ -244,8 +246,70 @@ static int draw(const run_curve *runs, int n, const char *out, double level)
         fprintf(stderr, "dtune compare: %s: %s\n", out, err.msg);
         return 1;
     }
-    printf("\nchart: %s (dashed line: L*)\n", out);
     return 0;
+}
+
+/* The whole file at path, NUL-terminated, or NULL. */
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    dt_buf b = { 0 };
+    char chunk[8192];
+    size_t got;
+    while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        dt_buf_append(&b, chunk, got);
+    bool ok = f && !ferror(f) && !b.failed && b.data;
+    if (f)
+        fclose(f);
+    if (!ok)
+        dt_buf_free(&b);
+    return ok ? b.data : NULL;
+}
+
+/* The runs as one self-contained page: the table and the chart inline. */
+static int write_html(const run_curve *runs, int n, const char *out, double level)
+{
+    char svg_path[DT_PATH_MAX + 8];
+    snprintf(svg_path, sizeof svg_path, "%s.svg", out);
+    int rc = draw(runs, n, svg_path, level);
+    char *svg = rc ? NULL : read_all(svg_path);
+    unlink(svg_path);
+    char *table = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&table, &len);
+    FILE *f = fopen(out, "w");
+    if (svg && mem && f) {
+        print_table(mem, runs, n, level);
+        fclose(mem);
+        mem = NULL;
+        fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dtune compare: ", f);
+        dt_report_html_text(f, runs[0].model);
+        fputs("</title></head><body>\n<pre>", f);
+        dt_report_html_text(f, table);
+        fputs("</pre>\n", f);
+        const char *open = strstr(svg, "<svg");
+        fputs(open ? open : "", f);
+        fputs("\n</body></html>\n", f);
+    }
+    if (mem)
+        fclose(mem);
+    int bad = !svg || !f || ferror(f);
+    if (f && fclose(f) != 0)
+        bad = 1;
+    free(table);
+    free(svg);
+    if (bad && rc == 0) {
+        fprintf(stderr, "dtune compare: %s: %s\n", out, strerror(errno));
+        rc = 1;
+    }
+    return rc;
+}
+
+/* Whether path names an HTML page (ends in .html). */
+static bool is_html(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 5 && strcmp(path + n - 5, ".html") == 0;
 }
 
 int dt_cmd_compare(int argc, char **argv)
@@ -276,8 +340,10 @@ int dt_cmd_compare(int argc, char **argv)
         double level = 0;
         for (int k = 0; k < n; k++)
             level = fmax(level, final_ms(&runs[k]));
-        print_table(runs, n, level);
-        rc = draw(runs, n, out, level);
+        print_table(stdout, runs, n, level);
+        rc = is_html(out) ? write_html(runs, n, out, level) : draw(runs, n, out, level);
+        if (rc == 0)
+            printf("\n%s: %s (dashed line: L*)\n", is_html(out) ? "page" : "chart", out);
     }
     for (int k = 0; k < n; k++)
         run_curve_free(&runs[k]);

@@ -26,7 +26,7 @@
 #define LAT_Y1 260.0
 #define BAND_ROW 16.0
 
-static void html_text(FILE *f, const char *s)
+void dt_report_html_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -63,7 +63,7 @@ static void warmup_text(FILE *f, const dt_run_state *rs)
 {
     const dt_task_state *t = &rs->tasks[rs->warmup_task];
     fprintf(f, "warming up: task %d of %d (", rs->warmup_task + 1, rs->ntasks);
-    html_text(f, t->name);
+    dt_report_html_text(f, t->name);
     fprintf(f, "), %d trials", t->trials);
 }
 
@@ -76,7 +76,7 @@ static void live_line(FILE *f, const dt_run_state *rs)
     dt_report_format_duration(rs->slot_started >= 0 ? rs->elapsed - rs->slot_started : -1,
                               in_slot, sizeof in_slot);
     fprintf(f, "<p id=\"live\">phase <b id=\"phase\">");
-    html_text(f, rs->phase);
+    dt_report_html_text(f, rs->phase);
     fprintf(f, "</b>; <span id=\"elapsed\">%s</span> of %s, <span id=\"left\">%s</span> left; ",
             elapsed, budget, left);
     if (warming_up(rs)) {
@@ -87,7 +87,7 @@ static void live_line(FILE *f, const dt_run_state *rs)
     }
     const char *task = dt_run_state_current_task(rs);
     fprintf(f, "slot <b id=\"slot\">%d</b> (%s in), task <b id=\"task\">", rs->slot, in_slot);
-    html_text(f, task ? task : "-");
+    dt_report_html_text(f, task ? task : "-");
     fputs("</b></p>\n", f);
 }
 
@@ -227,7 +227,7 @@ static void timeline_chart(FILE *f, const dt_run_state *rs)
     for (int k = 0; k < rs->ntasks; k++) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", PLOT_X0 - 6,
                 10 + k * BAND_ROW + BAND_ROW - 5);
-        html_text(f, rs->tasks[k].name);
+        dt_report_html_text(f, rs->tasks[k].name);
         fputs("</text>\n", f);
     }
     for (int i = 1; i < rs->npoints; i++) {
@@ -269,11 +269,11 @@ static void task_table(FILE *f, const dt_run_state *rs)
         char colour[32];
         task_colour(colour, sizeof colour, k, rs->ntasks);
         fprintf(f, "<tr><td><span style=\"color:%s\">&#9632;</span> ", colour);
-        html_text(f, t->name);
+        dt_report_html_text(f, t->name);
         fputs("</td><td>", f);
-        html_text(f, t->kind);
+        dt_report_html_text(f, t->kind);
         fputs("</td><td>", f);
-        html_text(f, t->shape);
+        dt_report_html_text(f, t->shape);
         fprintf(f, "</td><td>%d</td>", t->count);
         if (t->best_gflops > 0) {
             fprintf(f, "<td>%.1f</td>", t->best_gflops);
@@ -370,7 +370,7 @@ static void task_curve(FILE *f, const dt_run_state *rs, int k)
     for (int i = 0; i < rs->nsteps; i++)
         n += rs->steps[i].task == k;
     fputs("<div class=\"mini\"><b>", f);
-    html_text(f, t->name);
+    dt_report_html_text(f, t->name);
     fputs("</b><br>\n", f);
     if (n == 0) {
         fputs("no valid measurement yet</div>\n", f);
@@ -436,7 +436,7 @@ static void ranking_table(FILE *f, const dt_run_state *rs)
     const dt_task_score *rows = dt_run_state_scores(rs, i);
     dt_run_state_rank(rs, i, order);
     fprintf(f, "<h2>Why slot %d went to ", d->slot);
-    html_text(f, d->task >= 0 ? rs->tasks[d->task].name : "-");
+    dt_report_html_text(f, d->task >= 0 ? rs->tasks[d->task].name : "-");
     fprintf(f, "</h2>\n<p>Each task's score as the %s policy saw it", rs->policy);
     fputs(" (higher wins); the predicted cut is the model latency one more slot of the task "
           "would save, with its 90 % credible interval.</p>\n<table id=\"ranking\"><tr>"
@@ -445,14 +445,14 @@ static void ranking_table(FILE *f, const dt_run_state *rs)
     for (int j = 0; j < rs->ntasks; j++) {
         const dt_task_score *row = &rows[order[j]];
         fprintf(f, "<tr%s><td>%d</td><td>", order[j] == d->task ? " class=\"chosen\"" : "", j + 1);
-        html_text(f, rs->tasks[order[j]].name);
+        dt_report_html_text(f, rs->tasks[order[j]].name);
         fputs(order[j] == d->task ? " &#10004;</td>" : "</td>", f);
         number_cell(f, row->score);
         number_cell(f, row->cut_ms);
         number_cell(f, row->cut_lo_ms);
         number_cell(f, row->cut_hi_ms);
         fputs("<td>", f);
-        html_text(f, row->note);
+        dt_report_html_text(f, row->note);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -489,7 +489,7 @@ static void decision_history(FILE *f, const dt_run_state *rs, int limit)
         dt_report_format_duration(d->elapsed, at, sizeof at);
         dt_run_state_rank(rs, i, order);
         fprintf(f, "<tr><td>%d</td><td>%s</td><td>", d->slot, at);
-        html_text(f, d->task >= 0 && d->task < rs->ntasks ? rs->tasks[d->task].name : "-");
+        dt_report_html_text(f, d->task >= 0 && d->task < rs->ntasks ? rs->tasks[d->task].name : "-");
         fputs("</td>", f);
         const dt_task_score *chosen = d->task >= 0 && d->task < rs->ntasks ? &rows[d->task] : NULL;
         number_cell(f, chosen ? chosen->score : NAN);
@@ -498,7 +498,7 @@ static void decision_history(FILE *f, const dt_run_state *rs, int limit)
         number_cell(f, chosen ? chosen->cut_hi_ms : NAN);
         number_cell(f, actual_cut(rs, d->slot));
         fputs("<td>", f);
-        html_text(f, rs->ntasks > 1 ? rs->tasks[order[1]].name : "-");
+        dt_report_html_text(f, rs->ntasks > 1 ? rs->tasks[order[1]].name : "-");
         fputs("</td>", f);
         number_cell(f, rs->ntasks > 1 ? rows[order[1]].score : NAN);
         number_cell(f, d->decision_ms);
@@ -515,7 +515,7 @@ static void page_head(FILE *f, const dt_run_state *rs, bool live)
     if (live)
         fprintf(f, "<meta http-equiv=\"refresh\" content=\"%d\">", DT_REPORT_REFRESH_SECONDS);
     fputs("<title>dtune: ", f);
-    html_text(f, rs->model);
+    dt_report_html_text(f, rs->model);
     if (has_latency(rs))
         fprintf(f, " %.4f ms", rs->latency_ms);
     fputs("</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:960px}"
@@ -525,13 +525,13 @@ static void page_head(FILE *f, const dt_run_state *rs, bool live)
           ".head{font-size:120%}svg text{font-family:sans-serif}"
           ".mini{display:inline-block;margin:4px 8px}</style></head><body>\n<h1>dtune: ",
           f);
-    html_text(f, rs->model);
+    dt_report_html_text(f, rs->model);
     fputs(" on ", f);
-    html_text(f, rs->target);
+    dt_report_html_text(f, rs->target);
     fputs("</h1>\n<p>policy ", f);
-    html_text(f, rs->policy);
+    dt_report_html_text(f, rs->policy);
     fputs(", strategy ", f);
-    html_text(f, rs->strategy);
+    dt_report_html_text(f, rs->strategy);
     fputs("</p>\n", f);
 }
 

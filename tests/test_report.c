@@ -527,6 +527,23 @@ static void test_compare_command(void **state)
     free(text);
     unlink(svg);
 
+    /* a .html output is one page: the table and the chart inline */
+    char page[1024];
+    path_in(page, sizeof page, seq, "compare.html");
+    char *as_page[] = { "compare", "-o", page, seq, dyn, NULL };
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 5, as_page, out, sizeof out), 0);
+    text = read_text(page);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "<pre>model tiny: 2 runs"));
+    const char *chart = strstr(text, "<svg");
+    assert_non_null(chart);
+    plain = decode_char_refs(chart);
+    assert_non_null(strstr(plain, "dynatune (chameleon, seed 7)"));
+    assert_null(strstr(text, "<?xml")); /* inline, not a file */
+    free(plain);
+    free(text);
+    unlink(page);
+
     char *mixed[] = { "compare", "-o", svg, seq, other, NULL };
     assert_int_equal(dt_test_capture(dt_cmd_compare, 5, mixed, out, sizeof out), 2);
     assert_non_null(strstr(out, "compare runs of one model"));

@@ -89,6 +89,9 @@ int dt_report_html(FILE *f, const dt_run_state *rs, bool live);
 
 #define DT_REPORT_REFRESH_SECONDS 5
 
+/* Writes s to f with <, >, & and " escaped for HTML text and attributes. */
+void dt_report_html_text(FILE *f, const char *s);
+
 /* Replaces RUN_DIR/report.html with dt_report_html(rs, live false).
  * Returns 0, DT_ENOMEM, DT_EIO. */
 int dt_report_write_html(const dt_run_state *rs, dt_error *err);
