@@ -461,22 +461,23 @@ static const char *score_note(const dt_run *r, const dt_sched_task *st, int i)
     return "";
 }
 
-/* Task i's row of this decision: the policy's score and, for a policy that
- * reads the belief, the predicted cut of one more slot with its interval. */
+/* Task i's row of this decision: the policy's score, its own predicted cut
+ * where it makes one (dt_scheduler_predicted_cut) and, for a policy that
+ * reads the belief, the belief's prediction with its 90 % interval as GFLOPS
+ * and as a cut. */
 static void score_row(const dt_run *r, const dt_sched_task *st, const double *scores, int i,
                       dt_task_score *row)
 {
     const dt_task_run *tr = &r->tasks[i];
-    row->score = scores[i];
-    row->cut_ms = row->cut_lo_ms = row->cut_hi_ms = NAN;
-    row->pred_gflops = row->pred_lo_gflops = row->pred_hi_gflops = row->horizon = NAN;
+    *row = dt_run_state_logged_score(scores[i]);
+    if (dt_scheduler_predicts(r->sched))
+        row->cut_ms = dt_scheduler_predicted_cut(r->sched, &st[i]);
     if (dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0) {
         row->pred_gflops = tr->pred_gflops;
         row->pred_lo_gflops = tr->pred_lo_gflops;
         row->pred_hi_gflops = tr->pred_hi_gflops;
         row->horizon = tr->pred_horizon;
         dt_sched_task bound = st[i];
-        row->cut_ms = dt_sched_expected_reduction(&bound);
         bound.pred_gflops = tr->pred_lo_gflops;
         row->cut_lo_ms = dt_sched_expected_reduction(&bound);
         bound.pred_gflops = tr->pred_hi_gflops;

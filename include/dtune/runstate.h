@@ -45,8 +45,11 @@ typedef struct dt_task_state {
  * saw it, and what decided it where the score alone does not say. */
 typedef struct dt_task_score {
     double score;              /* the policy's value; -INFINITY: it may not pick the task */
-    double cut_ms;             /* predicted model-latency cut of one more slot; NAN: none */
-    double cut_lo_ms;          /* 90 % credible interval of cut_ms; NAN: none */
+    double cut_ms;             /* the policy's predicted model-latency cut of one
+                                  more slot (dt_scheduler_predicted_cut); NAN: none */
+    double cut_lo_ms;          /* 90 % credible interval of the belief's cut
+                                  (for dynatune with a prior, cut_ms blends the
+                                  prior in and may lie outside); NAN: none */
     double cut_hi_ms;
     char note[16];             /* "untried", "finished", "failed", "exhausted",
                                   "no prediction", or "" */
