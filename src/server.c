@@ -200,6 +200,17 @@ static void prom_per_task(FILE *f, const dt_run_state *rs, const char *name, con
     }
 }
 
+/* 1 for the task holding the slot (/status's current_task), 0 for the rest. */
+static void prom_current_task(FILE *f, const dt_run_state *rs)
+{
+    prom_family(f, "dtune_task_tuning", "gauge", "1 for the task holding the current slot.");
+    for (int k = 0; k < rs->ntasks; k++) {
+        fputs("dtune_task_tuning{task=\"", f);
+        prom_label(f, rs->tasks[k].name);
+        fprintf(f, "\"} %d\n", k == rs->current_task);
+    }
+}
+
 /* Prometheus conventions: base units (seconds, FLOP/s), counters named
  * _total for what only grows, gauges for the rest, one HELP and TYPE per
  * family. Latencies are NaN until warm-up has measured every task. */
@@ -236,6 +247,7 @@ static int build_metrics(const dt_run_state *rs, page *out)
                   task_slots);
     prom_per_task(f, rs, "dtune_task_finished", "gauge", "1 once a task's tuning is finished.",
                   task_finished);
+    prom_current_task(f, rs);
     out->type = "text/plain; version=0.0.4; charset=utf-8";
     return page_from_stream(f, &buf, &len, out);
 }

@@ -228,6 +228,8 @@ static void test_metrics(void **state)
     assert_non_null(strstr(m, "# TYPE dtune_task_trials_total counter\n"));
     assert_true(fabs(metric(m, "dtune_task_trials_total{task=\"fc\"}") - 192) < 1e-9);
     assert_null(strstr(m, "_ms")); /* base units only */
+    assert_true(fabs(metric(m, "dtune_task_tuning{task=\"fc\"}") - 1) < 1e-12);
+    assert_true(fabs(metric(m, "dtune_task_tuning{task=\"conv1\"}")) < 1e-12);
     assert_non_null(strstr(m, "{task=\"we\\\"ird<b>\"}")); /* quote escaped in the label */
     /* Every sample line belongs to a family announced once by HELP and TYPE;
      * counters, and only they, end in _total. */

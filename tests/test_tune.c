@@ -576,6 +576,26 @@ static void test_status_ticks_within_a_slot(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(ranking, 0), "task")),
                         json_string_value(json_object_get(b, "current_task")));
     assert_int_equal(num(b, "decisions_total"), num(b, "slot"));
+    /* /metrics, read while /status still shows the same slot, agrees */
+    bool checked = false;
+    for (int i = 0; i < 5 && !checked; i++) {
+        dt_http_reply reply;
+        dt_error err;
+        assert_int_equal(dt_server_request(addr, "GET", "/metrics", 5000, &reply, &err), 0);
+        json_t *c = get_json(addr, "/status");
+        if (num(c, "slot") == num(b, "slot")) {
+            char want[128];
+            snprintf(want, sizeof want, "\ndtune_slots_total %.0f\n", num(b, "slot"));
+            assert_non_null(strstr(reply.body, want));
+            snprintf(want, sizeof want, "\ndtune_task_tuning{task=\"%s\"} 1\n",
+                     json_string_value(json_object_get(b, "current_task")));
+            assert_non_null(strstr(reply.body, want));
+            checked = true;
+        }
+        json_decref(c);
+        dt_server_reply_free(&reply);
+    }
+    assert_true(checked);
     json_decref(a);
     json_decref(b);
     kill(pid, SIGTERM);
