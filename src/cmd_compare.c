@@ -151,7 +151,7 @@ static void seed_label(const char *dir, char *buf, size_t len)
     uint64_t seed = 0;
     dt_error err;
     snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
-    dt_tunelog_visitor v = { seed_of, NULL, NULL, &seed };
+    dt_tunelog_visitor v = { .run = seed_of, .ctx = &seed };
     buf[0] = '\0';
     if (dt_tunelog_replay(path, &v, NULL, &err) == FOUND_RUN)
         snprintf(buf, len, ", seed %llu", (unsigned long long)seed);

@@ -289,7 +289,7 @@ static void task_table(FILE *f, const dt_run_state *rs)
             fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", f);
         fprintf(f, "<td>%d</td><td>%d</td><td>%s", t->trials, t->slots, task_state(rs, k));
         if (t->failed[0]) {
-            html_text(f, t->failed);
+            dt_report_html_text(f, t->failed);
             fputs(" (counted at its reference implementation's time)", f);
         }
         fputs("</td></tr>\n", f);
@@ -620,7 +620,7 @@ int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
     load_ctx ctx = { out, calloc((size_t)(out->ntasks > 0 ? out->ntasks : 1), sizeof(double)) };
-    dt_tunelog_visitor v = { NULL, load_measure, load_slot, &ctx };
+    dt_tunelog_visitor v = { .measure = load_measure, .slot = load_slot, .ctx = &ctx };
     rc = ctx.best ? dt_tunelog_replay(path, &v, NULL, err)
                   : dt_error_set(err, DT_ENOMEM, "out of memory");
     free(ctx.best);
