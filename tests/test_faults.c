@@ -279,6 +279,12 @@ static void test_resume_past_budget_measures_nothing(void **state)
 static void test_budget_holds_in_warm_up(void **state)
 {
     (void)state;
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer slows the measurement path (inputs, reference, output
+     * check) about 20-fold: the first point in flight alone outlasts the
+     * wall-clock bound, which then says nothing about the budget. */
+    skip();
+#endif
     char dir[64];
     dt_test_tmpdir(dir, sizeof dir);
     double t0 = wall_now();
