@@ -124,6 +124,8 @@ static const key_def keys[] = {
           "autotvm: share of random configs in a batch"),
     K_INT("tuner.neighbours", tuner.neighbours, 0, 65536, "4",
           "chameleon: the best config's unmeasured one-step neighbours measured each round"),
+    K_BOOL("tuner.transfer", tuner.transfer, "true",
+           "a task starts from what the run knows of its kind: a prior cost model and mapped best configs"),
     K_DBL("tuner.ppo.learning_rate", tuner.ppo.learning_rate, 1e-9, 1, "1e-3", "Adam step size"),
     K_DBL("tuner.ppo.gamma", tuner.ppo.gamma, 0, 1, "0.9", "reward discount"),
     K_DBL("tuner.ppo.gae_lambda", tuner.ppo.gae_lambda, 0, 1, "0.99", "GAE lambda"),

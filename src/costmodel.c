@@ -102,13 +102,19 @@ void dt_costmodel_free(dt_costmodel *cm)
     free(cm);
 }
 
+int dt_costmodel_nfeatures(const dt_costmodel *cm)
+{
+    return cm->nfeatures;
+}
+
 bool dt_costmodel_trained(const dt_costmodel *cm)
 {
     return cm->booster != NULL;
 }
 
-/* Fills cm->labels with gflops / best; returns the best (0 if none valid). */
-static double fill_labels(dt_costmodel *cm, const double *gflops, int n)
+/* Fills cm->labels[0..n) with gflops / the best of these n rows; returns
+ * that best (0 if none valid). */
+static double fill_labels(float *labels, const double *gflops, int n)
 {
     double best = 0;
     for (int i = 0; i < n; i++)
@@ -116,9 +122,33 @@ static double fill_labels(dt_costmodel *cm, const double *gflops, int n)
             best = gflops[i];
     for (int i = 0; i < n; i++) {
         bool ok = best > 0 && isfinite(gflops[i]) && gflops[i] > 0;
-        cm->labels[i] = ok ? (float)(gflops[i] / best) : 0.0f;
+        labels[i] = ok ? (float)(gflops[i] / best) : 0.0f;
     }
     return best;
+}
+
+/* Labels normalised within each group; returns the largest group best. */
+static double fill_group_labels(dt_costmodel *cm, const double *gflops, const dt_costmodel_rows *rows)
+{
+    if (!rows->group_sizes)
+        return fill_labels(cm->labels, gflops, rows->n);
+    double best = 0;
+    for (int g = 0, first = 0; g < rows->ngroups; first += rows->group_sizes[g++])
+        best = fmax(best, fill_labels(cm->labels + first, gflops + first, rows->group_sizes[g]));
+    return best;
+}
+
+static bool groups_consistent(const dt_costmodel_rows *rows)
+{
+    if (!rows->group_sizes)
+        return true;
+    long long total = 0;
+    for (int g = 0; g < rows->ngroups; g++) {
+        if (rows->group_sizes[g] < 1)
+            return false;
+        total += rows->group_sizes[g];
+    }
+    return rows->ngroups >= 1 && total == rows->n;
 }
 
 static int grow_labels(dt_costmodel *cm, int n, dt_error *err)
@@ -132,21 +162,41 @@ static int grow_labels(dt_costmodel *cm, int n, dt_error *err)
     return 0;
 }
 
-/* The training matrix: rows, labels and (for ranking) one group of all rows. */
-static int make_train_matrix(dt_costmodel *cm, const float *features, int n,
+/* Ranking groups: the caller's, or one group of all rows. */
+static int set_groups(DMatrixHandle dtrain, const dt_costmodel_rows *rows, dt_error *err)
+{
+    unsigned all = (unsigned)rows->n;
+    if (!rows->group_sizes)
+        return xgb_check(XGDMatrixSetUIntInfo(dtrain, "group", &all, 1),
+                         "XGDMatrixSetUIntInfo(group)", err);
+    unsigned *sizes = malloc((size_t)rows->ngroups * sizeof *sizes);
+    if (!sizes)
+        return dt_error_set(err, DT_ENOMEM, "cost model: out of memory for %d groups", rows->ngroups);
+    for (int g = 0; g < rows->ngroups; g++)
+        sizes[g] = (unsigned)rows->group_sizes[g];
+    int rc = xgb_check(XGDMatrixSetUIntInfo(dtrain, "group", sizes, (bst_ulong)rows->ngroups),
+                       "XGDMatrixSetUIntInfo(group)", err);
+    free(sizes);
+    return rc;
+}
+
+/* The training matrix: rows, labels, the base margin if any and (for
+ * ranking) the groups. */
+static int make_train_matrix(dt_costmodel *cm, const dt_costmodel_rows *rows,
                              DMatrixHandle *dtrain, dt_error *err)
 {
-    int rc = xgb_check(XGDMatrixCreateFromMat(features, (bst_ulong)n, (bst_ulong)cm->nfeatures,
+    int n = rows->n;
+    int rc = xgb_check(XGDMatrixCreateFromMat(rows->features, (bst_ulong)n, (bst_ulong)cm->nfeatures,
                                               NAN, dtrain), "XGDMatrixCreateFromMat", err);
     if (rc)
         return rc;
     rc = xgb_check(XGDMatrixSetFloatInfo(*dtrain, "label", cm->labels, (bst_ulong)n),
                    "XGDMatrixSetFloatInfo(label)", err);
-    if (!rc && strcmp(cm->cfg.objective, "rank:pairwise") == 0) {
-        unsigned group = (unsigned)n;
-        rc = xgb_check(XGDMatrixSetUIntInfo(*dtrain, "group", &group, 1),
-                       "XGDMatrixSetUIntInfo(group)", err);
-    }
+    if (!rc && rows->base_margin)
+        rc = xgb_check(XGDMatrixSetFloatInfo(*dtrain, "base_margin", rows->base_margin, (bst_ulong)n),
+                       "XGDMatrixSetFloatInfo(base_margin)", err);
+    if (!rc && strcmp(cm->cfg.objective, "rank:pairwise") == 0)
+        rc = set_groups(*dtrain, rows, err);
     if (rc) {
         (void)XGDMatrixFree(*dtrain);  /* cleanup after the error already reported */
         *dtrain = NULL;
@@ -203,15 +253,26 @@ static int train_booster(dt_costmodel *cm, DMatrixHandle dtrain, BoosterHandle *
 int dt_costmodel_fit(dt_costmodel *cm, const float *features, const double *gflops,
                      int n, dt_error *err)
 {
+    dt_costmodel_rows rows = { .features = features, .n = n };
+    return dt_costmodel_fit_rows(cm, &rows, gflops, err);
+}
+
+int dt_costmodel_fit_rows(dt_costmodel *cm, const dt_costmodel_rows *rows, const double *gflops,
+                          dt_error *err)
+{
+    int n = rows->n;
     if (n < 1)
         return dt_error_set(err, DT_EINVAL, "cost model: fit needs at least one row");
+    if (!groups_consistent(rows))
+        return dt_error_set(err, DT_EINVAL, "cost model: %d groups do not partition %d rows",
+                            rows->ngroups, n);
     int rc = grow_labels(cm, n, err);
     if (rc)
         return rc;
-    if (fill_labels(cm, gflops, n) <= 0)
+    if (fill_group_labels(cm, gflops, rows) <= 0)
         return 0;
     DMatrixHandle dtrain = NULL;
-    rc = make_train_matrix(cm, features, n, &dtrain, err);
+    rc = make_train_matrix(cm, rows, &dtrain, err);
     if (rc)
         return rc;
     BoosterHandle booster = NULL;

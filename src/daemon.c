@@ -169,8 +169,11 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
     measure_ctx *mc = ctx;
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = (const volatile int *)&stop_requested };
     int measured = dt_measurer_run_until(mc->run->measurer, space, points, n, results, &limit, err);
+    dt_transfer *x = mc->run->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
         int rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
+        if (!rc && x && dt_transfer_add(x, space, &points[i], &results[i]) != 0)
+            rc = dt_error_set(err, DT_ENOMEM, "out of memory keeping a record for transfer");
         if (rc)
             return rc;
     }
@@ -273,6 +276,22 @@ static double slot_seconds_left(const dt_run *r)
     return slot > 0.001 ? slot : 0.001;
 }
 
+/* A task's turn starts from what the run knows of its kind (tuner.transfer):
+ * at its first turn, and again whenever the run's records have doubled
+ * since its last refresh. */
+static int refresh_transfer(dt_run *r, dt_task_run *tr, dt_error *err)
+{
+    int records = r->transfer ? dt_transfer_records(r->transfer) : 0;
+    if (!r->transfer || (tr->transfer_records > 0 && records < 2 * tr->transfer_records))
+        return 0;
+    double t0 = dt_now_seconds();
+    tr->transfer_records = records;
+    int used;
+    int rc = dt_tuner_transfer(tr->tuner, r->transfer, &used, err);
+    r->tuner_overhead += dt_now_seconds() - t0;
+    return rc;
+}
+
 static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
 {
     double end = budget_end(r);
@@ -285,7 +304,10 @@ static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
     dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = (const volatile int *)&stop_requested };
     dt_tuner_stats stats;
     int before = r->tasks[k].trials;
-    int rc = dt_tuner_run(r->tasks[k].tuner, &b, measure_batch, &mc, &stats, err);
+    int rc = refresh_transfer(r, &r->tasks[k], err);
+    if (rc)
+        return rc;
+    rc = dt_tuner_run(r->tasks[k].tuner, &b, measure_batch, &mc, &stats, err);
     r->tuner_overhead += stats.overhead_seconds;
     if (r->slot >= 0)
         r->tasks[k].last_slot_trials = r->tasks[k].trials - before;

@@ -14,6 +14,7 @@
 #include "dtune/scheduler.h"
 #include "dtune/server.h"
 #include "dtune/space.h"
+#include "dtune/transfer.h"
 #include "dtune/tunelog.h"
 #include "dtune/tuner.h"
 
@@ -44,6 +45,7 @@ typedef struct dt_task_run {
     double pred_horizon;       /* trial count the prediction is for */
     bool pred_ok;
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
+    int transfer_records;      /* the run's records at the tuner's last transfer */
 } dt_task_run;
 
 typedef struct dt_run_ticker dt_run_ticker;
@@ -74,6 +76,7 @@ typedef struct dt_run {
     bool pinned;               /* the process was moved off the timing cores */
     cpu_set_t old_cpus;        /* the opening thread's cores before, given
                                   back to it at close */
+    dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);

@@ -49,6 +49,8 @@ static int open_tasks(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
     int rc = open_spaces(r, err);
+    if (rc == 0 && r->cfg->tuner.transfer)
+        rc = dt_transfer_new(&r->transfer, err);
     if (rc)
         return rc;
     for (int k = 0; k < n; k++) {
@@ -188,7 +190,8 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     }
     if (rc->check_only)
         return 0;
-    if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0)
+    if (dt_tuner_add_record(tr->tuner, &p, &rec->m) != 0
+        || (r->transfer && dt_transfer_add(r->transfer, &tr->space, &p, &rec->m) != 0))
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {
         r->resumed_records++;
@@ -500,6 +503,7 @@ void dt_run_close(dt_run *r)
         close(r->lock_fd);          /* after the measurer: its runner has left */
     if (r->pinned)
         pthread_setaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus);
+    dt_transfer_free(r->transfer);
     free(r);
 }
 

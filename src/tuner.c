@@ -8,10 +8,20 @@
  * function; record the results. The
  * time spent outside the measure function is the tuner's overhead.
  * Strategies are found by name in one table.
+ *
+ * Transfer (dt_tuner_transfer) adds a prior: a cost model of the other tasks
+ * of the kind, on shape-relative features. As in AutoTVM's transfer
+ * learning, the task's own model is then fitted on top of the prior's
+ * scores (XGBoost's base margin) discounted by 2^(−n/64) for n own records,
+ * so the prior speaks for the first rounds and fades as the task's own data
+ * grows; before the first own fit the prior alone scores. The mapped best
+ * configs of the other tasks are the first batch. Without a prior every
+ * path is the plain tuner's, step for step.
  */
 #include "tuner_impl.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +77,7 @@ void dt_tuner_default_config(dt_tuner_config *cfg)
     cfg->batch_size = 64;
     cfg->random_fraction = 0.05;
     cfg->neighbours = 4;
+    cfg->transfer = true;
     dt_ppo_default_config(&cfg->ppo);
     dt_sampling_default_config(&cfg->sampling);
     dt_costmodel_default_config(&cfg->cost_model);
@@ -148,6 +159,10 @@ void dt_tuner_free(dt_tuner *t)
     if (t->state)
         t->strategy->destroy(t->state);
     dt_costmodel_free(t->model);
+    dt_costmodel_free(t->prior);
+    free(t->prior_rows);
+    free(t->prior_out);
+    free(t->margins);
     dt_sampling_free(t->sampler);
     if (t->rng)
         gsl_rng_free(t->rng);
@@ -304,15 +319,146 @@ int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
     return n;
 }
 
+/* ---- transfer ---------------------------------------------------------------------------- */
+
+/* AutoTVM's discount of the prior after n own records. */
+static double prior_discount(int n)
+{
+    return pow(2.0, -n / 64.0);
+}
+
+static int grow_prior_work(dt_tuner *t, int n, dt_error *err)
+{
+    if (n <= t->prior_cap)
+        return 0;
+    size_t cap = dt_grow_capacity((size_t)t->prior_cap, (size_t)n);
+    if (cap > INT_MAX / DT_TRANSFER_MAX_FEATURES
+        || dt_resize(&t->prior_rows, cap * DT_TRANSFER_MAX_FEATURES, sizeof *t->prior_rows) != 0
+        || dt_resize(&t->prior_out, cap, sizeof *t->prior_out) != 0
+        || dt_resize(&t->margins, cap, sizeof *t->margins) != 0)
+        return dt_error_set(err, DT_ENOMEM, "tuner: out of memory for %d prior rows", n);
+    t->prior_cap = (int)cap;
+    return 0;
+}
+
+/* The prior's scores of n points into t->prior_out. */
+static int prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err)
+{
+    int rc = grow_prior_work(t, n, err);
+    if (rc)
+        return rc;
+    size_t nf = (size_t)dt_transfer_nfeatures(t->space);
+    for (int i = 0; i < n; i++)
+        dt_transfer_features(t->space, &points[i], t->prior_rows + (size_t)i * nf);
+    return dt_costmodel_predict(t->prior, t->prior_rows, n, t->prior_out, err);
+}
+
+bool dt_tuner_model_ready(const dt_tuner *t)
+{
+    return t->prior || dt_costmodel_trained(t->model);
+}
+
+int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
+{
+    if (!t->prior)
+        return dt_costmodel_predict_points(t->model, t->space, points, n, scores, err);
+    bool own = dt_costmodel_trained(t->model);
+    int rc = own ? dt_costmodel_predict_points(t->model, t->space, points, n, scores, err) : 0;
+    if (!rc)
+        rc = prior_scores(t, points, n, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n; i++)
+        scores[i] = own ? scores[i] + t->prior_weight * t->prior_out[i] : t->prior_out[i];
+    return 0;
+}
+
+int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err)
+{
+    if (!t->prior)
+        return dt_costmodel_predict(t->model, t->features, t->n, scores, err);
+    return dt_tuner_score(t, t->points, t->n, scores, err);
+}
+
+/* Fits the own model on the records over the prior's discounted scores. */
+static int fit_on_prior(dt_tuner *t, dt_error *err)
+{
+    int rc = prior_scores(t, t->points, t->n, err);
+    if (rc)
+        return rc;
+    double weight = prior_discount(t->n);
+    for (int i = 0; i < t->n; i++)
+        t->margins[i] = (float)(weight * t->prior_out[i]);
+    dt_costmodel_rows rows = { .features = t->features, .n = t->n, .base_margin = t->margins };
+    rc = dt_costmodel_fit_rows(t->model, &rows, t->gflops, err);
+    if (!rc)
+        t->prior_weight = weight;
+    return rc;
+}
+
+int dt_tuner_transfer(dt_tuner *t, dt_transfer *x, int *used, dt_error *err)
+{
+    *used = 0;
+    if (!t->cfg.transfer || !x || !t->strategy->uses_model)
+        return 0;
+    const float *rows;
+    const double *gflops;
+    const int *groups;
+    int ngroups, n = dt_transfer_rows(x, t->space, &rows, &gflops, &groups, &ngroups);
+    if (n < 0)
+        return dt_error_set(err, n, "tuner: out of memory gathering transfer rows");
+    if (n == 0)
+        return 0;
+    dt_costmodel *prior = NULL;
+    dt_costmodel_rows fit = { .features = rows, .n = n, .group_sizes = groups, .ngroups = ngroups };
+    int rc = dt_costmodel_new(&t->cfg.cost_model, dt_transfer_nfeatures(t->space), t->seed + 3,
+                              &prior, err);
+    if (!rc)
+        rc = dt_costmodel_fit_rows(prior, &fit, gflops, err);
+    if (rc || !dt_costmodel_trained(prior)) {
+        dt_costmodel_free(prior);
+        return rc;
+    }
+    dt_costmodel_free(t->prior);
+    t->prior = prior;
+    t->prior_weight = 1.0;
+    int max = t->cfg.batch_size < DT_TRANSFER_SEEDS ? t->cfg.batch_size : DT_TRANSFER_SEEDS;
+    t->nseeds = t->n == 0 ? dt_transfer_seeds(x, t->space, max, t->seeds) : 0;
+    t->model_stale = t->n > 0;
+    *used = n;
+    return 0;
+}
+
 static int refit(dt_tuner *t, dt_error *err)
 {
-    int first_fit = t->strategy->propose_untrained ? 1 : t->cfg.batch_size;
+    int first_fit = t->strategy->propose_untrained || t->prior ? 1 : t->cfg.batch_size;
     if (!t->model_stale || t->n < first_fit || t->best < 0)
         return 0;
-    int rc = dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
+    int rc = t->prior ? fit_on_prior(t, err)
+                      : dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
     if (!rc)
         t->model_stale = false;
     return rc;
+}
+
+/* The transfer seeds not yet measured into t->batch (up to max); *n is how
+ * many. Those that do not fit wait for the next batch. */
+static int propose_seeds(dt_tuner *t, int max, int *n)
+{
+    int kept = 0;
+    for (int i = 0; i < t->nseeds; i++) {
+        if (taken(t, &t->seeds[i]))
+            continue;
+        if (*n == max) {
+            t->seeds[kept++] = t->seeds[i];
+            continue;
+        }
+        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &t->seeds[i])) < 0)
+            return DT_ENOMEM;
+        t->batch[(*n)++] = t->seeds[i];
+    }
+    t->nseeds = kept;
+    return 0;
 }
 
 /* Fills t->batch with up to max points; *n is how many. */
@@ -320,12 +466,18 @@ static int propose_batch(dt_tuner *t, int max, int *n, dt_error *err)
 {
     *n = 0;
     dt_sampling_set_clear(&t->batch_taken);
+    if (t->nseeds > 0) {
+        if (propose_seeds(t, max, n) != 0)
+            return dt_error_set(err, DT_ENOMEM, "tuner: out of memory");
+        if (*n > 0)
+            return 0;
+    }
     if (t->strategy->uses_model) {
         int rc = refit(t, err);
         if (rc)
             return rc;
     }
-    if (!t->strategy->uses_model || dt_costmodel_trained(t->model)) {
+    if (!t->strategy->uses_model || dt_tuner_model_ready(t)) {
         int rc = t->strategy->propose(t->state, t, max, t->batch, n, err);
         if (rc)
             return rc;

@@ -151,7 +151,7 @@ static int start_chains(sa_state *sa, dt_tuner *t, dt_error *err)
             dt_space_random(t->space, t->rng, &sa->points[i]);
         sa->started = true;
     }
-    int rc = dt_costmodel_predict_points(t->model, t->space, sa->points, SA_CHAINS, sa->scores, err);
+    int rc = dt_tuner_score(t, sa->points, SA_CHAINS, sa->scores, err);
     if (rc)
         return rc;
     sa->heap_n = 0;
@@ -165,7 +165,7 @@ static int anneal_step(sa_state *sa, dt_tuner *t, double temp, bool *changed, dt
 {
     for (int i = 0; i < SA_CHAINS; i++)
         random_walk(t, &sa->points[i], &sa->next[i]);
-    int rc = dt_costmodel_predict_points(t->model, t->space, sa->next, SA_CHAINS, sa->next_scores, err);
+    int rc = dt_tuner_score(t, sa->next, SA_CHAINS, sa->next_scores, err);
     if (rc)
         return rc;
     *changed = false;

@@ -138,7 +138,11 @@ static int grow_records(cham_state *c, int n, dt_error *err)
  * scale (1 / the standard deviation of those scores). */
 static int reward_normaliser(cham_state *c, dt_tuner *t, dt_error *err)
 {
-    int rc = dt_costmodel_predict(t->model, t->features, t->n, c->record_scores, err);
+    c->reward_origin = 0;
+    c->reward_scale = 1;
+    if (t->n == 0)
+        return 0;   /* a prior's first round: no measured config to scale by */
+    int rc = dt_tuner_score_records(t, c->record_scores, err);
     if (rc)
         return rc;
     double mean = 0, var = 0, lowest = c->record_scores[0];
@@ -209,7 +213,7 @@ static int episode(cham_state *c, dt_tuner *t, const dt_point *start, dt_error *
 {
     bool terminal;
     int steps = walk(c, t, start, &terminal);
-    int rc = dt_costmodel_predict_points(t->model, t->space, c->traj, steps, c->traj_scores, err);
+    int rc = dt_tuner_score(t, c->traj, steps, c->traj_scores, err);
     if (rc)
         return rc;
     for (int s = 0; s < steps; s++)
@@ -294,7 +298,7 @@ static int incumbent_neighbours(dt_tuner *t, int max, dt_point *out, int *n, dt_
     }
     if (m == 0)
         return 0;
-    int rc = dt_costmodel_predict_points(t->model, t->space, near, m, score, err);
+    int rc = dt_tuner_score(t, near, m, score, err);
     if (rc)
         return rc;
     for (int i = 0; i < m; i++)

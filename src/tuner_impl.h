@@ -8,6 +8,7 @@
 
 #include "dtune/costmodel.h"
 #include "dtune/sampling.h"
+#include "dtune/transfer.h"
 #include "dtune/tuner.h"
 
 /* A search strategy. propose writes up to max (≥ 1) distinct, valid,
@@ -56,6 +57,17 @@ struct dt_tuner {
     /* cost model */
     dt_costmodel *model;
     bool model_stale;          /* records added since the last fit */
+    /* transfer (dt_tuner_transfer): a prior model on shape-relative
+     * features whose scores, discounted by prior_weight, the model's own
+     * scores add to; and mapped configs to measure first */
+    dt_costmodel *prior;       /* NULL: no transfer */
+    double prior_weight;
+    int nseeds;
+    dt_point seeds[DT_TRANSFER_SEEDS];
+    int prior_cap;             /* rows of the workspaces below */
+    float *prior_rows;
+    double *prior_out;
+    float *margins;            /* one per record, for fits on the prior */
     /* helpers and batch buffers */
     dt_sampling *sampler;      /* also finds unmeasured points */
     dt_sampling_set batch_taken;
@@ -79,6 +91,18 @@ int dt_tuner_draw_random(dt_tuner *t, int max, dt_point *out, bool *dry);
 /* dt_tuner_draw_random that also sets t->exhausted when the draw ran dry:
  * for strategies that measure every point they draw. */
 int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out);
+
+/* The cost model's scores of n points (higher is faster): the tuner's own
+ * model, plus the prior's discounted scores under transfer, or the prior's
+ * alone before the own model's first fit. Callable when dt_tuner_model_ready.
+ * Returns 0, DT_ENOMEM or DT_ELIB. */
+int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err);
+
+/* dt_tuner_score of every record, in record order (t->n scores). */
+int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err);
+
+/* Whether dt_tuner_score means something: the own model or a prior is in. */
+bool dt_tuner_model_ready(const dt_tuner *t);
 
 /* Indices of the records sorted by measured GFLOPS, best first, into order
  * (t->n ints); returns how many have positive GFLOPS. */

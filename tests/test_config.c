@@ -554,7 +554,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 63);
+    assert_int_equal(rows, 64);
     assert_memory_equal(&c, &defaults, sizeof c);
 }
 

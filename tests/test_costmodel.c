@@ -181,6 +181,48 @@ static void test_fit_stops_when_cancelled(void **state)
     dt_costmodel_free(cm);
 }
 
+/* Rows of two groups, the second's GFLOPS on another scale: each group is
+ * normalised by its own best, so the first group's best rows still learn
+ * labels near 1 (one normalisation for both would give them < 1/7). A base
+ * margin is accepted; groups that do not partition the rows are refused. */
+static void test_groups_normalise_separately(void **state)
+{
+    fixture *f = *state;
+    int half = 300, sizes[2] = { half, half }, bad[2] = { half, half - 1 };
+    assert_true(f->nvalid >= 2 * half);
+    double *gflops = malloc(2 * (size_t)half * sizeof *gflops);
+    float *margin = malloc(2 * (size_t)half * sizeof *margin);
+    double *pred = malloc((size_t)half * sizeof *pred);
+    for (int i = 0; i < 2 * half; i++) {
+        gflops[i] = f->truth[i] * (i < half ? 1.0 : 7.3);
+        margin[i] = 0.25f;
+    }
+    dt_cost_model_config cfg;
+    dt_costmodel_default_config(&cfg);
+    snprintf(cfg.objective, sizeof cfg.objective, "reg:squarederror");
+    dt_costmodel *cm = NULL;
+    dt_error err;
+    assert_int_equal(dt_costmodel_new(&cfg, f->space.nfeatures, SEED, &cm, &err), 0);
+    dt_costmodel_rows rows = { .features = f->features, .n = 2 * half, .group_sizes = sizes,
+                               .ngroups = 2 };
+    assert_int_equal(dt_costmodel_fit_rows(cm, &rows, gflops, &err), 0);
+    assert_int_equal(dt_costmodel_predict(cm, f->features, half, pred, &err), 0);
+    double top = 0;
+    for (int i = 0; i < half; i++)
+        top = fmax(top, pred[i]);
+    assert_true(top > 0.7);
+    rows.base_margin = margin;
+    assert_int_equal(dt_costmodel_fit_rows(cm, &rows, gflops, &err), 0);
+    assert_true(dt_costmodel_trained(cm));
+    rows.group_sizes = bad;
+    assert_int_equal(dt_costmodel_fit_rows(cm, &rows, gflops, &err), DT_EINVAL);
+    assert_int_equal(dt_costmodel_nfeatures(cm), f->space.nfeatures);
+    dt_costmodel_free(cm);
+    free(gflops);
+    free(margin);
+    free(pred);
+}
+
 static void test_misuse_is_reported(void **state)
 {
     fixture *f = *state;
@@ -211,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_regression_objective_learns_normalised_gflops),
         cmocka_unit_test(test_fit_is_repeatable),
         cmocka_unit_test(test_fit_stops_when_cancelled),
+        cmocka_unit_test(test_groups_normalise_separately),
         cmocka_unit_test(test_misuse_is_reported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

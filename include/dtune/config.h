@@ -82,6 +82,7 @@ typedef struct dt_tuner_config {
     int batch_size;            /* 64 */
     double random_fraction;    /* autotvm's epsilon; 0.05 */
     int neighbours;            /* chameleon: incumbent's neighbours measured per round; 4 */
+    bool transfer;             /* start from the run's other tasks of the kind; true */
     dt_ppo_config ppo;
     dt_sampling_config sampling;
     dt_cost_model_config cost_model;

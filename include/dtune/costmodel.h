@@ -57,6 +57,29 @@ int dt_costmodel_fit(dt_costmodel *cm, const float *features, const double *gflo
  * NULL removes it. */
 void dt_costmodel_set_cancel(dt_costmodel *cm, const dt_cancel *c);
 
+/* Rows of a fit beyond dt_costmodel_fit's: groups of consecutive rows
+ * (group_sizes[0..ngroups), summing to n; NULL = one group of all rows), each
+ * normalised by its own best GFLOPS and ranked only within itself (rows of
+ * several tasks in one fit); and an optional base margin per row (NULL =
+ * none), the score the new trees add to (AutoTVM's transfer: a prior
+ * model's discounted scores). */
+typedef struct dt_costmodel_rows {
+    const float *features;     /* n * nfeatures floats, row-major */
+    int n;
+    const int *group_sizes;
+    int ngroups;
+    const float *base_margin;
+} dt_costmodel_rows;
+
+/* dt_costmodel_fit over rows (same labels, same return codes; DT_EINVAL also
+ * when the groups do not partition the rows). Predictions of the result do
+ * not include the base margin: a caller that fitted with one adds it. */
+int dt_costmodel_fit_rows(dt_costmodel *cm, const dt_costmodel_rows *rows, const double *gflops,
+                          dt_error *err);
+
+/* The number of features a row of this model has. */
+int dt_costmodel_nfeatures(const dt_costmodel *cm);
+
 /* Whether a booster has been trained (predictions mean something). */
 bool dt_costmodel_trained(const dt_costmodel *cm);
 

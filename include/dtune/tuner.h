@@ -65,6 +65,21 @@ void dt_tuner_free(dt_tuner *t);
  * DT_ENOMEM. */
 int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r);
 
+/* Transfer (cfg->transfer; transfer.h): gives the tuner what x knows of the
+ * other tasks of its space's kind — a prior cost model trained on their
+ * records, which the tuner's own model is then fitted on top of (AutoTVM's
+ * discounted base margin), and, when the tuner has no record yet, their best
+ * configs mapped into its space as its first batch. Call it before the
+ * task's first dt_tuner_run (again later to refresh the prior). *used is the
+ * number of other tasks' records the prior was trained on; 0 (and the tuner
+ * unchanged, so it behaves exactly as without transfer) when cfg->transfer
+ * is false, x is NULL, the strategy uses no model, or x has no valid record
+ * of another task of the kind — a record of another kind (another machine's
+ * vector width, another knob table) is never used. Returns 0, DT_ENOMEM or
+ * DT_ELIB. */
+struct dt_transfer;
+int dt_tuner_transfer(dt_tuner *t, struct dt_transfer *x, int *used, dt_error *err);
+
 /* 0 = unlimited for trials and seconds; *stop (may be NULL) ends the call
  * when non-zero. Both the stop flag and the seconds limit are checked
  * between batches and inside the tuner's long steps (cost-model training,
