@@ -57,6 +57,7 @@
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
+#include "dtune/transfer.h"
 #include "dtune/tuner.h"
 #include "dtune/util.h"
 
@@ -68,6 +69,13 @@
 #define ORACLE_MAX_POINTS (1u << 24)   /* the oracle ranks every point of a space this size */
 #define NNEAR 3                /* the summary's shares of A* */
 static const double near_share[NNEAR] = { 0.95, 0.98, 0.99 };
+/* --sequential */
+#define SEQ_TASKS 4            /* tasks of each kind, tuned in order */
+#define NVARIANTS 4
+#define NTARGETS 2
+#define REMEASURE_R 10         /* measurements of the best config: R is their median */
+#define REMEASURE_INCUMBENT 3  /* measurements of an incumbent that crosses a share of R */
+static const double target_share[NTARGETS] = { 0.95, 0.98 };
 
 typedef struct options {
     char backend[16];
@@ -77,6 +85,7 @@ typedef struct options {
     char work_dir[DT_PATH_MAX];
     int trials, seeds, first_seed, batch;
     double sim_seconds;
+    bool sequential;
 } options;
 
 /* The trace of one tuning run: best-so-far and wall clock after each trial. */
@@ -111,7 +120,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
                "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
                "                   [--strategies LIST]\n"
-               "                   [--sim-measure-seconds S] [--work-dir DIR]\n");
+               "                   [--sim-measure-seconds S] [--work-dir DIR] [--sequential]\n");
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -131,6 +140,10 @@ static int parse_options(int argc, char **argv, options *o)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
+        }
+        if (strcmp(a, "--sequential") == 0) {
+            o->sequential = true;
+            continue;
         }
         if (!v)
             return -1;
@@ -490,6 +503,383 @@ static void print_summary(const summary *s)
                           : "");
 }
 
+/* ---- the sequential-tasks mode (--sequential) ----------------------------------------- */
+
+/* The tasks of each kind in the order a scheduler would tune them; every task
+ * after the first of its kind can use the earlier ones' records. */
+typedef struct sequence {
+    const char *model;
+    const char *tasks[SEQ_TASKS];
+} sequence;
+
+static const sequence sequences[] = {
+    { "models/resnet18.yaml", { "layer1_3x3", "layer2_3x3", "layer3_3x3", "layer4_3x3" } },
+    { "models/mobilenet_v2.yaml", { "dw_144_56", "dw_192_28", "dw_384_14", "dw_960_7" } },
+};
+#define NSEQUENCES ((int)(sizeof sequences / sizeof sequences[0]))
+
+typedef struct variant {
+    const char *name;
+    int strategy;              /* index into strategy_names */
+    bool transfer;
+} variant;
+
+static const variant variants[NVARIANTS] = {
+    { "chameleon", 0, false }, { "chameleon+transfer", 0, true },
+    { "autotvm", 1, false },   { "autotvm+transfer", 1, true },
+};
+
+/* A run's incumbent from the trial it was found at. */
+typedef struct incumbent {
+    int trial;
+    double wall;
+    uint64_t index;
+    double gflops;             /* the measurement that made it the incumbent */
+} incumbent;
+
+typedef struct seq_run {
+    incumbent *inc;
+    int ninc, trials;
+    size_t cap;
+    double wall, overhead;
+    int reach[NTARGETS];       /* trials until the incumbent re-measures >= share x R */
+    double reach_wall[NTARGETS];
+} seq_run;
+
+typedef struct seq_ctx {
+    dt_measurer *measurer;
+    dt_transfer *store;        /* NULL: no transfer */
+    seq_run *run;
+    double started, sim_seconds, best;
+    int trials;
+} seq_ctx;
+
+static int seq_measure(void *ctx, const dt_space *space, const dt_point *points, int n,
+                       dt_measure_result *results, dt_error *err)
+{
+    seq_ctx *c = ctx;
+    int rc = dt_measurer_run(c->measurer, space, points, n, results, err);
+    if (rc)
+        return rc;
+    double wall = dt_now_seconds() - c->started;
+    for (int i = 0; i < n; i++) {
+        c->trials++;
+        if (c->store && dt_transfer_add(c->store, space, &points[i], &results[i]) != 0)
+            return dt_error_set(err, DT_ENOMEM, "out of memory");
+        if (results[i].result != DT_RESULT_OK || results[i].gflops <= c->best)
+            continue;
+        c->best = results[i].gflops;
+        seq_run *r = c->run;
+        if ((size_t)r->ninc == r->cap && dt_grow(&r->inc, &r->cap, (size_t)r->ninc + 1, sizeof *r->inc) != 0)
+            return dt_error_set(err, DT_ENOMEM, "out of memory");
+        r->inc[r->ninc++] = (incumbent){ c->trials, wall + c->sim_seconds * c->trials,
+                                         dt_space_index(space, &points[i]), results[i].gflops };
+    }
+    return n;
+}
+
+/* One task of one variant and seed, from the store's records of the earlier
+ * tasks; the transfer's own fit is inside the run's clocks. */
+static int seq_tune(const options *o, const dt_config *cfg, const dt_space *space, const variant *v,
+                    uint64_t seed, dt_transfer *store, seq_run *run, dt_error *err)
+{
+    dt_tuner_config tc = cfg->tuner;
+    snprintf(tc.strategy, sizeof tc.strategy, "%s", strategy_names[v->strategy]);
+    tc.batch_size = o->batch;
+    tc.transfer = v->transfer;
+    if (tc.sampling.k_min > tc.batch_size)
+        tc.sampling.k_min = tc.batch_size;
+    seq_ctx c = { .store = v->transfer ? store : NULL, .run = run, .sim_seconds = o->sim_seconds };
+    dt_tuner *t = NULL;
+    int rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED, &c.measurer, err);
+    if (!rc)
+        rc = dt_tuner_new(space, &tc, seed, &t, err);
+    c.started = dt_now_seconds();
+    int used = 0;
+    if (!rc)
+        rc = dt_tuner_transfer(t, c.store, &used, err);
+    double transfer_seconds = dt_now_seconds() - c.started;
+    dt_tuner_budget b = { .trials = o->trials };
+    dt_tuner_stats st;
+    if (!rc)
+        rc = dt_tuner_run(t, &b, seq_measure, &c, &st, err);
+    if (!rc) {
+        run->trials = st.trials;
+        run->wall = transfer_seconds + st.wall_seconds + o->sim_seconds * st.trials;
+        run->overhead = run->wall > 0 ? (transfer_seconds + st.overhead_seconds) / run->wall : 0;
+    }
+    dt_tuner_free(t);
+    dt_measurer_free(c.measurer);
+    return rc;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median GFLOPS of `times` fresh measurements of config index (a failed
+ * one counts as 0), outside every run's clock. */
+static int median_measure(dt_measurer *m, const dt_space *space, uint64_t index, int times,
+                          double *median, dt_error *err)
+{
+    double v[REMEASURE_R];
+    dt_point p;
+    dt_space_point(space, index, &p);
+    for (int i = 0; i < times; i++) {
+        dt_measure_result r;
+        memset(&r, 0, sizeof r);
+        int rc = dt_measurer_run(m, space, &p, 1, &r, err);
+        if (rc)
+            return rc;
+        v[i] = r.result == DT_RESULT_OK ? r.gflops : 0;
+    }
+    qsort(v, (size_t)times, sizeof *v, by_double);
+    *median = times % 2 ? v[times / 2] : 0.5 * (v[times / 2 - 1] + v[times / 2]);
+    return 0;
+}
+
+/* Median-of-3 re-measurements, each config measured once for all runs. */
+typedef struct remeasured {
+    uint64_t index;
+    double median3;
+} remeasured;
+
+typedef struct remeasure_cache {
+    dt_measurer *m;
+    const dt_space *space;
+    remeasured *e;
+    int n;
+    size_t cap;
+} remeasure_cache;
+
+static int median3(remeasure_cache *rc, uint64_t index, double *out, dt_error *err)
+{
+    for (int i = 0; i < rc->n; i++)
+        if (rc->e[i].index == index) {
+            *out = rc->e[i].median3;
+            return 0;
+        }
+    int code = median_measure(rc->m, rc->space, index, REMEASURE_INCUMBENT, out, err);
+    if (code)
+        return code;
+    if ((size_t)rc->n == rc->cap && dt_grow(&rc->e, &rc->cap, (size_t)rc->n + 1, sizeof *rc->e) != 0)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    rc->e[rc->n++] = (remeasured){ index, *out };
+    return 0;
+}
+
+/* R of one task: the median of REMEASURE_R measurements of the best config
+ * any run found (the final incumbent whose median of 3 is highest). */
+static int target_r(remeasure_cache *cache, seq_run *runs, int nruns, double *r, dt_error *err)
+{
+    uint64_t best = 0;
+    double best_m3 = -1;
+    for (int i = 0; i < nruns; i++) {
+        if (runs[i].ninc == 0)
+            continue;
+        double m3;
+        int rc = median3(cache, runs[i].inc[runs[i].ninc - 1].index, &m3, err);
+        if (rc)
+            return rc;
+        if (m3 > best_m3)
+            best_m3 = m3, best = runs[i].inc[runs[i].ninc - 1].index;
+    }
+    *r = 0;
+    return best_m3 < 0 ? 0 : median_measure(cache->m, cache->space, best, REMEASURE_R, r, err);
+}
+
+/* Each threshold's first incumbent that crosses it and re-measures at it. */
+static int reach_r(remeasure_cache *cache, seq_run *run, double r, int budget, dt_error *err)
+{
+    for (int s = 0; s < NTARGETS; s++) {
+        double goal = target_share[s] * r;
+        run->reach[s] = budget + 1;
+        run->reach_wall[s] = run->wall;
+        for (int i = 0; i < run->ninc; i++) {
+            if (run->inc[i].gflops < goal)
+                continue;
+            double m3;
+            int rc = median3(cache, run->inc[i].index, &m3, err);
+            if (rc)
+                return rc;
+            if (m3 >= goal) {
+                run->reach[s] = run->inc[i].trial;
+                run->reach_wall[s] = run->inc[i].wall;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Per-task medians over seeds (later tasks feed the summary). */
+typedef struct seq_summary {
+    double trials[NVARIANTS][NTARGETS][2 * SEQ_TASKS];   /* per later task: median over seeds */
+    double wall[NVARIANTS][NTARGETS][2 * SEQ_TASKS];
+    double overhead[NVARIANTS][2 * SEQ_TASKS];
+    int n;
+} seq_summary;
+
+static void print_task(const char *task, int first, seq_run runs[NVARIANTS][MAX_SEEDS], int seeds,
+                       int budget, double r, seq_summary *s)
+{
+    for (int v = 0; v < NVARIANTS; v++) {
+        printf("| %-12s | %-18s |", task, variants[v].name);
+        double ovh[MAX_SEEDS];
+        for (int k = 0; k < NTARGETS; k++) {
+            double tr[MAX_SEEDS], wl[MAX_SEEDS];
+            int reached = 0;
+            for (int i = 0; i < seeds; i++) {
+                tr[i] = runs[v][i].reach[k];
+                wl[i] = runs[v][i].reach_wall[k];
+                reached += runs[v][i].reach[k] <= budget;
+            }
+            double mt = median_of(tr, seeds), mw = median_of(wl, seeds);
+            printf(" %s%5.0f [%4.0f, %s%4.0f] %d/%d | %7.2f |", mt > budget ? ">" : " ", mt, tr[0],
+                   tr[seeds - 1] > budget ? ">" : " ", tr[seeds - 1], reached, seeds, mw);
+            if (!first) {
+                s->trials[v][k][s->n] = mt;
+                s->wall[v][k][s->n] = mw;
+            }
+        }
+        for (int i = 0; i < seeds; i++)
+            ovh[i] = runs[v][i].overhead;
+        double mo = median_of(ovh, seeds);
+        printf(" %5.1f%% | %6.2f |\n", 100 * mo, r);
+        if (!first)
+            s->overhead[v][s->n] = mo;
+    }
+    if (!first)
+        s->n++;
+}
+
+static void print_seq_summary(const seq_summary *s, int budget)
+{
+    if (s->n == 0)
+        return;
+    printf("\nmedian over the %d tasks after the first of their kind (each a median over seeds;\n"
+           "a task never reached counts as %d trials):\n\n"
+           "| variant            | trials to 95%% R | trials to 98%% R | wall s to 95%% R | wall s to 98%% R | overhead |\n"
+           "|---|---|---|---|---|---|\n", s->n, budget + 1);
+    double med[NVARIANTS][NTARGETS];
+    for (int v = 0; v < NVARIANTS; v++) {
+        double w[NTARGETS], o[2 * SEQ_TASKS];
+        for (int k = 0; k < NTARGETS; k++) {
+            double t[2 * SEQ_TASKS], wl[2 * SEQ_TASKS];
+            memcpy(t, s->trials[v][k], (size_t)s->n * sizeof *t);
+            memcpy(wl, s->wall[v][k], (size_t)s->n * sizeof *wl);
+            med[v][k] = median_of(t, s->n);
+            w[k] = median_of(wl, s->n);
+        }
+        memcpy(o, s->overhead[v], (size_t)s->n * sizeof *o);
+        printf("| %-18s | %6.0f | %6.0f | %8.2f | %8.2f | %5.1f%% |\n", variants[v].name, med[v][0],
+               med[v][1], w[0], w[1], 100 * median_of(o, s->n));
+    }
+    printf("\nto 95%% of R: autotvm / chameleon+transfer %.2fx (goal >= 3x, on the real CPU); "
+           "autotvm / chameleon %.2fx (goal >= 2x on replay); autotvm / autotvm+transfer %.2fx\n",
+           med[2][0] / med[1][0], med[2][0] / med[0][0], med[2][0] / med[3][0]);
+}
+
+static void free_runs(seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
+{
+    for (int t = 0; t < SEQ_TASKS; t++)
+        for (int v = 0; v < NVARIANTS; v++)
+            for (int i = 0; i < MAX_SEEDS; i++)
+                free(runs[t][v][i].inc);
+}
+
+/* Every variant and seed tunes the sequence's tasks in order (one store per
+ * variant and seed); then, per task, R and each run's reach are measured. */
+static int run_sequence(const options *o, const dt_config *cfg, const sequence *sq,
+                        seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, dt_error *err)
+{
+    dt_model *model = NULL;
+    dt_space spaces[SEQ_TASKS];
+    int nspaces = 0, rc = dt_model_load(sq->model, &model, err);
+    dt_space_opts opts = { .cpu_max_vec = 16 };
+    for (; !rc && nspaces < SEQ_TASKS; nspaces++) {
+        int k = dt_model_find_task(model, sq->tasks[nspaces]);
+        if (k < 0) {
+            rc = dt_error_set(err, DT_ENOTFOUND, "%s has no task '%s'", sq->model, sq->tasks[nspaces]);
+            break;
+        }
+        rc = dt_space_init_opts(&spaces[nspaces], &model->tasks[k], DT_TARGET_CPU, &opts, err);
+        if (rc)
+            break;
+    }
+    for (int v = 0; !rc && v < NVARIANTS; v++)
+        for (int i = 0; !rc && i < o->seeds; i++) {
+            dt_transfer *store = NULL;
+            rc = dt_transfer_new(&store, err);
+            for (int t = 0; !rc && t < SEQ_TASKS; t++)
+                rc = seq_tune(o, cfg, &spaces[t], &variants[v],
+                              (uint64_t)(o->first_seed + i) * 1000u + (uint64_t)t, store,
+                              &runs[t][v][i], err);
+            dt_transfer_free(store);
+        }
+    for (int t = 0; !rc && t < SEQ_TASKS; t++) {
+        remeasure_cache cache = { .space = &spaces[t] };
+        double r = 0;
+        rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED,
+                             &cache.m, err);
+        if (!rc)
+            rc = target_r(&cache, &runs[t][0][0], NVARIANTS * MAX_SEEDS, &r, err);
+        for (int v = 0; !rc && v < NVARIANTS; v++)
+            for (int i = 0; !rc && i < o->seeds; i++)
+                rc = reach_r(&cache, &runs[t][v][i], r, o->trials, err);
+        if (!rc)
+            print_task(sq->tasks[t], t == 0, runs[t], o->seeds, o->trials, r, s);
+        dt_measurer_free(cache.m);
+        free(cache.e);
+    }
+    for (int t = 0; t < nspaces; t++)
+        dt_space_free(&spaces[t]);
+    dt_model_free(model);
+    return rc;
+}
+
+static int run_sequential(const options *o, dt_error *err)
+{
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    printf("tuner_bench --sequential: backend replay, %d trials per task, batch %d, seeds %d-%d\n"
+           "R = median of %d re-measurements of the best config any run found (highest median of\n"
+           "%d); a run reaches a share of R at the first incumbent whose own measurement crosses it\n"
+           "and whose median of %d re-measurements (outside the clocks) is at least it. Trials and\n"
+           "wall: median [min, max] over seeds, then reached/seeds. Overhead: non-measurement\n"
+           "share of the run's wall time (prior fit included)%s.\n",
+           o->trials, o->batch, o->first_seed, o->first_seed + o->seeds - 1, REMEASURE_R,
+           REMEASURE_INCUMBENT, REMEASURE_INCUMBENT,
+           o->sim_seconds > 0 ? ", with simulated measurement seconds" : "");
+    if (o->sim_seconds > 0)
+        printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
+    seq_run (*runs)[NVARIANTS][MAX_SEEDS] = calloc(SEQ_TASKS, sizeof *runs);
+    seq_summary *s = calloc(1, sizeof *s);
+    int rc = runs && s ? 0 : dt_error_set(err, DT_ENOMEM, "out of memory");
+    for (int q = 0; !rc && q < NSEQUENCES; q++) {
+        printf("\n%s\n\n| task         | variant            | trials to 95%% R | wall s | "
+               "trials to 98%% R | wall s | overhead | R GFLOPS |\n|---|---|---|---|---|---|---|---|\n",
+               sequences[q].model);
+        memset(runs, 0, SEQ_TASKS * sizeof *runs);
+        rc = run_sequence(o, &cfg, &sequences[q], runs, s, err);
+        free_runs(runs);
+        fflush(stdout);
+    }
+    if (!rc)
+        print_seq_summary(s, o->trials);
+    free(runs);
+    free(s);
+    return rc;
+}
+
 /* ---- driver ------------------------------------------------------------------------------ */
 
 static bool strategy_wanted(const options *o, int k)
@@ -618,7 +1008,11 @@ int main(int argc, char **argv)
     }
     dt_error err;
     dt_error_clear(&err);
-    int rc = run_bench(&o, &err);
+    if (o.sequential && strcmp(o.backend, "replay") != 0) {
+        fprintf(stderr, "tuner_bench: --sequential runs on the replay backend only\n");
+        return 2;
+    }
+    int rc = o.sequential ? run_sequential(&o, &err) : run_bench(&o, &err);
     if (rc) {
         fprintf(stderr, "tuner_bench: %s\n", err.msg);
         return dt_error_exit_status(rc);
