@@ -580,8 +580,9 @@ static int seq_measure(void *ctx, const dt_space *space, const dt_point *points,
 
 /* One task of one variant and seed, from the store's records of the earlier
  * tasks; the transfer's own fit is inside the run's clocks. */
-static int seq_tune(const options *o, const dt_config *cfg, const dt_space *space, const variant *v,
-                    uint64_t seed, dt_transfer *store, seq_run *run, dt_error *err)
+static int seq_tune(const options *o, const dt_config *cfg, const dt_backend_i *backend,
+                    const char *dir, const dt_space *space, const variant *v, uint64_t seed,
+                    dt_transfer *store, seq_run *run, dt_error *err)
 {
     dt_tuner_config tc = cfg->tuner;
     snprintf(tc.strategy, sizeof tc.strategy, "%s", strategy_names[v->strategy]);
@@ -591,7 +592,7 @@ static int seq_tune(const options *o, const dt_config *cfg, const dt_space *spac
         tc.sampling.k_min = tc.batch_size;
     seq_ctx c = { .store = v->transfer ? store : NULL, .run = run, .sim_seconds = o->sim_seconds };
     dt_tuner *t = NULL;
-    int rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED, &c.measurer, err);
+    int rc = dt_measurer_new(backend, &cfg->measure, dir, REPLAY_SEED, &c.measurer, err);
     if (!rc)
         rc = dt_tuner_new(space, &tc, seed, &t, err);
     c.started = dt_now_seconds();
@@ -801,10 +802,17 @@ static void free_runs(seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
 static int run_sequence(const options *o, const dt_config *cfg, const sequence *sq,
                         seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, dt_error *err)
 {
+    const dt_backend_i *backend = dt_backend_find(o->backend);
+    bool replay = backend == &dt_backend_replay;
+    if (!backend)
+        return dt_error_set(err, DT_ENOTFOUND, "backend '%s' is not one of %s", o->backend,
+                            dt_backend_names());
     dt_model *model = NULL;
     dt_space spaces[SEQ_TASKS];
     int nspaces = 0, rc = dt_model_load(sq->model, &model, err);
-    dt_space_opts opts = { .cpu_max_vec = 16 };
+    /* replay: every vector width, as in tests; a real backend: this machine's */
+    dt_space_opts opts = { .cpu_max_vec = replay ? 16 : 0 };
+    char dir[DT_PATH_MAX + 96];
     for (; !rc && nspaces < SEQ_TASKS; nspaces++) {
         int k = dt_model_find_task(model, sq->tasks[nspaces]);
         if (k < 0) {
@@ -819,17 +827,21 @@ static int run_sequence(const options *o, const dt_config *cfg, const sequence *
         for (int i = 0; !rc && i < o->seeds; i++) {
             dt_transfer *store = NULL;
             rc = dt_transfer_new(&store, err);
-            for (int t = 0; !rc && t < SEQ_TASKS; t++)
-                rc = seq_tune(o, cfg, &spaces[t], &variants[v],
+            for (int t = 0; !rc && t < SEQ_TASKS; t++) {
+                /* on a real backend each run compiles into its own cache */
+                snprintf(dir, sizeof dir, replay ? "%s" : "%s/%s-%d-%d", o->work_dir,
+                         variants[v].name, o->first_seed + i, t);
+                rc = seq_tune(o, cfg, backend, dir, &spaces[t], &variants[v],
                               (uint64_t)(o->first_seed + i) * 1000u + (uint64_t)t, store,
                               &runs[t][v][i], err);
+            }
             dt_transfer_free(store);
         }
     for (int t = 0; !rc && t < SEQ_TASKS; t++) {
         remeasure_cache cache = { .space = &spaces[t] };
         double r = 0;
-        rc = dt_measurer_new(&dt_backend_replay, &cfg->measure, o->work_dir, REPLAY_SEED,
-                             &cache.m, err);
+        snprintf(dir, sizeof dir, replay ? "%s" : "%s/remeasure-%d", o->work_dir, t);
+        rc = dt_measurer_new(backend, &cfg->measure, dir, REPLAY_SEED, &cache.m, err);
         if (!rc)
             rc = target_r(&cache, &runs[t][0][0], NVARIANTS * MAX_SEEDS, &r, err);
         for (int v = 0; !rc && v < NVARIANTS; v++)
@@ -850,13 +862,13 @@ static int run_sequential(const options *o, dt_error *err)
 {
     dt_config cfg;
     dt_config_defaults(&cfg);
-    printf("tuner_bench --sequential: backend replay, %d trials per task, batch %d, seeds %d-%d\n"
+    printf("tuner_bench --sequential: backend %s, %d trials per task, batch %d, seeds %d-%d\n"
            "R = median of %d re-measurements of the best config any run found (highest median of\n"
            "%d); a run reaches a share of R at the first incumbent whose own measurement crosses it\n"
            "and whose median of %d re-measurements (outside the clocks) is at least it. Trials and\n"
            "wall: median [min, max] over seeds, then reached/seeds. Overhead: non-measurement\n"
            "share of the run's wall time (prior fit included)%s.\n",
-           o->trials, o->batch, o->first_seed, o->first_seed + o->seeds - 1, REMEASURE_R,
+           o->backend, o->trials, o->batch, o->first_seed, o->first_seed + o->seeds - 1, REMEASURE_R,
            REMEASURE_INCUMBENT, REMEASURE_INCUMBENT,
            o->sim_seconds > 0 ? ", with simulated measurement seconds" : "");
     if (o->sim_seconds > 0)
@@ -1008,10 +1020,6 @@ int main(int argc, char **argv)
     }
     dt_error err;
     dt_error_clear(&err);
-    if (o.sequential && strcmp(o.backend, "replay") != 0) {
-        fprintf(stderr, "tuner_bench: --sequential runs on the replay backend only\n");
-        return 2;
-    }
     int rc = o.sequential ? run_sequential(&o, &err) : run_bench(&o, &err);
     if (rc) {
         fprintf(stderr, "tuner_bench: %s\n", err.msg);

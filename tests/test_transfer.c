@@ -10,7 +10,8 @@
  *
  * Stated goals: over 3 seeds, chameleon's and autotvm's first round with
  * transfer reaches a best noise-free GFLOPS at least 1.3× that of the first
- * round without (the mean ratio; every seed no worse); with tuner.transfer
+ * round without (the mean ratio; every seed no worse, and no worse after a
+ * second round, where the prior model proposes); with tuner.transfer
  * off, or with only records of another kind (another machine's vector width,
  * another op kind) in the store, the tuner measures exactly the configs in
  * exactly the order it measures without a store; the seeds map a config of
