@@ -680,7 +680,9 @@ static void format_interval(char *buf, size_t len, double *v, int n)
  * always among them (it defines L*). */
 static int split_policies(char names[][32], const char *list)
 {
-    const char *all = list ? list : dt_scheduler_policies();
+    char every[512];
+    dt_names_join(dt_scheduler_policy_at, every, sizeof every);
+    const char *all = list ? list : every;
     int n = 0;
     if (list && !strstr(list, "sequential"))
         snprintf(names[n++], 32, "sequential");

@@ -797,16 +797,27 @@ static void free_runs(seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
                 free(runs[t][v][i].inc);
 }
 
+/* The backend called name, or NULL with the known names in err. */
+static const dt_backend_i *find_backend(const char *name, dt_error *err)
+{
+    char known[128];
+    const dt_backend_i *backend = dt_backend_find(name);
+    if (!backend) {
+        dt_names_join(dt_backend_at, known, sizeof known);
+        dt_error_set(err, DT_ENOTFOUND, "backend '%s' is not one of %s", name, known);
+    }
+    return backend;
+}
+
 /* Every variant and seed tunes the sequence's tasks in order (one store per
  * variant and seed); then, per task, R and each run's reach are measured. */
 static int run_sequence(const options *o, const dt_config *cfg, const sequence *sq,
                         seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, dt_error *err)
 {
-    const dt_backend_i *backend = dt_backend_find(o->backend);
+    const dt_backend_i *backend = find_backend(o->backend, err);
     bool replay = backend == &dt_backend_replay;
     if (!backend)
-        return dt_error_set(err, DT_ENOTFOUND, "backend '%s' is not one of %s", o->backend,
-                            dt_backend_names());
+        return DT_ENOTFOUND;
     dt_model *model = NULL;
     dt_space spaces[SEQ_TASKS];
     int nspaces = 0, rc = dt_model_load(sq->model, &model, err);
@@ -965,10 +976,9 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
 
 static int run_bench(const options *o, dt_error *err)
 {
-    const dt_backend_i *backend = dt_backend_find(o->backend);
+    const dt_backend_i *backend = find_backend(o->backend, err);
     if (!backend)
-        return dt_error_set(err, DT_ENOTFOUND, "backend '%s' is not one of %s", o->backend,
-                            dt_backend_names());
+        return DT_ENOTFOUND;
     dt_config cfg;
     dt_config_defaults(&cfg);
     dt_model *model = NULL;

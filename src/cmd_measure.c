@@ -3,8 +3,9 @@
  * outcome. TASK is a task name or a 0-based index; --config takes a space
  * index or `random` (a random valid point from --seed). The measurement
  * settings are config.yaml's defaults, with --repeats (measure.max_repeats),
- * --cv (measure.cv_threshold) and --threads (measure.threads) on top. The
- * artifact cache is the default run directory's (output.dir), or --dir.
+ * --cv (measure.cv_threshold) and --threads (measure.threads) on top, set
+ * through dt_config_set so their ranges are the config's. The artifact cache
+ * is the default run directory's (output.dir), or --dir.
  *
  * Exit status: 0 when the config measured ok, 1 when it did not (compile
  * error, crash, wrong output, ...) or the backend failed, 2 for bad input.
@@ -60,52 +61,40 @@ static int bad(const char *fmt, const char *what)
     return 2;
 }
 
+/* Flag -> config key; a NULL key is a flag of this command alone. */
+static const struct { const char *flag, *key; } flags[] = {
+    { "--target", "target" },
+    { "--repeats", "measure.max_repeats" },
+    { "--cv", "measure.cv_threshold" },
+    { "--seed", "seed" },
+    { "--threads", "measure.threads" },
+    { "--config", NULL },
+    { "--dir", NULL },
+};
+
 /* One flag with its value at argv[*i + 1]; returns 0 or the exit status 2. */
 static int parse_flag(measure_args *a, int argc, char **argv, int *i)
 {
-    static const char *const known[] = { "--target", "--config", "--repeats", "--cv", "--seed",
-                                          "--threads", "--dir" };
     const char *flag = argv[*i];
-    bool ok = false;
-    for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
-        ok = ok || strcmp(flag, known[j]) == 0;
-    if (!ok)
+    size_t f = 0, nflags = sizeof flags / sizeof flags[0];
+    while (f < nflags && strcmp(flag, flags[f].flag) != 0)
+        f++;
+    if (f == nflags)
         return bad("unknown flag '%s'", flag);
     if (*i + 1 >= argc)
         return bad("%s needs a value", flag);
     const char *v = argv[++*i];
-    long n;
-    char *end;
-    if (strcmp(flag, "--target") == 0) {
-        if (dt_target_parse(v, &a->cfg.target) != 0)
-            return bad("unknown target '%s' (cpu, cuda)", v);
-    } else if (strcmp(flag, "--config") == 0) {
-        a->config = v;
-    } else if (strcmp(flag, "--repeats") == 0) {
-        if (parse_long(v, 1, 100000, &n) != 0)
-            return bad("--repeats wants an integer >= 1, not '%s'", v);
-        a->cfg.measure.max_repeats = (int)n;
-        if (a->cfg.measure.min_batches > n)
-            a->cfg.measure.min_batches = (int)n;
-    } else if (strcmp(flag, "--cv") == 0) {
-        double x = strtod(v, &end);
-        if (end == v || *end || !(x >= 0 && x < 10))
-            return bad("--cv wants a number in [0, 10), not '%s'", v);
-        a->cfg.measure.cv_threshold = x;
-    } else if (strcmp(flag, "--seed") == 0) {
-        unsigned long long s = strtoull(v, &end, 10);
-        if (end == v || *end || v[0] == '-')
-            return bad("--seed wants a non-negative integer, not '%s'", v);
-        a->cfg.seed = s;
-    } else if (strcmp(flag, "--threads") == 0) {
-        if (parse_long(v, 1, 1024, &n) != 0)
-            return bad("--threads wants an integer >= 1, not '%s'", v);
-        a->cfg.measure.threads = (int)n;
-    } else if (strcmp(flag, "--dir") == 0) {
-        a->dir = v;
-    } else {
-        return bad("unknown flag '%s'", flag);
+    dt_error err;
+    if (flags[f].key && dt_config_set(&a->cfg, flags[f].key, v, &err) != 0) {
+        fprintf(stderr, "dtune measure: %s: %s\n", flag, err.msg);
+        return 2;
     }
+    if (strcmp(flag, "--config") == 0)
+        a->config = v;
+    else if (strcmp(flag, "--dir") == 0)
+        a->dir = v;
+    else if (a->cfg.measure.min_batches > a->cfg.measure.max_repeats)
+        a->cfg.measure.min_batches = a->cfg.measure.max_repeats;  /* --repeats below the default */
     return 0;
 }
 

@@ -17,7 +17,11 @@
  * to be wrong. Relative paths in the file are taken relative to its folder.
  */
 #include "dtune/config.h"
+#include "dtune/backend.h"
+#include "dtune/costmodel.h"
+#include "dtune/curve.h"
 #include "dtune/scheduler.h"
+#include "dtune/tuner.h"
 #include "dtune/util.h"
 
 #include <assert.h>
@@ -36,14 +40,15 @@
 /* ---- the key table --------------------------------------------------------- */
 
 typedef enum key_type {
-    KT_DOUBLE, KT_INT, KT_UINT64, KT_BOOL, KT_STRING, KT_CHOICE, KT_TARGET, KT_PATH, KT_LISTEN,
+    KT_DOUBLE, KT_INT, KT_UINT64, KT_BOOL, KT_STRING, KT_CHOICE, KT_ENUM, KT_PATH, KT_LISTEN,
     KT_COUNT
 } key_type;
 
 enum {
     F_REQUIRED = 1,   /* must be in the file and not empty */
     F_NONEMPTY = 2,   /* may be left out, never empty */
-    F_EXISTS = 4      /* a file that must exist when set */
+    F_EXISTS = 4,     /* a file that must exist when set */
+    F_OR_EMPTY = 8    /* KT_CHOICE: "" is a choice too */
 };
 
 typedef struct key_def {
@@ -52,32 +57,25 @@ typedef struct key_def {
     size_t offset, size;           /* the field in dt_config */
     double min, max;               /* KT_DOUBLE, KT_INT */
     const char *def;               /* default, as written in config.yaml */
-    const char *const *choices;    /* KT_CHOICE: NULL-terminated */
+    dt_name_at_fn choices;         /* KT_CHOICE (the name), KT_ENUM (its index): the
+                                      owning module's table */
     unsigned flags;
     const char *help;
 } key_def;
-
-static const char *const policies[] = {
-    "dynatune", "sequential", "round_robin", "random", "linear", "da_random",
-    "da_round_robin", "eps_greedy", "softmax", "gradient", "weighted_rr", "hazard", NULL,
-};
-static const char *const strategies[] = { "chameleon", "autotvm", "random", NULL };
-static const char *const curves[] = { "log_power", "pow4", "log_linear", NULL };
-static const char *const objectives[] = { "rank:pairwise", "reg:squarederror", NULL };
-static const char *const backends[] = { "", "cpu", "cuda", "replay", NULL };
 
 #define FIELD(m) offsetof(dt_config, m), sizeof(((dt_config *)0)->m)
 #define K_DBL(p, m, lo, hi, d, h) { p, KT_DOUBLE, FIELD(m), lo, hi, d, NULL, 0, h }
 #define K_INT(p, m, lo, hi, d, h) { p, KT_INT, FIELD(m), lo, hi, d, NULL, 0, h }
 #define K_BOOL(p, m, d, h) { p, KT_BOOL, FIELD(m), 0, 1, d, NULL, 0, h }
-#define K_CHOICE(p, m, list, d, h) { p, KT_CHOICE, FIELD(m), 0, 0, d, list, 0, h }
+#define K_CHOICE(p, m, names, d, fl, h) { p, KT_CHOICE, FIELD(m), 0, 0, d, names, fl, h }
+#define K_ENUM(p, m, names, d, h) { p, KT_ENUM, FIELD(m), 0, 0, d, names, 0, h }
 #define K_TYPED(p, t, m, d, fl, h) { p, t, FIELD(m), 0, 0, d, NULL, fl, h }
 
 static const key_def keys[] = {
     K_TYPED("model", KT_PATH, model, "", F_REQUIRED | F_EXISTS,
             "model file (models/NAME.yaml), relative to this file's folder"),
-    K_TYPED("target", KT_TARGET, target, "cpu", 0, "where the kernels run"),
-    K_CHOICE("backend", backend, backends, "",
+    K_ENUM("target", target, dt_target_at, "cpu", "where the kernels run"),
+    K_CHOICE("backend", backend, dt_backend_at, "", F_OR_EMPTY,
              "measurer; \"\" = the target's own, replay = synthetic (tests, benches)"),
     K_TYPED("seed", KT_UINT64, seed, "1", 0, "seed of every random choice of the run"),
     K_DBL("budget.total_seconds", budget.total_seconds, 1, 1e9, "600", "tuning time of the whole run"),
@@ -89,7 +87,7 @@ static const key_def keys[] = {
           "stop after this many slots; 0 = no limit"),
     K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9, "0",
           "stop once model latency <= this; 0 = never"),
-    K_CHOICE("scheduler.policy", scheduler.policy, policies, "dynatune", "how the next task is picked"),
+    K_CHOICE("scheduler.policy", scheduler.policy, dt_scheduler_policy_at, "dynatune", 0, "how the next task is picked"),
     K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "0.05", "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
     K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "1e9", "score of a task with no slot yet"),
     K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9, "200",
@@ -107,7 +105,7 @@ static const key_def keys[] = {
           "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
     K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6, "20",
           "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = none"),
-    K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, curves, "log_power",
+    K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, dt_curve_family_at, "log_power", 0,
              "learning-curve family"),
     K_INT("scheduler.belief.walkers", scheduler.belief.walkers, 2, 10000, "10", "MCMC walkers"),
     K_INT("scheduler.belief.steps", scheduler.belief.steps, 1, 1e7, "500", "MCMC steps per walker"),
@@ -118,7 +116,7 @@ static const key_def keys[] = {
     K_INT("scheduler.belief.min_segment_points", scheduler.belief.min_segment_points, 3, 1e6, "10",
           "points the modelled segment keeps at least"),
     K_INT("scheduler.belief.threads", scheduler.belief.threads, 1, 1024, "2", "curve fits in parallel"),
-    K_CHOICE("tuner.strategy", tuner.strategy, strategies, "chameleon", "per-task search"),
+    K_CHOICE("tuner.strategy", tuner.strategy, dt_tuner_strategy_at, "chameleon", 0, "per-task search"),
     K_INT("tuner.batch_size", tuner.batch_size, 1, 65536, "64", "configs measured per round"),
     K_DBL("tuner.random_fraction", tuner.random_fraction, 0, 1, "0.05",
           "autotvm: share of random configs in a batch"),
@@ -141,7 +139,8 @@ static const key_def keys[] = {
           "k-means knee: stop when threshold x loss >= previous loss"),
     K_INT("tuner.sampling.k_min", tuner.sampling.k_min, 1, 65536, "8",
           "smallest k of k-means (<= batch_size)"),
-    K_CHOICE("tuner.cost_model.objective", tuner.cost_model.objective, objectives, "rank:pairwise",
+    K_CHOICE("tuner.cost_model.objective", tuner.cost_model.objective, dt_costmodel_objective_at,
+             "rank:pairwise", 0,
              "XGBoost objective"),
     K_INT("tuner.cost_model.threads", tuner.cost_model.threads, 1, 1024, "1", "XGBoost threads"),
     K_INT("tuner.cost_model.max_depth", tuner.cost_model.max_depth, 1, 64, "3", "tree depth"),
@@ -211,18 +210,13 @@ static int say(char *why, size_t len, const key_def *k, const char *fmt, ...)
     return DT_EINVAL;
 }
 
+/* "a, b, c": k's choices, with "" first when it is one. */
 static void choice_list(const key_def *k, char *buf, size_t len)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; used < len; i++) {
-        const char *name = k->type == KT_TARGET ? (i < DT_TARGET_COUNT ? dt_target_name(i) : NULL)
-                                                : k->choices[i];
-        if (!name)
-            break;
-        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name[0] ? name : "\"\"");
-        used += n > 0 ? (size_t)n : 0;
-    }
+    bool empty = k->flags & F_OR_EMPTY;
+    int n = snprintf(buf, len, "%s", empty ? "\"\", " : "");
+    if (n >= 0 && (size_t)n < len)
+        dt_names_join(k->choices, buf + n, len - (size_t)n);
 }
 
 /* ---- types: parse text into a field, check a stored field ------------------- */
@@ -294,15 +288,32 @@ static int parse_bool(const key_def *k, const char *text, const char *dir, void 
     return say(why, len, k, "expected true or false, got '%s'", text);
 }
 
-static int parse_target(const key_def *k, const char *text, const char *dir, void *slot,
-                        char *why, size_t len)
+/* The index of text among k's choices, or -1. */
+static int choice_index(const key_def *k, const char *text)
 {
-    char names[64];
-    assert(k->size == sizeof(dt_target));
-    if (dt_target_parse(text, (dt_target *)slot) == 0)
-        return 0;
+    for (int i = 0; k->choices(i); i++)
+        if (strcmp(text, k->choices(i)) == 0)
+            return i;
+    return -1;
+}
+
+static int not_a_choice(const key_def *k, const char *text, char *why, size_t len)
+{
+    char names[256];
     choice_list(k, names, sizeof names);
     return say(why, len, k, "'%s' is not one of %s", text, names);
+}
+
+/* An enum field (its size is an int's) holds the index of its name. */
+static int parse_enum(const key_def *k, const char *text, const char *dir, void *slot,
+                      char *why, size_t len)
+{
+    assert(k->size == sizeof(int));
+    int i = choice_index(k, text);
+    if (i < 0)
+        return not_a_choice(k, text, why, len);
+    *(int *)slot = i;
+    return 0;
 }
 
 static int store_text(const key_def *k, const char *prefix, const char *text, void *slot,
@@ -322,12 +333,9 @@ static int parse_string(const key_def *k, const char *text, const char *dir, voi
 
 static int check_one_of(const key_def *k, const char *text, char *why, size_t len)
 {
-    char names[256];
-    for (int i = 0; k->choices[i]; i++)
-        if (strcmp(text, k->choices[i]) == 0)
-            return 0;
-    choice_list(k, names, sizeof names);
-    return say(why, len, k, "'%s' is not one of %s", text, names);
+    if ((!text[0] && (k->flags & F_OR_EMPTY)) || choice_index(k, text) >= 0)
+        return 0;
+    return not_a_choice(k, text, why, len);
 }
 
 static int parse_choice(const key_def *k, const char *text, const char *dir, void *slot,
@@ -377,12 +385,12 @@ static int check_nothing(const key_def *k, const void *slot, char *why, size_t l
     return 0;
 }
 
-static int check_target(const key_def *k, const void *slot, char *why, size_t len)
+static int check_enum(const key_def *k, const void *slot, char *why, size_t len)
 {
-    int v = (int)*(const dt_target *)slot;
-    if (v >= 0 && v < DT_TARGET_COUNT)
+    int v = *(const int *)slot;
+    if (v >= 0 && k->choices(v))
         return 0;
-    return say(why, len, k, "target %d is not a target", v);
+    return say(why, len, k, "%d is not the index of a name", v);
 }
 
 static int check_choice(const key_def *k, const void *slot, char *why, size_t len)
@@ -435,7 +443,7 @@ static const type_ops types[KT_COUNT] = {
     [KT_BOOL] = { "true or false", true, false, parse_bool, check_nothing },
     [KT_STRING] = { "a string", false, true, parse_string, check_nothing },
     [KT_CHOICE] = { NULL, false, true, parse_choice, check_choice },
-    [KT_TARGET] = { NULL, false, false, parse_target, check_target },
+    [KT_ENUM] = { NULL, false, false, parse_enum, check_enum },
     [KT_PATH] = { "a path", false, true, parse_path, check_path },
     [KT_LISTEN] = { "HOST:PORT or off", false, true, parse_string, check_listen },
 };
@@ -515,9 +523,10 @@ static int k_min_within_batch(const dt_config *cfg, char *why, size_t len)
 static int backend_fits_target(const dt_config *cfg, char *why, size_t len)
 {
     const char *b = cfg->backend, *target = dt_target_name(cfg->target);
-    return b[0] && strcmp(b, "replay") != 0 && strcmp(b, target) != 0 &&
-           snprintf(why, len, "backend '%s' cannot measure target '%s' (use \"\", %s or replay)",
-                    b, target, target) > 0;
+    const char *any = dt_backend_replay.name;  /* measures every target */
+    return b[0] && strcmp(b, any) != 0 && strcmp(b, target) != 0 &&
+           snprintf(why, len, "backend '%s' cannot measure target '%s' (use \"\", %s or %s)",
+                    b, target, target, any) > 0;
 }
 
 static int table_broken(const char *key, const char *table, char *why, size_t len)
@@ -1002,7 +1011,7 @@ static void describe_values(const key_def *k, char *buf, size_t len)
     buf[0] = '\0';
     if (k->type == KT_DOUBLE || k->type == KT_INT) {
         snprintf(buf, len, " [%.*g, %.*g]", precise(k->min), k->min, precise(k->max), k->max);
-    } else if (k->type == KT_CHOICE || k->type == KT_TARGET) {
+    } else if (k->type == KT_CHOICE || k->type == KT_ENUM) {
         choice_list(k, names, sizeof names);
         snprintf(buf, len, " (%s)", names);
     }

@@ -44,6 +44,13 @@ void dt_costmodel_set_cancel(dt_costmodel *cm, const dt_cancel *c)
     cm->cancel = c ? *c : (dt_cancel){ 0 };
 }
 
+/* XGBoost objectives the labels (gflops / best) suit: a ranking (the
+ * default) or a regression. */
+enum { OBJ_RANK, OBJ_REGRESSION, NOBJECTIVES };
+static const char *const objectives[NOBJECTIVES] = {
+    [OBJ_RANK] = "rank:pairwise", [OBJ_REGRESSION] = "reg:squarederror",
+};
+
 /* Turns a failed XGBoost call into DT_ELIB with XGBoost's own message. */
 static int xgb_check(int rc, const char *what, dt_error *err)
 {
@@ -56,26 +63,37 @@ static int xgb_check(int rc, const char *what, dt_error *err)
 void dt_costmodel_default_config(dt_cost_model_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->objective, sizeof cfg->objective, "rank:pairwise");
+    snprintf(cfg->objective, sizeof cfg->objective, "%s", objectives[OBJ_RANK]);
     cfg->threads = 1;
     cfg->max_depth = 3;
     cfg->eta = 0.3;
     cfg->rounds = 100;
 }
 
+
+const char *dt_costmodel_objective_at(int i)
+{
+    return i >= 0 && i < NOBJECTIVES ? objectives[i] : NULL;
+}
+
 static bool objective_known(const char *objective)
 {
-    return strcmp(objective, "rank:pairwise") == 0 || strcmp(objective, "reg:squarederror") == 0;
+    for (int i = 0; dt_costmodel_objective_at(i); i++)
+        if (strcmp(objective, objectives[i]) == 0)
+            return true;
+    return false;
 }
 
 int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,
                      dt_costmodel **out, dt_error *err)
 {
     *out = NULL;
-    if (!objective_known(cfg->objective))
-        return dt_error_set(err, DT_EINVAL,
-                            "cost model objective '%s' is not one of rank:pairwise, reg:squarederror",
-                            cfg->objective);
+    if (!objective_known(cfg->objective)) {
+        char known[128];
+        dt_names_join(dt_costmodel_objective_at, known, sizeof known);
+        return dt_error_set(err, DT_EINVAL, "cost model objective '%s' is not one of %s",
+                            cfg->objective, known);
+    }
     if (cfg->threads < 1 || cfg->max_depth < 1 || cfg->rounds < 1 || !(cfg->eta > 0) || nfeatures < 1)
         return dt_error_set(err, DT_EINVAL,
                             "cost model: threads %d, max_depth %d, rounds %d, eta %g, features %d "
@@ -195,7 +213,7 @@ static int make_train_matrix(dt_costmodel *cm, const dt_costmodel_rows *rows,
     if (!rc && rows->base_margin)
         rc = xgb_check(XGDMatrixSetFloatInfo(*dtrain, "base_margin", rows->base_margin, (bst_ulong)n),
                        "XGDMatrixSetFloatInfo(base_margin)", err);
-    if (!rc && strcmp(cm->cfg.objective, "rank:pairwise") == 0)
+    if (!rc && strcmp(cm->cfg.objective, objectives[OBJ_RANK]) == 0)
         rc = set_groups(*dtrain, rows, err);
     if (rc) {
         (void)XGDMatrixFree(*dtrain);  /* cleanup after the error already reported */

@@ -25,6 +25,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit_nlinear.h>
 
+#include "dtune/util.h"
+
 /* --- families --------------------------------------------------------------- */
 
 static const char *const family_names[DT_CURVE_COUNT] = {
@@ -40,17 +42,23 @@ const char *dt_curve_name(dt_curve_family family)
     return family_names[family];
 }
 
+const char *dt_curve_family_at(int i)
+{
+    return i >= 0 && i < DT_CURVE_COUNT ? family_names[i] : NULL;
+}
+
 int dt_curve_parse(const char *name, dt_curve_family *family, dt_error *err)
 {
+    char known[64];
     for (int f = 0; name && f < DT_CURVE_COUNT; f++) {
         if (strcmp(name, family_names[f]) == 0) {
             *family = (dt_curve_family)f;
             return 0;
         }
     }
-    return dt_error_set(err, DT_EINVAL,
-                        "curve family '%s' is not one of log_power, pow4, log_linear",
-                        name ? name : "(null)");
+    dt_names_join(dt_curve_family_at, known, sizeof known);
+    return dt_error_set(err, DT_EINVAL, "curve family '%s' is not one of %s",
+                        name ? name : "(null)", known);
 }
 
 int dt_curve_param_count(dt_curve_family family)

@@ -5,6 +5,7 @@
  * each scheduler owns its gsl_rng, so runs are repeatable by seed.
  */
 #include "dtune/scheduler.h"
+#include "dtune/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -414,10 +415,9 @@ static const policy policies[] = {
 
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
 
-const char *dt_scheduler_policies(void)
+const char *dt_scheduler_policy_at(int i)
 {
-    return "dynatune, sequential, round_robin, random, linear, da_random, da_round_robin, "
-           "eps_greedy, softmax, gradient, weighted_rr, hazard";
+    return i >= 0 && i < NPOLICIES ? policies[i].name : NULL;
 }
 
 static const policy *find_policy(const char *name)
@@ -438,9 +438,12 @@ int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t 
 {
     *out = NULL;
     const policy *p = find_policy(name);
-    if (!p)
+    if (!p) {
+        char known[512];
+        dt_names_join(dt_scheduler_policy_at, known, sizeof known);
         return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
-                            dt_scheduler_policies());
+                            known);
+    }
     double hazard[DT_SCHED_HAZARD_MAX], prior[DT_SCHED_HAZARD_MAX];
     int nhazard, nprior, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
     if (rc || (rc = dt_sched_hazard_parse(cfg->prior_hazard, prior, &nprior, err)))

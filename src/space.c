@@ -24,6 +24,11 @@ const char *dt_target_name(dt_target target)
     return target_names[target];
 }
 
+const char *dt_target_at(int i)
+{
+    return i >= 0 && i < DT_TARGET_COUNT ? target_names[i] : NULL;
+}
+
 int dt_target_parse(const char *name, dt_target *target)
 {
     for (int i = 0; i < DT_TARGET_COUNT; i++) {

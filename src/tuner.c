@@ -37,14 +37,15 @@
 #define DT_TUNER_RANDOM_TRIES 64
 #define DT_TUNER_MAX_BATCH 65536
 
+/* The first is the default. */
 static const dt_tuner_strategy_i *const strategies[] = {
     &dt_tuner_chameleon, &dt_tuner_autotvm, &dt_tuner_random,
 };
 #define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
-const char *dt_tuner_strategy_names(void)
+const char *dt_tuner_strategy_at(int i)
 {
-    return "chameleon, autotvm, random";
+    return i >= 0 && i < NSTRATEGIES ? strategies[i]->name : NULL;
 }
 
 static const dt_tuner_strategy_i *find_strategy(const char *name)
@@ -73,7 +74,7 @@ static int tuner_cancelled(void *ctx)
 void dt_tuner_default_config(dt_tuner_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->strategy, sizeof cfg->strategy, "chameleon");
+    snprintf(cfg->strategy, sizeof cfg->strategy, "%s", strategies[0]->name);
     cfg->batch_size = 64;
     cfg->random_fraction = 0.05;
     cfg->neighbours = 4;
@@ -126,9 +127,12 @@ int dt_tuner_new(const dt_space *space, const dt_tuner_config *cfg, uint64_t see
 {
     *out = NULL;
     const dt_tuner_strategy_i *strategy = find_strategy(cfg->strategy);
-    if (!strategy)
+    if (!strategy) {
+        char known[128];
+        dt_names_join(dt_tuner_strategy_at, known, sizeof known);
         return dt_error_set(err, DT_ENOTFOUND, "tuner strategy '%s' is not one of %s",
-                            cfg->strategy, dt_tuner_strategy_names());
+                            cfg->strategy, known);
+    }
     int rc = check_config(cfg, err);
     if (rc)
         return rc;

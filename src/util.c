@@ -188,3 +188,13 @@ FILE *dt_open_input(const char *path, const char *what, dt_error *err)
     }
     return f;
 }
+
+void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; name_at(i) && used < len; i++) {
+        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name_at(i));
+        used += n > 0 ? (size_t)n : 0;
+    }
+}

@@ -57,8 +57,8 @@ const dt_backend_i *dt_backend_find(const char *name);
 /* The real backend of a target ("cpu" or "cuda"). */
 const dt_backend_i *dt_backend_for_target(dt_target target);
 
-/* Comma-separated names of the table, for messages. */
-const char *dt_backend_names(void);
+/* The i-th backend's name in the table, NULL past the last (dt_name_at_fn). */
+const char *dt_backend_at(int i);
 
 extern const dt_backend_i dt_backend_replay;
 

@@ -32,8 +32,12 @@ typedef struct dt_costmodel dt_costmodel;
  * 100 rounds), for callers without a dt_config. */
 void dt_costmodel_default_config(dt_cost_model_config *cfg);
 
+/* The i-th XGBoost objective the model accepts, NULL past the last
+ * (a dt_name_at_fn). */
+const char *dt_costmodel_objective_at(int i);
+
 /* A model for rows of nfeatures floats. cfg is copied; its objective must be
- * "rank:pairwise" or "reg:squarederror" (else DT_EINVAL); threads, max_depth,
+ * one of dt_costmodel_objective_at's (else DT_EINVAL); threads, max_depth,
  * rounds >= 1, eta > 0. seed makes XGBoost's own randomness repeatable.
  * Returns 0, DT_EINVAL or DT_ENOMEM. Free with dt_costmodel_free. */
 int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,

@@ -40,6 +40,9 @@ typedef enum dt_curve_family {
 /* "log_power", "pow4", "log_linear"; "?" for an unknown family. */
 const char *dt_curve_name(dt_curve_family family);
 
+/* The name of family i, NULL past the last (a dt_name_at_fn). */
+const char *dt_curve_family_at(int i);
+
 /* Sets *family from its name; 0, or DT_EINVAL (message lists the names). */
 int dt_curve_parse(const char *name, dt_curve_family *family, dt_error *err);
 

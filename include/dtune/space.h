@@ -97,6 +97,8 @@ void dt_space_free(dt_space *space);
 /* "cpu" / "cuda"; dt_target_parse returns 0 or DT_EINVAL. */
 const char *dt_target_name(dt_target target);
 int dt_target_parse(const char *name, dt_target *target);
+/* The name of target i, NULL past the last (a dt_name_at_fn). */
+const char *dt_target_at(int i);
 
 /* Mixed-radix conversion; index must be < size. */
 void dt_space_point(const dt_space *space, uint64_t index, dt_point *point);

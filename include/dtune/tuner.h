@@ -121,7 +121,7 @@ bool dt_tuner_exhausted(const dt_tuner *t);
 /* The strategy's name ("chameleon", ...). */
 const char *dt_tuner_strategy(const dt_tuner *t);
 
-/* Comma-separated names of the strategy table, for messages and --help. */
-const char *dt_tuner_strategy_names(void);
+/* The i-th strategy's name in the table, NULL past the last (dt_name_at_fn). */
+const char *dt_tuner_strategy_at(int i);
 
 #endif

@@ -1,5 +1,6 @@
 /* util.h — the small helpers every part uses, written once: the monotonic
- * clock, mkdir -p, write-all, array growth and a growable text buffer.
+ * clock, mkdir -p, write-all, array growth, a growable text buffer and the
+ * list of a table's names for messages.
  *
  * Public because the benchmarks in bench/ and the test support use them too.
  */
@@ -73,5 +74,13 @@ int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap) __attribute__((format
 
 /* Frees the buffer's memory and zeroes it; accepts a zeroed buffer. */
 void dt_buf_free(dt_buf *b);
+
+/* The i-th name of a module's table (policies, strategies, backends, ...),
+ * NULL past the last: how a table tells others its names without a copy. */
+typedef const char *(*dt_name_at_fn)(int i);
+
+/* Writes "a, b, c" (name_at(0), name_at(1), ... up to the first NULL) into
+ * buf of len > 0 bytes, truncated to fit; for "... is not one of a, b, c". */
+void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len);
 
 #endif
