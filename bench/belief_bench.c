@@ -164,7 +164,9 @@ static double time_pool(const dt_belief_params *params, const double *y)
 {
     dt_belief_pool *pool = NULL;
     dt_error err;
-    if (dt_belief_pool_new(params, POOL_THREADS, &pool, &err))
+    dt_belief_params shared = *params;
+    shared.threads = POOL_THREADS;
+    if (dt_belief_pool_new(&shared, &pool, &err))
         return NAN;
     dt_belief_history tasks[POOL_TASKS];
     dt_belief_prediction out[POOL_TASKS];
@@ -351,7 +353,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: belief_bench [--runs 1..%d]\n", MAX_RUNS);
         return 2;
     }
-    dt_belief_params params = dt_belief_default_params();
+    dt_belief_params params = dt_belief_params_default();
     dt_belief *b = NULL;
     dt_error err;
     if (dt_belief_new(&params, &b, &err)) {

@@ -144,12 +144,12 @@ typedef struct gpu {
     dt_cu_device dev;
     dt_cu_context ctx;
     dt_cu_event start, stop;
-    dt_measure_config measure;
+    dt_measure_params measure;
 } gpu;
 
 typedef int (*call_fn)(void *arg);     /* one vendor call; 0 on success */
 
-static int gpu_open(gpu *g, const dt_measure_config *m, dt_error *err)
+static int gpu_open(gpu *g, const dt_measure_params *m, dt_error *err)
 {
     memset(g, 0, sizeof *g);
     g->measure = *m;
@@ -335,10 +335,10 @@ static double tune_task(dt_measurer *m, const dt_task *t, const options *o, int 
 {
     dt_space space;
     dt_tuner *tuner = NULL;
-    dt_tuner_config tc;
+    dt_tuner_params tc;
     dt_error err = { 0 };
     double best = 0;
-    dt_tuner_default_config(&tc);
+    tc = dt_tuner_params_default();
     snprintf(tc.strategy, sizeof tc.strategy, "%s", o->strategy);
     tc.batch_size = o->batch;
     if (dt_space_init(&space, t, DT_TARGET_CUDA, &err) || dt_tuner_new(&space, &tc, 1, &tuner, &err)) {

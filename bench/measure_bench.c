@@ -58,7 +58,7 @@ typedef struct bench {
     int configs_a, configs_b, threads;
     char dir[512];
     dt_model *model;
-    dt_measure_config measure;   /* the defaults, threads applied */
+    dt_measure_params measure;   /* the defaults, threads applied */
 } bench;
 
 static void die(const char *what, const char *msg)
@@ -67,7 +67,7 @@ static void die(const char *what, const char *msg)
     exit(1);
 }
 
-static dt_measurer *open_measurer(const bench *b, const dt_measure_config *cfg)
+static dt_measurer *open_measurer(const bench *b, const dt_measure_params *cfg)
 {
     dt_measurer *m;
     dt_error err;
@@ -124,7 +124,7 @@ typedef struct part_a_totals {
 
 static void part_a_task(const bench *b, const dt_task *task, part_a_totals *tot)
 {
-    dt_measure_config fixed = b->measure, cv = b->measure;
+    dt_measure_params fixed = b->measure, cv = b->measure;
     fixed.micro_batch = 50;
     fixed.min_batches = fixed.max_repeats = 10;
     fixed.cv_threshold = 0;
@@ -214,7 +214,7 @@ static double time_in_process(call_fn fn, void *arg, double flops)
 static double retime_ours(const bench *b, const dt_task *task, const dt_artifact *a,
                           double latency_s, int *cpus, int *ncpus)
 {
-    dt_measure_config m = b->measure;
+    dt_measure_params m = b->measure;
     m.micro_batch = (int)ceil(FINAL_BATCH_S / (latency_s > 1e-7 ? latency_s : 1e-7));
     m.min_batches = m.max_repeats = FINAL_BATCHES;
     m.cv_threshold = 0;

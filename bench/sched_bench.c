@@ -529,19 +529,11 @@ static void print_decision(const char *policy, uint64_t seed, const sim *s, cons
 /* The daemon's belief pool (daemon_belief.c open_pool), seeded by the run seed. */
 static int open_pool(const dt_config *cfg, uint64_t seed, int threads, dt_belief_pool **pool)
 {
-    const dt_belief_config *bc = &cfg->scheduler.belief;
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = cfg->belief;
     dt_error err = { 0 };
-    int rc = dt_curve_parse(bc->curve, &p.family, &err);
-    if (rc == 0) {
-        p.walkers = bc->walkers;
-        p.steps = bc->steps;
-        p.burn_in = bc->burn_in;
-        p.jump_threshold = bc->jump_threshold;
-        p.min_segment_points = bc->min_segment_points;
-        p.seed = seed;
-        rc = dt_belief_pool_new(&p, threads, pool, &err);
-    }
+    p.seed = seed;
+    p.threads = threads;
+    int rc = dt_belief_pool_new(&p, pool, &err);
     if (rc)
         fprintf(stderr, "sched_bench: %s\n", err.msg);
     return rc;

@@ -235,7 +235,7 @@ static int remeasure(dt_measurer *m, const dt_space *space, const dt_tuner *t, d
 static int tune_once(const options *o, const dt_config *cfg, const dt_space *space, int strategy,
                      uint64_t seed, trace *tr, outcome *out, dt_error *err)
 {
-    dt_tuner_config tc = cfg->tuner;
+    dt_tuner_params tc = cfg->tuner;
     snprintf(tc.strategy, sizeof tc.strategy, "%s", strategy_names[strategy]);
     tc.batch_size = o->batch;
     if (tc.sampling.k_min > tc.batch_size)
@@ -584,7 +584,7 @@ static int seq_tune(const options *o, const dt_config *cfg, const dt_backend_i *
                     const char *dir, const dt_space *space, const variant *v, uint64_t seed,
                     dt_transfer *store, seq_run *run, dt_error *err)
 {
-    dt_tuner_config tc = cfg->tuner;
+    dt_tuner_params tc = cfg->tuner;
     snprintf(tc.strategy, sizeof tc.strategy, "%s", strategy_names[v->strategy]);
     tc.batch_size = o->batch;
     tc.transfer = v->transfer;

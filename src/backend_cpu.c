@@ -17,6 +17,7 @@
  * compiles one builder prunes again (least recently used first).
  */
 #include "dtune/backend_cpu.h"
+#include "dtune/measure.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -45,7 +46,7 @@ extern char **environ;
 #define CACHE_PRUNE_EVERY 32
 
 typedef struct cpu_backend {
-    dt_measure_config measure;
+    dt_measure_params measure;
     dt_cpu_options opts;
     char cache_dir[DT_PATH_MAX];
     char cc[256];
@@ -98,7 +99,7 @@ static void cache_key(const char *cmd, const char *source, char key[33])
     snprintf(key, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts)
+void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *opts)
 {
     opts->compile_timeout_s = measure ? dt_measure_compile_timeout(measure) : 60;
     opts->runner_exe = NULL;

@@ -32,6 +32,7 @@
 #include "dtune/codegen_cuda.h"
 #include "dtune/cuda_api.h"
 #include "dtune/cuda_runner.h"
+#include "dtune/measure.h"
 #include "dtune/util.h"
 
 extern char **environ;
@@ -45,7 +46,7 @@ extern char **environ;
 /* ---- the backend's state -------------------------------------------------------- */
 
 typedef struct cuda_backend {
-    dt_measure_config measure;
+    dt_measure_params measure;
     char work_dir[DT_PATH_MAX];
     char cache_dir[DT_PATH_MAX];
     char runner_exe[DT_PATH_MAX];
@@ -232,7 +233,7 @@ typedef struct msg_request {
     uint32_t magic;
     dt_task task;
     dt_cuda_launch launch;
-    dt_measure_config measure;
+    dt_measure_params measure;
     uint64_t seed;
     char image_path[DT_PATH_MAX];
 } msg_request;

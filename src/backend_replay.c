@@ -20,6 +20,7 @@
  * at REPLAY_REFERENCE_GFLOPS.
  */
 #include "dtune/backend.h"
+#include "dtune/measure.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -48,12 +48,12 @@ struct dt_belief {
     bool has_posterior;     /* the sampler's chain belongs to them */
 };
 
-dt_belief_params dt_belief_default_params(void)
+dt_belief_params dt_belief_params_default(void)
 {
     return (dt_belief_params){
         .family = DT_CURVE_LOG_POWER, .walkers = 10, .steps = 500, .burn_in = 250,
         .jump_threshold = 0.2, .min_segment_points = 10, .min_points = 5,
-        .level_max = 1.0, .ball_scale = 1e-4, .seed = 1,
+        .level_max = 1.0, .ball_scale = 1e-4, .seed = 1, .threads = 2,
     };
 }
 
@@ -489,9 +489,9 @@ struct dt_belief_pool {
     long hits, misses;
 };
 
-int dt_belief_pool_new(const dt_belief_params *params, int threads,
-                       dt_belief_pool **out, dt_error *err)
+int dt_belief_pool_new(const dt_belief_params *params, dt_belief_pool **out, dt_error *err)
 {
+    int threads = params->threads;
     *out = NULL;
     if (threads < 1)
         return dt_error_set(err, DT_EINVAL, "belief pool: %d threads; need ≥ 1", threads);

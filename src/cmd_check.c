@@ -28,9 +28,11 @@ static void usage(FILE *f)
 
 static void help(void)
 {
+    dt_config defaults;
+    dt_config_defaults(&defaults);
     usage(stdout);
     printf("\nKeys of config.yaml (nested: budget.slot_seconds is slot_seconds under budget:)\n\n");
-    dt_config_print_keys(stdout);
+    dt_config_print_keys(stdout, &defaults, "DEFAULT");
 }
 
 /* The config file named on the command line, or NULL after printing why not;

@@ -1,12 +1,13 @@
 /* config.c — config.yaml → struct dt_config, through one table of keys.
  *
  * Every key is one row of `keys`: its dotted path ("measure.cv_threshold"),
- * type, place in dt_config, range, default (written as a user would write it
- * in the file) and help. Defaults are set by parsing each row's default text
- * with the code that parses the file, so the one table drives the loader,
- * dt_config_defaults, dt_config_set, the checks of dt_config_validate and
- * dt_config_print_keys. What each type means (parse, check, noun for
- * messages) is a second, small table.
+ * type, place in dt_config, range, the module table its names come from (a
+ * choice) and help. The one table drives the loader, dt_config_set, the
+ * checks of dt_config_validate and dt_config_print_keys (--help, which shows
+ * each key's default read from dt_config_defaults). Defaults are not here:
+ * each module's dt_X_params_default() gives its own, run_defaults the run's.
+ * What each type means (parse, check, noun for messages) is a second, small
+ * table.
  *
  * The file is read with libyaml's document loader, so every node keeps its
  * position. The walk goes through nested mappings: a key whose full path is a
@@ -56,7 +57,6 @@ typedef struct key_def {
     key_type type;
     size_t offset, size;           /* the field in dt_config */
     double min, max;               /* KT_DOUBLE, KT_INT */
-    const char *def;               /* default, as written in config.yaml */
     dt_name_at_fn choices;         /* KT_CHOICE (the name), KT_ENUM (its index): the
                                       owning module's table */
     unsigned flags;
@@ -64,112 +64,111 @@ typedef struct key_def {
 } key_def;
 
 #define FIELD(m) offsetof(dt_config, m), sizeof(((dt_config *)0)->m)
-#define K_DBL(p, m, lo, hi, d, h) { p, KT_DOUBLE, FIELD(m), lo, hi, d, NULL, 0, h }
-#define K_INT(p, m, lo, hi, d, h) { p, KT_INT, FIELD(m), lo, hi, d, NULL, 0, h }
-#define K_BOOL(p, m, d, h) { p, KT_BOOL, FIELD(m), 0, 1, d, NULL, 0, h }
-#define K_CHOICE(p, m, names, d, fl, h) { p, KT_CHOICE, FIELD(m), 0, 0, d, names, fl, h }
-#define K_ENUM(p, m, names, d, h) { p, KT_ENUM, FIELD(m), 0, 0, d, names, 0, h }
-#define K_TYPED(p, t, m, d, fl, h) { p, t, FIELD(m), 0, 0, d, NULL, fl, h }
+#define K_DBL(p, m, lo, hi, h) { p, KT_DOUBLE, FIELD(m), lo, hi, NULL, 0, h }
+#define K_INT(p, m, lo, hi, h) { p, KT_INT, FIELD(m), lo, hi, NULL, 0, h }
+#define K_BOOL(p, m, h) { p, KT_BOOL, FIELD(m), 0, 1, NULL, 0, h }
+#define K_CHOICE(p, m, names, fl, h) { p, KT_CHOICE, FIELD(m), 0, 0, names, fl, h }
+#define K_ENUM(p, m, names, h) { p, KT_ENUM, FIELD(m), 0, 0, names, 0, h }
+#define K_TYPED(p, t, m, fl, h) { p, t, FIELD(m), 0, 0, NULL, fl, h }
 
 static const key_def keys[] = {
-    K_TYPED("model", KT_PATH, model, "", F_REQUIRED | F_EXISTS,
+    K_TYPED("model", KT_PATH, model, F_REQUIRED | F_EXISTS,
             "model file (models/NAME.yaml), relative to this file's folder"),
-    K_ENUM("target", target, dt_target_at, "cpu", "where the kernels run"),
-    K_CHOICE("backend", backend, dt_backend_at, "", F_OR_EMPTY,
+    K_ENUM("target", target, dt_target_at, "where the kernels run"),
+    K_CHOICE("backend", backend, dt_backend_at, F_OR_EMPTY,
              "measurer; \"\" = the target's own, replay = synthetic (tests, benches)"),
-    K_TYPED("seed", KT_UINT64, seed, "1", 0, "seed of every random choice of the run"),
-    K_DBL("budget.total_seconds", budget.total_seconds, 1, 1e9, "600", "tuning time of the whole run"),
-    K_DBL("budget.slot_seconds", budget.slot_seconds, 0, 1e9, "10",
+    K_TYPED("seed", KT_UINT64, seed, 0, "seed of every random choice of the run"),
+    K_DBL("budget.total_seconds", budget.total_seconds, 1, 1e9, "tuning time of the whole run"),
+    K_DBL("budget.slot_seconds", budget.slot_seconds, 0, 1e9,
           "one scheduler slot, when slot_trials is 0"),
-    K_INT("budget.slot_trials", budget.slot_trials, 0, 1e8, "0",
+    K_INT("budget.slot_trials", budget.slot_trials, 0, 1e8,
           "one slot in measured configs; 0 = use slot_seconds"),
-    K_INT("budget.max_slots", budget.max_slots, 0, 1e9, "0",
+    K_INT("budget.max_slots", budget.max_slots, 0, 1e9,
           "stop after this many slots; 0 = no limit"),
-    K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9, "0",
+    K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9,
           "stop once model latency <= this; 0 = never"),
-    K_CHOICE("scheduler.policy", scheduler.policy, dt_scheduler_policy_at, "dynatune", 0, "how the next task is picked"),
-    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "0.05", "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
-    K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "1e9", "score of a task with no slot yet"),
-    K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9, "200",
+    K_CHOICE("scheduler.policy", scheduler.policy, dt_scheduler_policy_at, 0,
+             "how the next task is picked"),
+    K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
+    K_DBL("scheduler.gamma", scheduler.gamma, 0, 1e300, "score of a task with no slot yet"),
+    K_INT("scheduler.finish_after", scheduler.finish_after, 1, 1e9,
           "a task is done after this many trials without improvement"),
-    K_DBL("scheduler.epsilon", scheduler.epsilon, 0, 1, "0.05", "eps_greedy: chance of a random task"),
-    K_DBL("scheduler.softmax_temperature", scheduler.softmax_temperature, 1e-6, 1e6, "1",
+    K_DBL("scheduler.epsilon", scheduler.epsilon, 0, 1, "eps_greedy: chance of a random task"),
+    K_DBL("scheduler.softmax_temperature", scheduler.softmax_temperature, 1e-6, 1e6,
           "softmax: temperature over task scores"),
-    K_TYPED("scheduler.hazard", KT_STRING, scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039", F_NONEMPTY,
+    K_TYPED("scheduler.hazard", KT_STRING, scheduler.hazard, F_NONEMPTY,
             "hazard: share of a task's latency its 1st, 2nd, ... measured slot cuts (last holds on)"),
-    K_DBL("scheduler.prior_slots", scheduler.prior_slots, 0, 1e9, "30",
+    K_DBL("scheduler.prior_slots", scheduler.prior_slots, 0, 1e9,
           "dynatune: the hazard prior weighs as this many measured slots of the task's own curve; 0 = no prior"),
-    K_TYPED("scheduler.prior_hazard", KT_STRING, scheduler.prior_hazard, "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024", F_NONEMPTY,
+    K_TYPED("scheduler.prior_hazard", KT_STRING, scheduler.prior_hazard, F_NONEMPTY,
             "dynatune's prior: share of the latency (times the headroom under scheduler.ceiling) its 1st, 2nd, ... measured slot cuts"),
-    K_DBL("scheduler.ceiling", scheduler.ceiling, 0, 100, "1.2",
+    K_DBL("scheduler.ceiling", scheduler.ceiling, 0, 100,
           "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
-    K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6, "20",
+    K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6,
           "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = none"),
-    K_CHOICE("scheduler.belief.curve", scheduler.belief.curve, dt_curve_family_at, "log_power", 0,
-             "learning-curve family"),
-    K_INT("scheduler.belief.walkers", scheduler.belief.walkers, 2, 10000, "10", "MCMC walkers"),
-    K_INT("scheduler.belief.steps", scheduler.belief.steps, 1, 1e7, "500", "MCMC steps per walker"),
-    K_INT("scheduler.belief.burn_in", scheduler.belief.burn_in, 0, 1e7, "250",
+    K_ENUM("scheduler.belief.curve", belief.family, dt_curve_family_at, "learning-curve family"),
+    K_INT("scheduler.belief.walkers", belief.walkers, 2, 10000, "MCMC walkers"),
+    K_INT("scheduler.belief.steps", belief.steps, 1, 1e7, "MCMC steps per walker"),
+    K_INT("scheduler.belief.burn_in", belief.burn_in, 0, 1e7,
           "MCMC steps discarded first (< steps)"),
-    K_DBL("scheduler.belief.jump_threshold", scheduler.belief.jump_threshold, 0.001, 100, "0.20",
+    K_DBL("scheduler.belief.jump_threshold", belief.jump_threshold, 0.001, 100,
           "relative jump of best-so-far that starts a new segment"),
-    K_INT("scheduler.belief.min_segment_points", scheduler.belief.min_segment_points, 3, 1e6, "10",
+    K_INT("scheduler.belief.min_segment_points", belief.min_segment_points, 3, 1e6,
           "points the modelled segment keeps at least"),
-    K_INT("scheduler.belief.threads", scheduler.belief.threads, 1, 1024, "2", "curve fits in parallel"),
-    K_CHOICE("tuner.strategy", tuner.strategy, dt_tuner_strategy_at, "chameleon", 0, "per-task search"),
-    K_INT("tuner.batch_size", tuner.batch_size, 1, 65536, "64", "configs measured per round"),
-    K_DBL("tuner.random_fraction", tuner.random_fraction, 0, 1, "0.05",
+    K_INT("scheduler.belief.threads", belief.threads, 1, 1024, "curve fits in parallel"),
+    K_CHOICE("tuner.strategy", tuner.strategy, dt_tuner_strategy_at, 0, "per-task search"),
+    K_INT("tuner.batch_size", tuner.batch_size, 1, DT_TUNER_MAX_BATCH, "configs measured per round"),
+    K_DBL("tuner.random_fraction", tuner.random_fraction, 0, 1,
           "autotvm: share of random configs in a batch"),
-    K_INT("tuner.neighbours", tuner.neighbours, 0, 65536, "4",
+    K_INT("tuner.neighbours", tuner.neighbours, 0, DT_TUNER_MAX_BATCH,
           "chameleon: the best config's unmeasured one-step neighbours measured each round"),
-    K_BOOL("tuner.transfer", tuner.transfer, "true",
+    K_BOOL("tuner.transfer", tuner.transfer,
            "a task starts from what the run knows of its kind: a prior cost model and mapped best configs"),
-    K_DBL("tuner.ppo.learning_rate", tuner.ppo.learning_rate, 1e-9, 1, "1e-3", "Adam step size"),
-    K_DBL("tuner.ppo.gamma", tuner.ppo.gamma, 0, 1, "0.9", "reward discount"),
-    K_DBL("tuner.ppo.gae_lambda", tuner.ppo.gae_lambda, 0, 1, "0.99", "GAE lambda"),
-    K_INT("tuner.ppo.epochs", tuner.ppo.epochs, 1, 1000, "3", "PPO epochs per update"),
-    K_DBL("tuner.ppo.clip", tuner.ppo.clip, 0.001, 10, "0.3", "PPO clip range"),
-    K_DBL("tuner.ppo.value_coef", tuner.ppo.value_coef, 0, 1000, "1.0", "weight of the critic loss"),
-    K_DBL("tuner.ppo.entropy_coef", tuner.ppo.entropy_coef, 0, 1000, "0.1",
+    K_DBL("tuner.ppo.learning_rate", tuner.ppo.learning_rate, 1e-9, 1, "Adam step size"),
+    K_DBL("tuner.ppo.gamma", tuner.ppo.gamma, 0, 1, "reward discount"),
+    K_DBL("tuner.ppo.gae_lambda", tuner.ppo.gae_lambda, 0, 1, "GAE lambda"),
+    K_INT("tuner.ppo.epochs", tuner.ppo.epochs, 1, 1000, "PPO epochs per update"),
+    K_DBL("tuner.ppo.clip", tuner.ppo.clip, 0.001, 10, "PPO clip range"),
+    K_DBL("tuner.ppo.value_coef", tuner.ppo.value_coef, 0, 1000, "weight of the critic loss"),
+    K_DBL("tuner.ppo.entropy_coef", tuner.ppo.entropy_coef, 0, 1000,
           "weight of the entropy bonus"),
-    K_INT("tuner.ppo.episodes", tuner.ppo.episodes, 1, 1e7, "128", "episodes per round"),
-    K_INT("tuner.ppo.max_steps", tuner.ppo.max_steps, 1, 1e7, "500", "steps per episode at most"),
-    K_INT("tuner.ppo.hidden", tuner.ppo.hidden, 1, 65536, "64", "hidden units of the actor-critic"),
-    K_DBL("tuner.sampling.knee_threshold", tuner.sampling.knee_threshold, 1, 1000, "2.5",
+    K_INT("tuner.ppo.episodes", tuner.ppo.episodes, 1, 1e7, "episodes per round"),
+    K_INT("tuner.ppo.max_steps", tuner.ppo.max_steps, 1, 1e7, "steps per episode at most"),
+    K_INT("tuner.ppo.hidden", tuner.ppo.hidden, 1, 65536, "hidden units of the actor-critic"),
+    K_DBL("tuner.sampling.knee_threshold", tuner.sampling.knee_threshold, 1, 1000,
           "k-means knee: stop when threshold x loss >= previous loss"),
-    K_INT("tuner.sampling.k_min", tuner.sampling.k_min, 1, 65536, "8",
+    K_INT("tuner.sampling.k_min", tuner.sampling.k_min, 1, 65536,
           "smallest k of k-means (<= batch_size)"),
-    K_CHOICE("tuner.cost_model.objective", tuner.cost_model.objective, dt_costmodel_objective_at,
-             "rank:pairwise", 0,
+    K_CHOICE("tuner.cost_model.objective", tuner.cost_model.objective, dt_costmodel_objective_at, 0,
              "XGBoost objective"),
-    K_INT("tuner.cost_model.threads", tuner.cost_model.threads, 1, 1024, "1", "XGBoost threads"),
-    K_INT("tuner.cost_model.max_depth", tuner.cost_model.max_depth, 1, 64, "3", "tree depth"),
-    K_DBL("tuner.cost_model.eta", tuner.cost_model.eta, 1e-6, 1, "0.3", "XGBoost learning rate"),
-    K_INT("tuner.cost_model.rounds", tuner.cost_model.rounds, 1, 1e6, "100", "boosting rounds per fit"),
-    K_DBL("measure.cv_threshold", measure.cv_threshold, 0.001, 1, "0.10",
+    K_INT("tuner.cost_model.threads", tuner.cost_model.threads, 1, 1024, "XGBoost threads"),
+    K_INT("tuner.cost_model.max_depth", tuner.cost_model.max_depth, 1, 64, "tree depth"),
+    K_DBL("tuner.cost_model.eta", tuner.cost_model.eta, 1e-6, 1, "XGBoost learning rate"),
+    K_INT("tuner.cost_model.rounds", tuner.cost_model.rounds, 1, 1e6, "boosting rounds per fit"),
+    K_DBL("measure.cv_threshold", measure.cv_threshold, 0.001, 1,
           "stop timing when std/mean of the estimates is below this"),
-    K_INT("measure.min_batches", measure.min_batches, 2, 1e6, "3",
+    K_INT("measure.min_batches", measure.min_batches, 2, 1e6,
           "micro-batches before the CV test (<= max_repeats)"),
-    K_INT("measure.micro_batch", measure.micro_batch, 0, 1e9, "0",
+    K_INT("measure.micro_batch", measure.micro_batch, 0, 1e9,
           "kernel calls per micro-batch; 0 = auto"),
-    K_INT("measure.max_repeats", measure.max_repeats, 1, 1e6, "20", "micro-batches at most"),
-    K_DBL("measure.timeout_seconds", measure.timeout_seconds, 0.01, 1e6, "10",
+    K_INT("measure.max_repeats", measure.max_repeats, 1, 1e6, "micro-batches at most"),
+    K_DBL("measure.timeout_seconds", measure.timeout_seconds, 0.01, 1e6,
           "run limit of one candidate"),
-    K_DBL("measure.compile_timeout_seconds", measure.compile_timeout_seconds, 0, 1e6, "0",
+    K_DBL("measure.compile_timeout_seconds", measure.compile_timeout_seconds, 0, 1e6,
           "compile limit of one candidate; 0 = max(60, 6 x timeout_seconds)"),
-    K_INT("measure.builders", measure.builders, 1, 1024, "2", "compile threads"),
-    K_INT("measure.cache_mb", measure.cache_mb, 0, 10000000, "1024",
+    K_INT("measure.builders", measure.builders, 1, 1024, "compile threads"),
+    K_INT("measure.cache_mb", measure.cache_mb, 0, 10000000,
           "cpu: size limit of the run's compiled-artifact cache, least recently used pruned; 0 = none"),
-    K_INT("measure.threads", measure.threads, 1, 1024, "1", "threads of a CPU kernel"),
-    K_BOOL("measure.check_output", measure.check_output, "true",
+    K_INT("measure.threads", measure.threads, 1, 1024, "threads of a CPU kernel"),
+    K_BOOL("measure.check_output", measure.check_output,
            "check each candidate's output against the reference"),
-    K_DBL("measure.tolerance", measure.tolerance, 0, 1, "1e-3", "relative error the check allows"),
-    K_BOOL("measure.flush_l2", measure.flush_l2, "false", "cuda: flush L2 between micro-batches"),
-    K_TYPED("output.dir", KT_PATH, output_dir, "runs/latest", F_NONEMPTY,
+    K_DBL("measure.tolerance", measure.tolerance, 0, 1, "relative error the check allows"),
+    K_BOOL("measure.flush_l2", measure.flush_l2, "cuda: flush L2 between micro-batches"),
+    K_TYPED("output.dir", KT_PATH, output_dir, F_NONEMPTY,
             "run folder, relative to this file's folder"),
-    K_TYPED("output.warm_start", KT_PATH, warm_start, "", F_EXISTS,
+    K_TYPED("output.warm_start", KT_PATH, warm_start, F_EXISTS,
             "another run's tuning.jsonl to start from; \"\" = none"),
-    K_TYPED("server.listen", KT_LISTEN, server_listen, "127.0.0.1:8080", 0,
+    K_TYPED("server.listen", KT_LISTEN, server_listen, 0,
             "status server HOST:PORT; off = none"),
 };
 
@@ -484,7 +483,7 @@ typedef struct rule {
 
 static int burn_in_below_steps(const dt_config *cfg, char *why, size_t len)
 {
-    const dt_belief_config *b = &cfg->scheduler.belief;
+    const dt_belief_params *b = &cfg->belief;
     return b->burn_in >= b->steps &&
            snprintf(why, len, "scheduler.belief.burn_in (%d) must be below scheduler.belief.steps (%d)",
                     b->burn_in, b->steps) > 0;
@@ -492,7 +491,7 @@ static int burn_in_below_steps(const dt_config *cfg, char *why, size_t len)
 
 static int min_batches_within_repeats(const dt_config *cfg, char *why, size_t len)
 {
-    const dt_measure_config *m = &cfg->measure;
+    const dt_measure_params *m = &cfg->measure;
     return m->min_batches > m->max_repeats &&
            snprintf(why, len, "measure.min_batches (%d) must not exceed measure.max_repeats (%d)",
                     m->min_batches, m->max_repeats) > 0;
@@ -506,7 +505,7 @@ static int slot_size_set(const dt_config *cfg, char *why, size_t len)
 
 static int slot_within_total(const dt_config *cfg, char *why, size_t len)
 {
-    const dt_budget_config *b = &cfg->budget;
+    const dt_budget_params *b = &cfg->budget;
     return b->slot_trials == 0 && b->slot_seconds > b->total_seconds &&
            snprintf(why, len, "budget.slot_seconds (%g) exceeds budget.total_seconds (%g)",
                     b->slot_seconds, b->total_seconds) > 0;
@@ -514,7 +513,7 @@ static int slot_within_total(const dt_config *cfg, char *why, size_t len)
 
 static int k_min_within_batch(const dt_config *cfg, char *why, size_t len)
 {
-    const dt_tuner_config *t = &cfg->tuner;
+    const dt_tuner_params *t = &cfg->tuner;
     return t->sampling.k_min > t->batch_size &&
            snprintf(why, len, "tuner.sampling.k_min (%d) exceeds tuner.batch_size (%d)",
                     t->sampling.k_min, t->batch_size) > 0;
@@ -914,24 +913,24 @@ static void check_model_file(loader *ld)
 
 /* ---- public ------------------------------------------------------------------ */
 
-double dt_measure_compile_timeout(const dt_measure_config *measure)
+/* The run's own defaults; the modules give theirs. */
+static void run_defaults(dt_config *cfg)
 {
-    if (measure->compile_timeout_seconds > 0)
-        return measure->compile_timeout_seconds;
-    double t = 6 * measure->timeout_seconds;
-    return t > 60 ? t : 60;
+    cfg->target = DT_TARGET_CPU;
+    cfg->seed = 1;
+    cfg->budget = (dt_budget_params){ .total_seconds = 600, .slot_seconds = 10 };
+    snprintf(cfg->output_dir, sizeof cfg->output_dir, "runs/latest");
+    snprintf(cfg->server_listen, sizeof cfg->server_listen, "127.0.0.1:8080");
 }
 
 void dt_config_defaults(dt_config *cfg)
 {
-    char why[256];
     memset(cfg, 0, sizeof *cfg);
-    for (int i = 0; i < NKEYS; i++) {
-        int rc = types[keys[i].type].parse(&keys[i], keys[i].def, "", slot_of(&keys[i], cfg), why,
-                                           sizeof why);
-        assert(rc == 0 && "a default in the key table does not parse");
-        (void)rc;
-    }
+    run_defaults(cfg);
+    cfg->scheduler = dt_scheduler_params_default();
+    cfg->belief = dt_belief_params_default();
+    cfg->tuner = dt_tuner_params_default();
+    cfg->measure = dt_measure_params_default();
 }
 
 int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FILE *messages,
@@ -997,15 +996,38 @@ int dt_config_validate(const dt_config *cfg, dt_error *err)
     return c.code;
 }
 
-static void describe_default(const key_def *k, char *buf, size_t len)
+/* v in the fewest digits (15 to 17) that read back to the same double. */
+static void format_double(double v, char *buf, size_t len)
 {
-    if (k->flags & F_REQUIRED)
-        snprintf(buf, len, "(required)");
-    else
-        snprintf(buf, len, "%s", k->def[0] ? k->def : "\"\"");
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
 }
 
-static void describe_values(const key_def *k, char *buf, size_t len)
+/* k's value in cfg, as a user would write it. */
+static void describe_value(const key_def *k, const dt_config *cfg, char *buf, size_t len)
+{
+    const void *slot = cslot_of(k, cfg);
+    const char *text = slot;
+    if ((k->flags & F_REQUIRED) && !text[0])
+        snprintf(buf, len, "(required)");
+    else if (k->type == KT_DOUBLE)
+        format_double(*(const double *)slot, buf, len);
+    else if (k->type == KT_INT)
+        snprintf(buf, len, "%d", *(const int *)slot);
+    else if (k->type == KT_UINT64)
+        snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)slot);
+    else if (k->type == KT_BOOL)
+        snprintf(buf, len, "%s", *(const bool *)slot ? "true" : "false");
+    else if (k->type == KT_ENUM)
+        snprintf(buf, len, "%s", k->choices(*(const int *)slot));
+    else
+        snprintf(buf, len, "%s", text[0] ? text : "\"\"");
+}
+
+static void describe_range(const key_def *k, char *buf, size_t len)
 {
     char names[256];
     buf[0] = '\0';
@@ -1017,13 +1039,13 @@ static void describe_values(const key_def *k, char *buf, size_t len)
     }
 }
 
-void dt_config_print_keys(FILE *f)
+void dt_config_print_keys(FILE *f, const dt_config *values, const char *heading)
 {
-    char def[64], values[300];
-    fprintf(f, "%-36s %-15s %s\n", "KEY", "DEFAULT", "MEANING");
+    char value[DT_PATH_MAX], range[300];
+    fprintf(f, "%-36s %-15s %s\n", "KEY", heading, "MEANING");
     for (int i = 0; i < NKEYS; i++) {
-        describe_default(&keys[i], def, sizeof def);
-        describe_values(&keys[i], values, sizeof values);
-        fprintf(f, "%-36s %-15s %s%s\n", keys[i].path, def, keys[i].help, values);
+        describe_value(&keys[i], values, value, sizeof value);
+        describe_range(&keys[i], range, sizeof range);
+        fprintf(f, "%-36s %-15s %s%s\n", keys[i].path, value, keys[i].help, range);
     }
 }

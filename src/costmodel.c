@@ -28,7 +28,7 @@
 #define DT_XGB_SUBSAMPLE "1"
 
 struct dt_costmodel {
-    dt_cost_model_config cfg;
+    dt_costmodel_params cfg;
     int nfeatures;
     uint64_t seed;
     BoosterHandle booster;     /* NULL until the first successful fit */
@@ -60,14 +60,11 @@ static int xgb_check(int rc, const char *what, dt_error *err)
     return dt_error_set(err, DT_ELIB, "xgboost: %s failed: %s", what, msg ? msg : "(no message)");
 }
 
-void dt_costmodel_default_config(dt_cost_model_config *cfg)
+dt_costmodel_params dt_costmodel_params_default(void)
 {
-    memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->objective, sizeof cfg->objective, "%s", objectives[OBJ_RANK]);
-    cfg->threads = 1;
-    cfg->max_depth = 3;
-    cfg->eta = 0.3;
-    cfg->rounds = 100;
+    dt_costmodel_params p = { .threads = 1, .max_depth = 3, .eta = 0.3, .rounds = 100 };
+    snprintf(p.objective, sizeof p.objective, "%s", objectives[OBJ_RANK]);
+    return p;
 }
 
 
@@ -84,7 +81,7 @@ static bool objective_known(const char *objective)
     return false;
 }
 
-int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,
+int dt_costmodel_new(const dt_costmodel_params *cfg, int nfeatures, uint64_t seed,
                      dt_costmodel **out, dt_error *err)
 {
     *out = NULL;

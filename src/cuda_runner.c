@@ -336,7 +336,7 @@ static bool batch_calls(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_functi
 static void time_kernel(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_function fn,
                         dt_measure_result *out, bool *lost)
 {
-    const dt_measure_config *m = job->measure;
+    const dt_measure_params *m = job->measure;
     int calls;
     if (!batch_calls(s, job, fn, &calls, out, lost))
         return;

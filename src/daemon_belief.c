@@ -11,19 +11,11 @@
 
 static int open_pool(dt_run *r, dt_error *err)
 {
-    const dt_belief_config *bc = &r->cfg->scheduler.belief;
-    dt_belief_params p = dt_belief_default_params();
-    int rc = dt_curve_parse(bc->curve, &p.family, err);
-    if (rc)
-        return rc;
-    p.walkers = bc->walkers;
-    p.steps = bc->steps;
-    p.burn_in = bc->burn_in;
-    p.jump_threshold = bc->jump_threshold;
-    p.min_segment_points = bc->min_segment_points;
+    dt_belief_params p = r->cfg->belief;
     p.seed = r->cfg->seed;
     dt_belief_pool *pool;
-    if ((rc = dt_belief_pool_new(&p, bc->threads, &pool, err)))
+    int rc = dt_belief_pool_new(&p, &pool, err);
+    if (rc)
         return rc;
     r->belief = pool;
     return 0;

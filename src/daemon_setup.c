@@ -36,7 +36,7 @@ static int open_spaces(dt_run *r, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     /* The replay surface is no machine's: its spaces offer every width; a
      * real backend's spaces offer this machine's. */
-    dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, "replay") == 0 ? 16 : 0 };
+    dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
     for (int k = 0; k < n; k++) {
         int rc = dt_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
         if (rc)

@@ -35,6 +35,26 @@
 
 #include "dtune/util.h"
 
+/* ---- settings ------------------------------------------------------------------ */
+
+dt_measure_params dt_measure_params_default(void)
+{
+    return (dt_measure_params){
+        .cv_threshold = 0.10, .min_batches = 3, .micro_batch = 0, .max_repeats = 20,
+        .timeout_seconds = 10, .compile_timeout_seconds = 0, .builders = 2, .cache_mb = 1024,
+        .threads = 1,
+        .check_output = true, .tolerance = 1e-3, .flush_l2 = false,
+    };
+}
+
+double dt_measure_compile_timeout(const dt_measure_params *measure)
+{
+    if (measure->compile_timeout_seconds > 0)
+        return measure->compile_timeout_seconds;
+    double t = 6 * measure->timeout_seconds;
+    return t > 60 ? t : 60;
+}
+
 /* ---- CV early stopping ----------------------------------------------------- */
 
 void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold)
@@ -247,7 +267,7 @@ static int start_builders(dt_measurer *m, dt_error *err)
     return 0;
 }
 
-int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
+int dt_measurer_new(const dt_backend_i *backend, const dt_measure_params *cfg,
                     const char *work_dir, uint64_t seed, dt_measurer **out, dt_error *err)
 {
     *out = NULL;

@@ -20,7 +20,7 @@
 #define ADAM_EPS 1e-8
 
 struct dt_ppo {
-    dt_ppo_config cfg;
+    dt_ppo_params cfg;
     int nknobs, hidden, nlogits, nparams;
     double *theta, *grad, *adam_m, *adam_v;
     long adam_steps;
@@ -51,21 +51,15 @@ static layout layout_of(const dt_ppo *p, double *base)
     return l;
 }
 
-void dt_ppo_default_config(dt_ppo_config *cfg)
+dt_ppo_params dt_ppo_params_default(void)
 {
-    cfg->learning_rate = 1e-3;
-    cfg->gamma = 0.9;
-    cfg->gae_lambda = 0.99;
-    cfg->epochs = 3;
-    cfg->clip = 0.3;
-    cfg->value_coef = 1.0;
-    cfg->entropy_coef = 0.1;
-    cfg->episodes = 128;
-    cfg->max_steps = 500;
-    cfg->hidden = 64;
+    return (dt_ppo_params){
+        .learning_rate = 1e-3, .gamma = 0.9, .gae_lambda = 0.99, .epochs = 3, .clip = 0.3,
+        .value_coef = 1.0, .entropy_coef = 0.1, .episodes = 128, .max_steps = 500, .hidden = 64,
+    };
 }
 
-static int check_config(const dt_ppo_config *cfg, int nknobs, dt_error *err)
+static int check_config(const dt_ppo_params *cfg, int nknobs, dt_error *err)
 {
     if (nknobs < 1 || nknobs > 64)
         return dt_error_set(err, DT_EINVAL, "ppo: %d knobs (must be 1..64)", nknobs);
@@ -119,7 +113,7 @@ static int alloc_buffers(dt_ppo *p)
             p->logits && p->probs && p->logprobs && p->dlogits) ? 0 : DT_ENOMEM;
 }
 
-int dt_ppo_new(const dt_ppo_config *cfg, int nknobs, uint64_t seed, dt_ppo **out, dt_error *err)
+int dt_ppo_new(const dt_ppo_params *cfg, int nknobs, uint64_t seed, dt_ppo **out, dt_error *err)
 {
     *out = NULL;
     int rc = check_config(cfg, nknobs, err);
@@ -158,8 +152,8 @@ void dt_ppo_free(dt_ppo *p)
     free(p);
 }
 
-int dt_ppo_nparams(const dt_ppo *p) { return p->nparams; }
-double *dt_ppo_params(dt_ppo *p) { return p->theta; }
+int dt_ppo_ntheta(const dt_ppo *p) { return p->nparams; }
+double *dt_ppo_theta(dt_ppo *p) { return p->theta; }
 int dt_ppo_episode_length(const dt_ppo *p) { return p->len; }
 void dt_ppo_episode_begin(dt_ppo *p) { p->len = 0; }
 

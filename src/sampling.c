@@ -104,7 +104,7 @@ int dt_sampling_set_add(dt_sampling_set *s, uint64_t index)
 
 struct dt_sampling {
     const dt_space *space;
-    dt_sampling_config cfg;
+    dt_sampling_params cfg;
     int max_candidates, max_batch, dim;
     gsl_rng *rng;
     dt_point *points;            /* distinct valid candidates */
@@ -120,10 +120,9 @@ struct dt_sampling {
     size_t queue_cap;
 };
 
-void dt_sampling_default_config(dt_sampling_config *cfg)
+dt_sampling_params dt_sampling_params_default(void)
 {
-    cfg->knee_threshold = 2.5;
-    cfg->k_min = 8;
+    return (dt_sampling_params){ .knee_threshold = 2.5, .k_min = 8 };
 }
 
 static int alloc_workspace(dt_sampling *s)
@@ -153,7 +152,7 @@ static int alloc_workspace(dt_sampling *s)
     return 0;
 }
 
-int dt_sampling_new(const dt_space *space, const dt_sampling_config *cfg, int max_candidates,
+int dt_sampling_new(const dt_space *space, const dt_sampling_params *cfg, int max_candidates,
                     int max_batch, uint64_t seed, dt_sampling **out, dt_error *err)
 {
     *out = NULL;

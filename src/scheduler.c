@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ typedef struct policy {
 
 struct dt_scheduler {
     const policy *policy;
-    dt_scheduler_config cfg;
+    dt_scheduler_params cfg;
     gsl_rng *rng;
     int cursor;           /* round robin: last task picked */
     int current;          /* sequential: task being tuned */
@@ -398,6 +399,7 @@ int dt_sched_hazard_parse(const char *text, double *h, int *n, dt_error *err)
     return 0;
 }
 
+/* The first is the default. */
 static const policy policies[] = {
     { "dynatune", pick_dynatune, true },
     { "sequential", pick_sequential, false },
@@ -414,6 +416,18 @@ static const policy policies[] = {
 };
 
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
+
+dt_scheduler_params dt_scheduler_params_default(void)
+{
+    dt_scheduler_params p = {
+        .ucb_c = 0.05, .gamma = 1e9, .finish_after = 200, .epsilon = 0.05,
+        .softmax_temperature = 1, .prior_slots = 30, .ceiling = 1.2, .bandwidth_gbs = 20,
+        .hazard = "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039",
+        .prior_hazard = "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024",
+    };
+    snprintf(p.policy, sizeof p.policy, "%s", policies[0].name);
+    return p;
+}
 
 const char *dt_scheduler_policy_at(int i)
 {
@@ -433,7 +447,7 @@ bool dt_scheduler_known(const char *name)
     return find_policy(name) != NULL;
 }
 
-int dt_scheduler_new(const char *name, const dt_scheduler_config *cfg, uint64_t seed,
+int dt_scheduler_new(const char *name, const dt_scheduler_params *cfg, uint64_t seed,
                      dt_scheduler **out, dt_error *err)
 {
     *out = NULL;

@@ -35,7 +35,6 @@
 #define DT_TUNER_COUNT_LIMIT (1u << 20)
 /* Random draws tried before the nearest-unmeasured search takes over. */
 #define DT_TUNER_RANDOM_TRIES 64
-#define DT_TUNER_MAX_BATCH 65536
 
 /* The first is the default. */
 static const dt_tuner_strategy_i *const strategies[] = {
@@ -71,22 +70,20 @@ static int tuner_cancelled(void *ctx)
     return dt_tuner_time_up(ctx);
 }
 
-void dt_tuner_default_config(dt_tuner_config *cfg)
+dt_tuner_params dt_tuner_params_default(void)
 {
-    memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->strategy, sizeof cfg->strategy, "%s", strategies[0]->name);
-    cfg->batch_size = 64;
-    cfg->random_fraction = 0.05;
-    cfg->neighbours = 4;
-    cfg->transfer = true;
-    dt_ppo_default_config(&cfg->ppo);
-    dt_sampling_default_config(&cfg->sampling);
-    dt_costmodel_default_config(&cfg->cost_model);
+    dt_tuner_params p = {
+        .batch_size = 64, .random_fraction = 0.05, .neighbours = 4, .transfer = true,
+        .ppo = dt_ppo_params_default(), .sampling = dt_sampling_params_default(),
+        .cost_model = dt_costmodel_params_default(),
+    };
+    snprintf(p.strategy, sizeof p.strategy, "%s", strategies[0]->name);
+    return p;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */
 
-static int check_config(const dt_tuner_config *cfg, dt_error *err)
+static int check_config(const dt_tuner_params *cfg, dt_error *err)
 {
     if (cfg->batch_size < 1 || cfg->batch_size > DT_TUNER_MAX_BATCH)
         return dt_error_set(err, DT_EINVAL, "tuner: batch_size %d outside 1..%d",
@@ -122,7 +119,7 @@ static int alloc_parts(dt_tuner *t, dt_error *err)
     return 0;
 }
 
-int dt_tuner_new(const dt_space *space, const dt_tuner_config *cfg, uint64_t seed,
+int dt_tuner_new(const dt_space *space, const dt_tuner_params *cfg, uint64_t seed,
                  dt_tuner **out, dt_error *err)
 {
     *out = NULL;

@@ -38,7 +38,7 @@ extern const dt_tuner_strategy_i dt_tuner_random;
 
 struct dt_tuner {
     const dt_space *space;
-    dt_tuner_config cfg;
+    dt_tuner_params cfg;
     uint64_t seed;
     gsl_rng *rng;
     const dt_tuner_strategy_i *strategy;

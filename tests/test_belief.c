@@ -56,7 +56,7 @@ static void predict_ok(dt_belief *b, const dt_belief_history *h, dt_belief_predi
 static void test_default_params(void **state)
 {
     (void)state;
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     assert_int_equal(p.family, DT_CURVE_LOG_POWER);
     assert_int_equal(p.walkers, 10);
     assert_int_equal(p.steps, 500);
@@ -135,7 +135,7 @@ static void test_predict_synthetic(void **state)
     double y[MAX_HISTORY];
     const double truth[3] = { 0.47, 1.9, -0.7 };
     make_history(y, 200, truth, 0.03, 17);
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     dt_belief_history h = { .y = y, .n = 200, .horizon = 264 };
     dt_belief_prediction out;
@@ -172,7 +172,7 @@ static void test_predictions_never_decrease(void **state)
     make_history(y[3], 150, rising, 0.2, 4);   /* very noisy */
     make_history(y[4], 12, rising, 0.03, 5);   /* short */
     const int n[5] = { 300, 120, 40, 150, 12 };
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     for (int k = 0; k < 5; k++) {
         dt_belief_history h = { .y = y[k], .n = n[k], .horizon = n[k] + 40.0 };
@@ -201,7 +201,7 @@ static void test_log_prob_support(void **state)
     double y[MAX_HISTORY];
     const double truth[3] = { 0.47, 1.9, -0.7 };
     make_history(y, 100, truth, 0.03, 21);
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     dt_belief_history h = { .y = y, .n = 100, .horizon = 150 };
     dt_belief_prediction out;
@@ -250,7 +250,7 @@ static void test_segment_reindexed(void **state)
     make_history(y, 100, truth, 0.02, 6);
     for (int i = 40; i < 100; i++)
         y[i] = 1.4 * y[i] + 0.01 * (i - 40) / 60.0;
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     dt_belief_history h = { .y = y, .n = 100, .horizon = 130 };
     dt_belief_prediction out;
@@ -274,7 +274,7 @@ static void test_explicit_x(void **state)
     make_history(y, 90, truth, 0.03, 8);
     for (int i = 0; i < 90; i++)
         x[i] = 3.0 * i + 1;
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     dt_belief_history h = { .x = x, .y = y, .n = 90, .horizon = 300 };
     dt_belief_prediction out;
@@ -298,7 +298,7 @@ static void expect_refusal(dt_belief *b, const dt_belief_history *h, int rc,
 static void test_refusals(void **state)
 {
     (void)state;
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     double y[20] = { 0.1, 0.12, 0.13 };
     dt_belief_history h = { .y = y, .n = 3, .horizon = 10 };
@@ -332,7 +332,7 @@ static void test_deterministic_streams(void **state)
     double y[MAX_HISTORY];
     const double truth[3] = { 0.47, 1.9, -0.7 };
     make_history(y, 150, truth, 0.03, 31);
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief *b = new_belief(&p);
     dt_belief_history h = { .y = y, .n = 150, .horizon = 200, .stream = 3 };
     dt_belief_prediction first, second, other;
@@ -354,7 +354,7 @@ static void test_other_families(void **state)
     make_history(y, 120, truth, 0.03, 41);
     const dt_curve_family families[2] = { DT_CURVE_POW4, DT_CURVE_LOG_LINEAR };
     for (int k = 0; k < 2; k++) {
-        dt_belief_params p = dt_belief_default_params();
+        dt_belief_params p = dt_belief_params_default();
         p.family = families[k];
         p.steps = 300;
         p.burn_in = 150;
@@ -383,11 +383,13 @@ static void test_pool_matches_one_thread(void **state)
                                         .stream = (uint64_t)k };
     }
     tasks[4].horizon = 1;   /* malformed */
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief_pool *one = NULL, *three = NULL;
     dt_error err;
-    assert_int_equal(dt_belief_pool_new(&p, 1, &one, &err), 0);
-    assert_int_equal(dt_belief_pool_new(&p, 3, &three, &err), 0);
+    p.threads = 1;
+    assert_int_equal(dt_belief_pool_new(&p, &one, &err), 0);
+    p.threads = 3;
+    assert_int_equal(dt_belief_pool_new(&p, &three, &err), 0);
     dt_belief_prediction a[6], b[6];
     assert_int_equal(dt_belief_pool_predict(one, tasks, 6, a, &err), 0);
     assert_int_equal(dt_belief_pool_predict(three, tasks, 6, b, &err), 0);
@@ -402,7 +404,8 @@ static void test_pool_matches_one_thread(void **state)
     dt_belief_pool_free(three);
     dt_belief_pool_free(one);
     dt_belief_pool_free(NULL);
-    assert_int_equal(dt_belief_pool_new(&p, 0, &one, &err), DT_EINVAL);
+    p.threads = 0;
+    assert_int_equal(dt_belief_pool_new(&p, &one, &err), DT_EINVAL);
     assert_null(one);
 }
 
@@ -421,11 +424,12 @@ static void test_pool_memo(void **state)
         tasks[k] = (dt_belief_history){ .y = y[k], .n = n, .horizon = n + 64.0,
                                         .stream = (uint64_t)k };
     }
-    dt_belief_params p = dt_belief_default_params();
+    dt_belief_params p = dt_belief_params_default();
     dt_belief_pool *pool = NULL, *fresh = NULL;
     dt_error err;
     long hits, misses;
-    assert_int_equal(dt_belief_pool_new(&p, 2, &pool, &err), 0);
+    p.threads = 2;
+    assert_int_equal(dt_belief_pool_new(&p, &pool, &err), 0);
     dt_belief_prediction a[4], b[4], c[4];
     assert_int_equal(dt_belief_pool_predict(pool, tasks, 4, a, &err), 0);
     dt_belief_pool_stats(pool, &hits, &misses);
@@ -448,7 +452,8 @@ static void test_pool_memo(void **state)
     assert_memory_equal(&a[0], &b[0], sizeof a[0]);
     assert_true(b[1].best_observed > a[1].best_observed);
     assert_true(b[2].horizon == a[2].horizon + 10);
-    assert_int_equal(dt_belief_pool_new(&p, 1, &fresh, &err), 0);
+    p.threads = 1;
+    assert_int_equal(dt_belief_pool_new(&p, &fresh, &err), 0);
     assert_int_equal(dt_belief_pool_predict(fresh, tasks, 4, c, &err), 0);
     for (int k = 0; k < 4; k++)
         assert_true(b[k].mean == c[k].mean && b[k].std == c[k].std &&

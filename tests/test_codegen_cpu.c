@@ -32,7 +32,7 @@ static const dt_space_opts every_width = { .cpu_max_vec = 16 };
 
 typedef struct fixture {
     char dir[64];
-    dt_measure_config measure;
+    dt_measure_params measure;
 } fixture;
 
 static int setup(void **state)

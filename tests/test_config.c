@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "dtune/cli.h"
+#include "dtune/backend.h"
 #include "dtune/config.h"
+#include "dtune/util.h"
 #include "support/run_cmd.h"
 
 static const char tiny_model[] =
@@ -99,6 +101,31 @@ static void assert_one_message(fixture *fx, const dt_error *err, int line, int c
 
 /* ---- defaults and good files ---------------------------------------------------- */
 
+/* The key table with cfg's values, as `dtune check --help` prints it (numbers
+ * in digits that read back exactly); the caller frees it. */
+static char *printed(const dt_config *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    dt_config_print_keys(f, cfg, "VALUE");
+    assert_int_equal(fclose(f), 0);
+    return text;
+}
+
+/* Every key has the same value in a and b (compared by value: the padding
+ * between fields is not part of a config), and so do the file paths. */
+static void assert_same_config(const dt_config *a, const dt_config *b)
+{
+    char *ta = printed(a), *tb = printed(b);
+    assert_string_equal(ta, tb);
+    free(ta);
+    free(tb);
+    assert_string_equal(a->path, b->path);
+    assert_string_equal(a->model, b->model);
+}
+
 static void test_defaults(void **state)
 {
     dt_config c;
@@ -110,19 +137,24 @@ static void test_defaults(void **state)
     assert_true(c.seed == 1);
     assert_true(c.budget.total_seconds == 600 && c.budget.slot_seconds == 10);
     assert_true(c.budget.slot_trials == 0 && c.budget.target_latency_ms == 0);
+    assert_true(c.budget.max_slots == 0);
     assert_string_equal(c.scheduler.policy, "dynatune");
     assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
     assert_true(c.scheduler.prior_slots == 30 && c.scheduler.ceiling == 1.2);
     assert_true(c.scheduler.bandwidth_gbs == 20);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
-    assert_string_equal(c.scheduler.belief.curve, "log_power");
-    assert_true(c.scheduler.belief.walkers == 10 && c.scheduler.belief.steps == 500);
-    assert_true(c.scheduler.belief.burn_in == 250 && c.scheduler.belief.jump_threshold == 0.20);
-    assert_true(c.scheduler.belief.min_segment_points == 10 && c.scheduler.belief.threads == 2);
+    assert_string_equal(c.scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039");
+    assert_string_equal(c.scheduler.prior_hazard, "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024");
+    assert_int_equal(c.belief.family, DT_CURVE_LOG_POWER);
+    assert_true(c.belief.walkers == 10 && c.belief.steps == 500);
+    assert_true(c.belief.burn_in == 250 && c.belief.jump_threshold == 0.20);
+    assert_true(c.belief.min_segment_points == 10 && c.belief.threads == 2);
+    assert_true(c.belief.min_points == 5 && c.belief.level_max == 1.0 && c.belief.ball_scale == 1e-4);
     assert_string_equal(c.tuner.strategy, "chameleon");
     assert_true(c.tuner.batch_size == 64 && c.tuner.random_fraction == 0.05);
-    const dt_ppo_config *p = &c.tuner.ppo;
+    assert_true(c.tuner.neighbours == 4 && c.tuner.transfer);
+    const dt_ppo_params *p = &c.tuner.ppo;
     assert_true(p->learning_rate == 1e-3 && p->gamma == 0.9 && p->gae_lambda == 0.99);
     assert_true(p->epochs == 3 && p->clip == 0.3 && p->value_coef == 1.0 && p->entropy_coef == 0.1);
     assert_true(p->episodes == 128 && p->max_steps == 500 && p->hidden == 64);
@@ -130,13 +162,14 @@ static void test_defaults(void **state)
     assert_string_equal(c.tuner.cost_model.objective, "rank:pairwise");
     assert_true(c.tuner.cost_model.threads == 1 && c.tuner.cost_model.max_depth == 3);
     assert_true(c.tuner.cost_model.eta == 0.3 && c.tuner.cost_model.rounds == 100);
-    const dt_measure_config *m = &c.measure;
+    const dt_measure_params *m = &c.measure;
     assert_true(m->cv_threshold == 0.10 && m->min_batches == 3 && m->micro_batch == 0);
     assert_true(m->max_repeats == 20 && m->timeout_seconds == 10 && m->builders == 2);
     assert_true(m->threads == 1 && m->check_output && m->tolerance == 1e-3 && !m->flush_l2);
+    assert_int_equal(m->cache_mb, 1024);
     /* compile limit: 0 = max(60, 6 x timeout_seconds) */
     assert_true(m->compile_timeout_seconds == 0 && dt_measure_compile_timeout(m) == 60);
-    dt_measure_config slow = *m;
+    dt_measure_params slow = *m;
     slow.timeout_seconds = 20;
     assert_true(dt_measure_compile_timeout(&slow) == 120);
     slow.compile_timeout_seconds = 7;
@@ -220,22 +253,22 @@ static void test_full_config(void **state)
     assert_true(c.scheduler.ucb_c == 0.2 && c.scheduler.gamma == 12345.5);
     assert_true(c.scheduler.finish_after == 333 && c.scheduler.epsilon == 0.125);
     assert_true(c.scheduler.softmax_temperature == 0.37);
-    const dt_belief_config *b = &c.scheduler.belief;
-    assert_string_equal(b->curve, "pow4");
+    const dt_belief_params *b = &c.belief;
+    assert_int_equal(b->family, DT_CURVE_POW4);
     assert_true(b->walkers == 16 && b->steps == 1200 && b->burn_in == 600);
     assert_true(b->jump_threshold == 0.35 && b->min_segment_points == 7 && b->threads == 5);
     assert_string_equal(c.tuner.strategy, "autotvm");
     assert_true(c.tuner.batch_size == 48 && c.tuner.random_fraction == 0.15);
-    const dt_ppo_config *p = &c.tuner.ppo;
+    const dt_ppo_params *p = &c.tuner.ppo;
     assert_true(p->learning_rate == 3.5e-4 && p->gamma == 0.97 && p->gae_lambda == 0.93);
     assert_true(p->epochs == 5 && p->clip == 0.15 && p->value_coef == 0.55);
     assert_true(p->entropy_coef == 0.015 && p->episodes == 33 && p->max_steps == 77);
     assert_true(p->hidden == 96);
     assert_true(c.tuner.sampling.knee_threshold == 3.25 && c.tuner.sampling.k_min == 6);
-    const dt_cost_model_config *cm = &c.tuner.cost_model;
+    const dt_costmodel_params *cm = &c.tuner.cost_model;
     assert_string_equal(cm->objective, "reg:squarederror");
     assert_true(cm->threads == 3 && cm->max_depth == 6 && cm->eta == 0.125 && cm->rounds == 250);
-    const dt_measure_config *m = &c.measure;
+    const dt_measure_params *m = &c.measure;
     assert_true(m->cv_threshold == 0.035 && m->min_batches == 4 && m->micro_batch == 17);
     assert_true(m->max_repeats == 41 && m->timeout_seconds == 2.5 && m->builders == 7);
     assert_true(m->compile_timeout_seconds == 30 && dt_measure_compile_timeout(m) == 30);
@@ -257,7 +290,7 @@ static void test_repository_config(void **state)
     snprintf(want.path, sizeof want.path, "config.yaml");
     snprintf(want.model, sizeof want.model, "models/resnet18.yaml");
     want.budget.total_seconds = 300;
-    assert_memory_equal(&loaded, &want, sizeof want);
+    assert_same_config(&loaded, &want);
 }
 
 static void test_empty_values_and_sections(void **state)
@@ -497,13 +530,69 @@ static void test_many_problems_all_reported(void **state)
 
 /* ---- dt_config_set, validate, the key table ------------------------------------------ */
 
+/* A choice key takes exactly its module table's names: every name sets, a
+ * name outside is refused with all of them listed. */
+static void check_choice_key(const char *key, dt_name_at_fn name_at)
+{
+    char all[512];
+    dt_config c;
+    dt_error err;
+    dt_config_defaults(&c);
+    int n = 0;
+    for (; name_at(n); n++)
+        if (dt_config_set(&c, key, name_at(n), &err) != 0)
+            fail_msg("%s = %s: %s", key, name_at(n), err.msg);
+    assert_true(n >= 2);
+    assert_int_equal(dt_config_set(&c, key, "no_such_name", &err), DT_EINVAL);
+    dt_names_join(name_at, all, sizeof all);
+    assert_non_null(strstr(err.msg, all));
+}
+
+static void test_choices_come_from_the_modules(void **state)
+{
+    check_choice_key("target", dt_target_at);
+    check_choice_key("backend", dt_backend_at);
+    check_choice_key("scheduler.policy", dt_scheduler_policy_at);
+    check_choice_key("scheduler.belief.curve", dt_curve_family_at);
+    check_choice_key("tuner.strategy", dt_tuner_strategy_at);
+    check_choice_key("tuner.cost_model.objective", dt_costmodel_objective_at);
+    /* the default of each is its table's first */
+    dt_config c;
+    dt_config_defaults(&c);
+    assert_string_equal(c.scheduler.policy, dt_scheduler_policy_at(0));
+    assert_string_equal(c.tuner.strategy, dt_tuner_strategy_at(0));
+    assert_string_equal(c.tuner.cost_model.objective, dt_costmodel_objective_at(0));
+}
+
+/* dt_config_defaults composes the modules' own defaults. */
+static void test_defaults_are_the_modules(void **state)
+{
+    dt_config c;
+    dt_config_defaults(&c);
+    dt_scheduler_params s = dt_scheduler_params_default();
+    dt_belief_params b = dt_belief_params_default();
+    dt_tuner_params t = dt_tuner_params_default();
+    dt_measure_params m = dt_measure_params_default();
+    assert_string_equal(c.scheduler.hazard, s.hazard);
+    assert_true(c.scheduler.ucb_c == s.ucb_c && c.scheduler.prior_slots == s.prior_slots);
+    assert_true(c.belief.walkers == b.walkers && c.belief.threads == b.threads);
+    assert_true(c.belief.min_points == b.min_points && c.belief.ball_scale == b.ball_scale);
+    assert_true(c.tuner.batch_size == t.batch_size && c.tuner.ppo.hidden == t.ppo.hidden);
+    assert_true(c.tuner.sampling.k_min == t.sampling.k_min);
+    assert_true(c.tuner.cost_model.rounds == t.cost_model.rounds);
+    assert_true(c.measure.cv_threshold == m.cv_threshold && c.measure.builders == m.builders);
+    assert_true(dt_ppo_params_default().clip == t.ppo.clip);
+    assert_true(dt_sampling_params_default().knee_threshold == t.sampling.knee_threshold);
+    assert_true(dt_costmodel_params_default().eta == t.cost_model.eta);
+}
+
 static void test_set_and_validate(void **state)
 {
     dt_config c;
     dt_error err;
     dt_config_defaults(&c);
     assert_int_equal(dt_config_set(&c, "scheduler.belief.steps", "900", &err), 0);
-    assert_int_equal(c.scheduler.belief.steps, 900);
+    assert_int_equal(c.belief.steps, 900);
     assert_int_equal(dt_config_set(&c, "target", "cuda", &err), 0);
     assert_int_equal(c.target, DT_TARGET_CUDA);
     assert_int_equal(dt_config_set(&c, "measure.cv_threshold", "7", &err), DT_EINVAL);
@@ -530,7 +619,7 @@ static void test_set_and_validate(void **state)
 }
 
 /* Each printed row names a key that dt_config_set knows, and its printed
- * default sets back to the default. */
+ * default, set into a zeroed config, gives every key its default back. */
 static void test_print_keys(void **state)
 {
     char line[512], key[64], def[64];
@@ -539,12 +628,12 @@ static void test_print_keys(void **state)
     int rows = 0;
     FILE *f = tmpfile();
     assert_non_null(f);
-    dt_config_print_keys(f);
+    dt_config_defaults(&defaults);
+    dt_config_print_keys(f, &defaults, "DEFAULT");
     rewind(f);
     assert_non_null(fgets(line, sizeof line, f));
     assert_int_equal(strncmp(line, "KEY", 3), 0);
-    dt_config_defaults(&defaults);
-    dt_config_defaults(&c);
+    memset(&c, 0, sizeof c);
     while (fgets(line, sizeof line, f)) {
         assert_int_equal(sscanf(line, "%63s %63s", key, def), 2);
         rows++;
@@ -555,7 +644,7 @@ static void test_print_keys(void **state)
     }
     fclose(f);
     assert_int_equal(rows, 64);
-    assert_memory_equal(&c, &defaults, sizeof c);
+    assert_same_config(&c, &defaults);
 }
 
 /* ---- the bad configs in tests/data ------------------------------------------------- */
@@ -671,6 +760,8 @@ int main(void)
         cmocka_unit_test(test_model_problems_are_appended),
         cmocka_unit_test(test_missing_config_file),
         cmocka_unit_test(test_many_problems_all_reported),
+        cmocka_unit_test(test_choices_come_from_the_modules),
+        cmocka_unit_test(test_defaults_are_the_modules),
         cmocka_unit_test(test_set_and_validate),
         cmocka_unit_test(test_print_keys),
         cmocka_unit_test(test_data_files),

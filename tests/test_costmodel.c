@@ -75,8 +75,8 @@ static int teardown(void **state)
 /* Trains on n random valid points with noisy replay measurements. */
 static dt_costmodel *train(fixture *f, const char *objective, int n, uint64_t seed)
 {
-    dt_cost_model_config cfg;
-    dt_costmodel_default_config(&cfg);
+    dt_costmodel_params cfg;
+    cfg = dt_costmodel_params_default();
     snprintf(cfg.objective, sizeof cfg.objective, "%s", objective);
     dt_costmodel *cm = NULL;
     dt_error err;
@@ -197,8 +197,8 @@ static void test_groups_normalise_separately(void **state)
         gflops[i] = f->truth[i] * (i < half ? 1.0 : 7.3);
         margin[i] = 0.25f;
     }
-    dt_cost_model_config cfg;
-    dt_costmodel_default_config(&cfg);
+    dt_costmodel_params cfg;
+    cfg = dt_costmodel_params_default();
     snprintf(cfg.objective, sizeof cfg.objective, "reg:squarederror");
     dt_costmodel *cm = NULL;
     dt_error err;
@@ -226,14 +226,14 @@ static void test_groups_normalise_separately(void **state)
 static void test_misuse_is_reported(void **state)
 {
     fixture *f = *state;
-    dt_cost_model_config cfg;
-    dt_costmodel_default_config(&cfg);
+    dt_costmodel_params cfg;
+    cfg = dt_costmodel_params_default();
     dt_costmodel *cm = NULL;
     dt_error err;
     snprintf(cfg.objective, sizeof cfg.objective, "binary:logistic");
     assert_int_equal(dt_costmodel_new(&cfg, f->space.nfeatures, 1, &cm, &err), DT_EINVAL);
     assert_true(strstr(err.msg, "binary:logistic") != NULL);
-    dt_costmodel_default_config(&cfg);
+    cfg = dt_costmodel_params_default();
     assert_int_equal(dt_costmodel_new(&cfg, f->space.nfeatures, 1, &cm, &err), 0);
     double score;
     assert_int_equal(dt_costmodel_predict(cm, f->features, 1, &score, &err), DT_EINVAL);

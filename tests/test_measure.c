@@ -29,7 +29,7 @@
 
 typedef struct fixture {
     char dir[64];
-    dt_measure_config measure;
+    dt_measure_params measure;
     dt_task task;               /* dense 4x16 * 8x16^T */
     void *cpu;
 } fixture;
@@ -396,6 +396,27 @@ static int run_measure(fixture *f, const char *task, const char *config, const c
     return dt_cmd_measure(argc, argv);
 }
 
+/* `dtune measure ... conv --dir DIR FLAG VALUE`. */
+static int run_flag(fixture *f, const char *flag, const char *value)
+{
+    char *argv[] = { "measure", "models/tiny.yaml", "conv", "--dir", f->dir, (char *)flag,
+                     (char *)value, NULL };
+    fflush(stdout);
+    return dt_cmd_measure(7, argv);
+}
+
+/* The flags that set config keys take the config's ranges and names. */
+static void test_cmd_measure_flags_are_config_keys(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_flag(f, "--cv", "7"), 2);            /* measure.cv_threshold <= 1 */
+    assert_int_equal(run_flag(f, "--repeats", "0"), 2);
+    assert_int_equal(run_flag(f, "--threads", "2000"), 2);
+    assert_int_equal(run_flag(f, "--seed", "-1"), 2);
+    assert_int_equal(run_flag(f, "--target", "gpu"), 2);
+    assert_int_equal(run_flag(f, "--repeats", "2"), 0);       /* below min_batches: lowers it */
+}
+
 static void test_cmd_measure(void **state)
 {
     fixture *f = *state;
@@ -429,6 +450,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_measurer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cmd_measure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_measure_flags_are_config_keys, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

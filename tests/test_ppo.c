@@ -17,8 +17,8 @@
 
 static dt_ppo *make_agent(int nknobs, int hidden, int max_steps, uint64_t seed)
 {
-    dt_ppo_config cfg;
-    dt_ppo_default_config(&cfg);
+    dt_ppo_params cfg;
+    cfg = dt_ppo_params_default();
     cfg.hidden = hidden;
     cfg.max_steps = max_steps;
     dt_ppo *p = NULL;
@@ -30,8 +30,8 @@ static dt_ppo *make_agent(int nknobs, int hidden, int max_steps, uint64_t seed)
 /* The policy head starts at 0.01 scale; give it weight so probabilities differ. */
 static void roughen(dt_ppo *p, gsl_rng *rng)
 {
-    double *theta = dt_ppo_params(p);
-    for (int i = 0; i < dt_ppo_nparams(p); i++)
+    double *theta = dt_ppo_theta(p);
+    for (int i = 0; i < dt_ppo_ntheta(p); i++)
         theta[i] += 0.7 * (gsl_rng_uniform(rng) - 0.5);
 }
 
@@ -59,11 +59,11 @@ static void test_gradient_matches_finite_differences(void **state)
     }
     dt_ppo_batch b = {.n = NSTEPS, .index = NULL, .states = states, .actions = actions,
                       .old_logp = old_logp, .advantages = adv, .returns = ret};
-    int np = dt_ppo_nparams(p);
+    int np = dt_ppo_ntheta(p);
     double *grad = malloc((size_t)np * sizeof *grad);
     assert_non_null(grad);
     dt_ppo_loss(p, &b, grad, NULL);
-    double *theta = dt_ppo_params(p), h = 1e-6, worst = 0;
+    double *theta = dt_ppo_theta(p), h = 1e-6, worst = 0;
     int nonzero = 0;
     for (int i = 0; i < np; i++) {
         double saved = theta[i];
@@ -151,8 +151,8 @@ static void test_first_policy_is_near_uniform(void **state)
 static void test_rejects_bad_config(void **state)
 {
     (void)state;
-    dt_ppo_config cfg;
-    dt_ppo_default_config(&cfg);
+    dt_ppo_params cfg;
+    cfg = dt_ppo_params_default();
     cfg.clip = 0;
     dt_ppo *p = NULL;
     dt_error err;
@@ -192,8 +192,8 @@ static double run_walk(dt_ppo *p, gsl_rng *rng, int episodes, bool learn)
 static void test_learns_toy_walk(void **state)
 {
     (void)state;
-    dt_ppo_config cfg;
-    dt_ppo_default_config(&cfg);
+    dt_ppo_params cfg;
+    cfg = dt_ppo_params_default();
     cfg.max_steps = 20;
     cfg.learning_rate = 3e-3;
     cfg.entropy_coef = 0.01;

@@ -33,8 +33,8 @@ static void small_space(dt_space *space)
 
 static dt_sampling *make_sampler(const dt_space *space, int max_candidates, int max_batch)
 {
-    dt_sampling_config cfg;
-    dt_sampling_default_config(&cfg);
+    dt_sampling_params cfg;
+    cfg = dt_sampling_params_default();
     dt_sampling *s = NULL;
     assert_int_equal(dt_sampling_new(space, &cfg, max_candidates, max_batch, 2024, &s, NULL), 0);
     return s;

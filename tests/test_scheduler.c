@@ -12,9 +12,9 @@
 
 #include "dtune/scheduler.h"
 
-static dt_scheduler_config sched_cfg(void)
+static dt_scheduler_params sched_cfg(void)
 {
-    dt_scheduler_config c;
+    dt_scheduler_params c;
     memset(&c, 0, sizeof c);
     c.ucb_c = 2.0;
     c.gamma = 1e9;
@@ -28,7 +28,7 @@ static dt_scheduler_config sched_cfg(void)
 
 static dt_scheduler *make(const char *name)
 {
-    dt_scheduler_config c = sched_cfg();
+    dt_scheduler_params c = sched_cfg();
     dt_scheduler *s = NULL;
     dt_error err;
     if (dt_scheduler_new(name, &c, 42, &s, &err) != 0)
@@ -230,7 +230,7 @@ static void test_gradient_prefers_steep_descent(void **state)
 static void test_unknown_policy(void **state)
 {
     (void)state;
-    dt_scheduler_config c = sched_cfg();
+    dt_scheduler_params c = sched_cfg();
     dt_scheduler *s = NULL;
     dt_error err;
     assert_int_equal(dt_scheduler_new("bandit", &c, 1, &s, &err), DT_ENOTFOUND);
@@ -288,7 +288,7 @@ static void test_hazard_formula(void **state)
 static void test_dynatune_prior_blend(void **state)
 {
     (void)state;
-    dt_scheduler_config c = sched_cfg();
+    dt_scheduler_params c = sched_cfg();
     c.prior_slots = 3;
     dt_scheduler *s = NULL;
     dt_error err;
@@ -347,7 +347,7 @@ static void test_hazard_table_parse(void **state)
     assert_non_null(strstr(err.msg, "entry 2"));
     assert_int_equal(dt_sched_hazard_parse("0.5 x", h, &n, &err), DT_EINVAL);
     assert_int_equal(dt_sched_hazard_parse("", h, &n, &err), DT_EINVAL);
-    dt_scheduler_config c = sched_cfg();
+    dt_scheduler_params c = sched_cfg();
     snprintf(c.hazard, sizeof c.hazard, "0.3 -0.1");
     dt_scheduler *s = NULL;
     assert_int_equal(dt_scheduler_new("hazard", &c, 1, &s, &err), DT_EINVAL);

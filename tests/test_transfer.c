@@ -122,8 +122,8 @@ static dt_transfer *sibling_store(void)
 
 static dt_tuner *new_tuner(const dt_space *space, const char *strategy, bool transfer, uint64_t seed)
 {
-    dt_tuner_config cfg;
-    dt_tuner_default_config(&cfg);
+    dt_tuner_params cfg;
+    cfg = dt_tuner_params_default();
     snprintf(cfg.strategy, sizeof cfg.strategy, "%s", strategy);
     cfg.batch_size = 32;
     cfg.transfer = transfer;

@@ -106,8 +106,8 @@ static double optimum(const dt_space *space)
 
 static dt_tuner *make_tuner(const dt_space *space, const char *strategy, int batch, uint64_t seed)
 {
-    dt_tuner_config cfg;
-    dt_tuner_default_config(&cfg);
+    dt_tuner_params cfg;
+    cfg = dt_tuner_params_default();
     snprintf(cfg.strategy, sizeof cfg.strategy, "%s", strategy);
     cfg.batch_size = batch;
     if (cfg.sampling.k_min > batch)
@@ -228,8 +228,8 @@ static void test_first_round_sizes(void **state)
     dt_space space;
     make_space(&space, DT_OP_CONV2D, dims);
     const char *names[2] = {"chameleon", "autotvm"};
-    dt_tuner_config defaults;
-    dt_tuner_default_config(&defaults);
+    dt_tuner_params defaults;
+    defaults = dt_tuner_params_default();
     const int expected[2] = {defaults.sampling.k_min, 64};
     for (int s = 0; s < 2; s++) {
         for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -355,8 +355,8 @@ static void test_chameleon_measures_incumbent_neighbours(void **state)
     const int wanted[2] = {4, 0};
     for (int w = 0; w < 2; w++) {
         for (uint64_t seed = 1; seed <= 3; seed++) {
-            dt_tuner_config cfg;
-            dt_tuner_default_config(&cfg);
+            dt_tuner_params cfg;
+            cfg = dt_tuner_params_default();
             cfg.batch_size = 32;
             cfg.neighbours = wanted[w];
             dt_tuner *t = NULL;
@@ -397,8 +397,8 @@ static void test_unknown_strategy(void **state)
     const int dims[3] = {1, 4, 4};
     dt_space space;
     make_space(&space, DT_OP_DENSE, dims);
-    dt_tuner_config cfg;
-    dt_tuner_default_config(&cfg);
+    dt_tuner_params cfg;
+    cfg = dt_tuner_params_default();
     snprintf(cfg.strategy, sizeof cfg.strategy, "annealing");
     dt_tuner *t = NULL;
     dt_error err;

@@ -15,13 +15,14 @@
 
 #include <stdint.h>
 
-#include "dtune/config.h"
 #include "dtune/error.h"
 #include "dtune/result.h"
 #include "dtune/space.h"
 
+typedef struct dt_measure_params dt_measure_params;  /* measure.h */
+
 typedef struct dt_backend_params {
-    const dt_measure_config *measure;  /* timing and checking settings */
+    const dt_measure_params *measure;  /* timing and checking settings */
     const char *work_dir;              /* artifact cache lives under it */
     uint64_t seed;                     /* input data, replay surface */
 } dt_backend_params;

@@ -30,7 +30,7 @@ typedef struct dt_cpu_options {
     bool pin;                   /* pin the runner to its own core(s); default true */
 } dt_cpu_options;
 
-void dt_cpu_default_options(const dt_measure_config *measure, dt_cpu_options *opts);
+void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *opts);
 
 /* dt_backend_cpu.open with explicit options. */
 int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,

@@ -42,23 +42,27 @@
 #include "dtune/curve.h"
 #include "dtune/error.h"
 
+/* The model's settings: family .. min_segment_points and threads are config
+ * keys (scheduler.belief.*; `dtune check --help` lists their defaults), seed
+ * is the run's; the rest are fixed by dt_belief_params_default. */
 typedef struct dt_belief_params {
-    dt_curve_family family;   /* DT_CURVE_LOG_POWER */
-    int walkers;              /* 10 */
-    int steps;                /* 500 */
-    int burn_in;              /* 250: steps dropped before the prediction */
-    double jump_threshold;    /* 0.2: a jump is y_i > (1 + 0.2) y_{i−1} */
-    int min_segment_points;   /* 10 */
+    dt_curve_family family;
+    int walkers;
+    int steps;                /* per walker */
+    int burn_in;              /* steps dropped before the prediction */
+    double jump_threshold;    /* a jump is y_i > (1 + jump_threshold) y_{i−1} */
+    int min_segment_points;
     int min_points;           /* 5: fewer modelled points → ok = false; raised
                                  to the family's parameters + 2 when below */
     double level_max;         /* 1.0: the curve's level may not pass
                                  max(level_max, 1.5 × best observed) */
     double ball_scale;        /* 1e-4: walker starts spread by N(0, s_i²) with
                                  s_i = ball_scale |θ_i| + 1e-8 (hi_i − lo_i) */
-    uint64_t seed;            /* 1 */
+    uint64_t seed;
+    int threads;              /* dt_belief_pool's workspaces and threads */
 } dt_belief_params;
 
-dt_belief_params dt_belief_default_params(void);
+dt_belief_params dt_belief_params_default(void);
 
 typedef struct dt_belief_prediction {
     bool ok;                  /* false: see reason; then mean = best_observed,
@@ -150,9 +154,8 @@ double dt_belief_expected_improvement(double mean, double std, double best);
 
 typedef struct dt_belief_pool dt_belief_pool;
 
-/* `threads` workspaces (≥ 1). 0, DT_EINVAL, DT_ENOMEM. */
-int dt_belief_pool_new(const dt_belief_params *params, int threads,
-                       dt_belief_pool **out, dt_error *err);
+/* params->threads workspaces (≥ 1). 0, DT_EINVAL, DT_ENOMEM. */
+int dt_belief_pool_new(const dt_belief_params *params, dt_belief_pool **out, dt_error *err);
 
 /* Accepts NULL. */
 void dt_belief_pool_free(dt_belief_pool *pool);

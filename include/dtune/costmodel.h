@@ -22,15 +22,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dtune/config.h"
 #include "dtune/error.h"
 #include "dtune/space.h"
 
-typedef struct dt_costmodel dt_costmodel;
+/* The model's settings (config keys tuner.cost_model.*). */
+typedef struct dt_costmodel_params {
+    char objective[32];        /* one of dt_costmodel_objective_at's */
+    int threads;               /* XGBoost threads */
+    int max_depth;             /* tree depth */
+    double eta;                /* XGBoost learning rate */
+    int rounds;                /* boosting rounds per fit */
+} dt_costmodel_params;
 
-/* Defaults of dt_cost_model_config (rank:pairwise, 1 thread, depth 3, eta 0.3,
- * 100 rounds), for callers without a dt_config. */
-void dt_costmodel_default_config(dt_cost_model_config *cfg);
+/* The defaults (dtune check --help lists them): the first objective,
+ * rank:pairwise, and AutoTVM's depth and learning rate. */
+dt_costmodel_params dt_costmodel_params_default(void);
+
+typedef struct dt_costmodel dt_costmodel;
 
 /* The i-th XGBoost objective the model accepts, NULL past the last
  * (a dt_name_at_fn). */
@@ -40,7 +48,7 @@ const char *dt_costmodel_objective_at(int i);
  * one of dt_costmodel_objective_at's (else DT_EINVAL); threads, max_depth,
  * rounds >= 1, eta > 0. seed makes XGBoost's own randomness repeatable.
  * Returns 0, DT_EINVAL or DT_ENOMEM. Free with dt_costmodel_free. */
-int dt_costmodel_new(const dt_cost_model_config *cfg, int nfeatures, uint64_t seed,
+int dt_costmodel_new(const dt_costmodel_params *cfg, int nfeatures, uint64_t seed,
                      dt_costmodel **out, dt_error *err);
 
 /* Accepts NULL. */

@@ -16,7 +16,7 @@
 
 #include "dtune/cuda_api.h"
 #include "dtune/codegen_cuda.h"
-#include "dtune/config.h"
+#include "dtune/measure.h"
 #include "dtune/result.h"
 
 typedef struct dt_cuda_session dt_cuda_session;
@@ -33,7 +33,7 @@ typedef struct dt_cuda_job {
     const dt_task *task;
     const dt_cuda_launch *launch;
     const void *image;         /* cubin or NUL-terminated PTX */
-    const dt_measure_config *measure;
+    const dt_measure_params *measure;
     uint64_t seed;             /* input data */
     /* Called once the inputs and the reference are ready, before the first
      * launch: the caller's timeout for the candidate starts here. May be NULL. */

@@ -18,10 +18,34 @@
 #include <stdint.h>
 
 #include "dtune/backend.h"
-#include "dtune/config.h"
 #include "dtune/error.h"
 #include "dtune/result.h"
 #include "dtune/space.h"
+
+/* The measurement settings (config keys measure.*), read by the measurer,
+ * the backends and their runners. */
+struct dt_measure_params {
+    double cv_threshold;       /* stop timing when std/mean of the estimates is below */
+    int min_batches;           /* micro-batches before the CV test */
+    int micro_batch;           /* kernel calls per micro-batch; 0 = auto */
+    int max_repeats;           /* micro-batches at most */
+    double timeout_seconds;    /* one candidate's run */
+    double compile_timeout_seconds; /* one candidate's compile; 0 = dt_measure_compile_timeout's rule */
+    int builders;              /* compile threads */
+    int cache_mb;              /* cpu: artifact cache size limit, LRU; 0 = none */
+    int threads;               /* threads of a CPU kernel */
+    bool check_output;         /* check each output against the reference */
+    double tolerance;          /* relative error the check allows */
+    bool flush_l2;             /* cuda: flush L2 between micro-batches */
+};
+
+/* The defaults (dtune check --help lists them). */
+dt_measure_params dt_measure_params_default(void);
+
+/* The compile limit of one candidate: compile_timeout_seconds, or when that
+ * is 0, max(60 s, 6 x timeout_seconds) (a cold compiler cache or a loaded
+ * machine makes the first compiles slow). */
+double dt_measure_compile_timeout(const dt_measure_params *measure);
 
 /* --- CV early stopping --- */
 typedef struct dt_cv_stop {
@@ -54,7 +78,7 @@ long dt_measure_check_output(const float *output, const float *reference, size_t
 /* --- The measurer --- */
 typedef struct dt_measurer dt_measurer;
 
-int dt_measurer_new(const dt_backend_i *backend, const dt_measure_config *cfg,
+int dt_measurer_new(const dt_backend_i *backend, const dt_measure_params *cfg,
                     const char *work_dir, uint64_t seed, dt_measurer **out, dt_error *err);
 void dt_measurer_free(dt_measurer *m);
 

@@ -30,7 +30,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dtune/config.h"
 #include "dtune/error.h"
 
 enum { DT_PPO_DECREMENT = 0, DT_PPO_STAY = 1, DT_PPO_INCREMENT = 2, DT_PPO_NACTIONS = 3 };
@@ -40,16 +39,29 @@ enum { DT_PPO_DECREMENT = 0, DT_PPO_STAY = 1, DT_PPO_INCREMENT = 2, DT_PPO_NACTI
 /* Global gradient-norm clip before each Adam step. */
 #define DT_PPO_MAX_GRAD_NORM 0.5
 
-typedef struct dt_ppo dt_ppo;
+/* The agent's settings (config keys tuner.ppo.*). */
+typedef struct dt_ppo_params {
+    double learning_rate;      /* Adam step size */
+    double gamma;              /* reward discount */
+    double gae_lambda;
+    int epochs;                /* per update */
+    double clip;               /* PPO clip range */
+    double value_coef;         /* weight of the critic loss */
+    double entropy_coef;       /* weight of the entropy bonus */
+    int episodes;              /* per round */
+    int max_steps;             /* per episode */
+    int hidden;                /* hidden units of the actor-critic */
+} dt_ppo_params;
 
-/* Chameleon's defaults: lr 1e-3, γ 0.9, λ 0.99, 3 epochs, clip 0.3, c_v 1,
- * c_e 0.1, 128 episodes, 500 steps, 64 hidden units. */
-void dt_ppo_default_config(dt_ppo_config *cfg);
+/* Chameleon's settings (dtune check --help lists them). */
+dt_ppo_params dt_ppo_params_default(void);
+
+typedef struct dt_ppo dt_ppo;
 
 /* An agent for nknobs knobs (1..64). cfg is copied. Weights are initialised
  * from seed (policy head scaled by 0.01, so the first policy is close to
  * uniform). Returns 0, DT_EINVAL or DT_ENOMEM. */
-int dt_ppo_new(const dt_ppo_config *cfg, int nknobs, uint64_t seed, dt_ppo **out, dt_error *err);
+int dt_ppo_new(const dt_ppo_params *cfg, int nknobs, uint64_t seed, dt_ppo **out, dt_error *err);
 
 /* Accepts NULL. */
 void dt_ppo_free(dt_ppo *p);
@@ -112,13 +124,13 @@ typedef struct dt_ppo_batch {
 } dt_ppo_batch;
 
 /* The PPO loss L above over the batch at the current parameters; when grad is
- * non-NULL it receives dL/dθ (dt_ppo_nparams doubles). Breakdown may be NULL. */
+ * non-NULL it receives dL/dθ (dt_ppo_ntheta doubles). Breakdown may be NULL. */
 double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update_stats *breakdown);
 
 /* The flat parameter vector θ (W1, b1, Wp, bp, wv, bv), owned by the agent;
  * writes through it change the network. */
-int dt_ppo_nparams(const dt_ppo *p);
-double *dt_ppo_params(dt_ppo *p);
+int dt_ppo_ntheta(const dt_ppo *p);
+double *dt_ppo_theta(dt_ppo *p);
 
 /* Log-probability of actions at state under the current policy. */
 double dt_ppo_log_prob(dt_ppo *p, const double *state, const int *actions);

@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtune/config.h"
 #include "dtune/error.h"
 #include "dtune/space.h"
 
@@ -54,15 +53,21 @@ int dt_sampling_set_add(dt_sampling_set *s, uint64_t index);
  * (a space up to this size is searched exhaustively). */
 #define DT_SAMPLING_SEARCH_LIMIT (1u << 20)
 
-typedef struct dt_sampling dt_sampling;
+/* The sampler's settings (config keys tuner.sampling.*). */
+typedef struct dt_sampling_params {
+    double knee_threshold;     /* k-means knee: stop when threshold x loss >= previous loss */
+    int k_min;                 /* smallest k of k-means */
+} dt_sampling_params;
 
-/* threshold 2.5, k_min 8. */
-void dt_sampling_default_config(dt_sampling_config *cfg);
+/* The defaults (dtune check --help lists them). */
+dt_sampling_params dt_sampling_params_default(void);
+
+typedef struct dt_sampling dt_sampling;
 
 /* A sampler for space (borrowed; must outlive the sampler) taking up to
  * max_candidates candidates and returning batches of up to max_batch. cfg is
  * copied. Workspaces are allocated here. Returns 0, DT_EINVAL, DT_ENOMEM. */
-int dt_sampling_new(const dt_space *space, const dt_sampling_config *cfg, int max_candidates,
+int dt_sampling_new(const dt_space *space, const dt_sampling_params *cfg, int max_candidates,
                     int max_batch, uint64_t seed, dt_sampling **out, dt_error *err);
 void dt_sampling_free(dt_sampling *s);
 

@@ -44,11 +44,31 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dtune/config.h"
 #include "dtune/error.h"
 
 #define DT_SCHED_WINDOW 8
 #define DT_SCHED_HAZARD_MAX 16    /* entries of the hazard table at most */
+
+/* The scheduler's settings (config keys scheduler.*; the belief model's
+ * scheduler.belief.* are dt_belief_params). */
+typedef struct dt_scheduler_params {
+    char policy[32];           /* one of dt_scheduler_policy_at's */
+    double ucb_c;              /* exploration weight C of the UCB1 score */
+    double gamma;              /* score of an unplayed task */
+    int finish_after;          /* trials without improvement before a task is finished */
+    double epsilon;            /* eps_greedy (and gradient): chance of a random task */
+    double softmax_temperature;/* softmax */
+    char hazard[160];          /* hazard: next-slot cut shares by measured slot */
+    double prior_slots;        /* dynatune: weight of the hazard prior, in slots */
+    char prior_hazard[160];    /* dynatune: the prior's cut shares by measured slot */
+    double ceiling;            /* dynatune: the prior's efficiency ceiling (share of peak) */
+    double bandwidth_gbs;      /* dynatune: the prior's roofline bandwidth; 0 = none */
+} dt_scheduler_params;
+
+/* The defaults (dtune check --help lists them): the table's first policy,
+ * dynatune, and the hazard and prior tables fitted on bench/traces (README,
+ * "Scheduler evaluation"). */
+dt_scheduler_params dt_scheduler_params_default(void);
 
 /* What a policy sees of one task before a slot. */
 typedef struct dt_sched_task {
@@ -73,7 +93,7 @@ typedef struct dt_sched_task {
 typedef struct dt_scheduler dt_scheduler;
 
 /* Policy by name (see above); DT_ENOTFOUND lists the names. */
-int dt_scheduler_new(const char *policy, const dt_scheduler_config *cfg, uint64_t seed,
+int dt_scheduler_new(const char *policy, const dt_scheduler_params *cfg, uint64_t seed,
                      dt_scheduler **out, dt_error *err);
 void dt_scheduler_free(dt_scheduler *s);
 

@@ -28,10 +28,31 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dtune/config.h"
+#include "dtune/costmodel.h"
 #include "dtune/error.h"
+#include "dtune/ppo.h"
 #include "dtune/result.h"
+#include "dtune/sampling.h"
 #include "dtune/space.h"
+
+/* batch_size and neighbours at most. */
+#define DT_TUNER_MAX_BATCH 65536
+
+/* The tuner's settings (config keys tuner.*), its parts' with them. */
+typedef struct dt_tuner_params {
+    char strategy[32];         /* one of dt_tuner_strategy_at's */
+    int batch_size;            /* configs measured per round */
+    double random_fraction;    /* autotvm's epsilon: random share of a batch */
+    int neighbours;            /* chameleon: incumbent's neighbours measured per round */
+    bool transfer;             /* start from the run's other tasks of the kind */
+    dt_ppo_params ppo;
+    dt_sampling_params sampling;
+    dt_costmodel_params cost_model;
+} dt_tuner_params;
+
+/* The defaults (dtune check --help lists them): the table's first strategy,
+ * chameleon, and the ppo, sampling and cost-model defaults. */
+dt_tuner_params dt_tuner_params_default(void);
 
 /* Measures a batch: results[i] belongs to points[i]. Returns how many points
  * were measured — n, or fewer (the first ones) when the budget or a stop
@@ -44,15 +65,11 @@ typedef int (*dt_measure_fn)(void *ctx, const dt_space *space, const dt_point *p
 
 typedef struct dt_tuner dt_tuner;
 
-/* Fills cfg with the documented defaults: strategy chameleon, batch 64,
- * random fraction 0.05, and the ppo, sampling and cost-model defaults. */
-void dt_tuner_default_config(dt_tuner_config *cfg);
-
 /* A tuner for space (borrowed: it must outlive the tuner) with the strategy
  * named by cfg->strategy (copied). seed fixes every random choice. Returns 0,
  * DT_ENOTFOUND (unknown strategy; the message lists the known ones),
  * DT_EINVAL (bad settings) or DT_ENOMEM. Free with dt_tuner_free. */
-int dt_tuner_new(const dt_space *space, const dt_tuner_config *cfg, uint64_t seed,
+int dt_tuner_new(const dt_space *space, const dt_tuner_params *cfg, uint64_t seed,
                  dt_tuner **out, dt_error *err);
 
 /* Accepts NULL. */
