@@ -52,7 +52,7 @@ static int addr_from_config(const char *path, char *addr, size_t len)
     if (rc) {
         fprintf(stderr, "dtune status: %s\n", err.msg);
         status = dt_error_exit_status(rc);
-    } else if (cfg->server_listen[0] == '\0' || strcmp(cfg->server_listen, "off") == 0) {
+    } else if (dt_server_listen_off(cfg->server_listen)) {
         fprintf(stderr, "dtune status: %s sets server.listen off: a run started with it has no "
                         "status server\n", path);
         status = 2;

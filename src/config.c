@@ -22,6 +22,7 @@
 #include "dtune/costmodel.h"
 #include "dtune/curve.h"
 #include "dtune/scheduler.h"
+#include "dtune/server.h"
 #include "dtune/tuner.h"
 #include "dtune/util.h"
 
@@ -430,7 +431,7 @@ static int check_listen(const key_def *k, const void *slot, char *why, size_t le
 {
     const char *addr = slot;
     const char *colon = strrchr(addr, ':');
-    if (!addr[0] || strcmp(addr, "off") == 0 || (colon && colon > addr && is_port(colon + 1)))
+    if (dt_server_listen_off(addr) || (colon && colon > addr && is_port(colon + 1)))
         return 0;
     return say(why, len, k, "'%s' is not HOST:PORT or off", addr);
 }
@@ -920,7 +921,7 @@ static void run_defaults(dt_config *cfg)
     cfg->seed = 1;
     cfg->budget = (dt_budget_params){ .total_seconds = 600, .slot_seconds = 10 };
     snprintf(cfg->output_dir, sizeof cfg->output_dir, "runs/latest");
-    snprintf(cfg->server_listen, sizeof cfg->server_listen, "127.0.0.1:8080");
+    snprintf(cfg->server_listen, sizeof cfg->server_listen, "%s", DT_SERVER_DEFAULT_LISTEN);
 }
 
 void dt_config_defaults(dt_config *cfg)

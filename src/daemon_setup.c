@@ -429,7 +429,7 @@ static void pin_off_timing(dt_run *r)
 static int open_server(dt_run *r, dt_error *err)
 {
     const char *listen = r->cfg->server_listen;
-    if (!listen[0] || strcmp(listen, "off") == 0)
+    if (dt_server_listen_off(listen))
         return 0;
     int rc = dt_server_start(listen, &r->state, &r->server, err);
     if (rc == 0)

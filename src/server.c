@@ -426,10 +426,15 @@ static struct MHD_Daemon *start_daemon(const struct addrinfo *ai, dt_server *s)
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
 }
 
+bool dt_server_listen_off(const char *listen)
+{
+    return !listen || !listen[0] || strcmp(listen, "off") == 0;
+}
+
 int dt_server_start(const char *listen, dt_run_state *rs, dt_server **out, dt_error *err)
 {
     *out = NULL;
-    if (!listen || !listen[0] || strcmp(listen, "off") == 0)
+    if (dt_server_listen_off(listen))
         return 0;
     struct addrinfo *res = NULL;
     int rc = resolve(listen, &res, err);

@@ -23,6 +23,8 @@
 
 #include <stddef.h>
 
+#include <stdbool.h>
+
 #include "dtune/error.h"
 #include "dtune/runstate.h"
 
@@ -39,6 +41,9 @@ typedef struct dt_server dt_server;
  * (address in use or not bindable; the message names it), DT_ELIB,
  * DT_ENOMEM. */
 int dt_server_start(const char *listen, dt_run_state *rs, dt_server **out, dt_error *err);
+
+/* Whether listen (server.listen) asks for no server: NULL, "" or "off". */
+bool dt_server_listen_off(const char *listen);
 
 /* The port the server listens on; 0 for NULL. */
 int dt_server_port(const dt_server *server);
