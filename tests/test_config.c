@@ -647,6 +647,111 @@ static void test_print_keys(void **state)
     assert_same_config(&c, &defaults);
 }
 
+/* ---- README's copy of the table ------------------------------------------------------ */
+
+/* The text between the next pair of backticks after *p, into buf; *p moves
+ * past it. False when there is none before the cell ends. */
+static bool next_quoted(const char **p, char *buf, size_t len)
+{
+    const char *open = strchr(*p, '`'), *bar = strchr(*p, '|');
+    if (!open || (bar && bar < open))
+        return false;
+    const char *close = strchr(open + 1, '`');
+    assert_non_null(close);
+    snprintf(buf, len, "%.*s", (int)(close - open - 1), open + 1);
+    *p = close + 1;
+    return true;
+}
+
+/* One README row "| `a.b.c` / `d` | `1` / `2` | ...": each key (later ones
+ * beside the first, in its section) set to its written default leaves the
+ * defaults unchanged. Returns how many keys the row documents (0 for a row
+ * of `section.*`, which documents no default by key). */
+static int check_readme_row(const char *row, const dt_config *defaults, char covered[][128],
+                            int ncovered)
+{
+    char key[64], first[64], value[128], full[128];
+    const char *keys = row + 1, *values = strchr(keys, '|') + 1;
+    char *want = printed(defaults);
+    dt_error err;
+    int n = 0;
+    for (; next_quoted(&keys, key, sizeof key); n++) {
+        if (strchr(key, '*'))
+            return 0;
+        if (n == 0)
+            snprintf(first, sizeof first, "%s", key);
+        const char *dot = strrchr(first, '.');
+        snprintf(full, sizeof full, "%.*s%s", n && dot ? (int)(dot - first + 1) : 0, first, key);
+        snprintf(covered[ncovered + n], 128, "%s", full);
+        if (!next_quoted(&values, value, sizeof value))
+            continue;   /* "(required)" */
+        dt_config c = *defaults;
+        if (dt_config_set(&c, full, strcmp(value, "\"\"") == 0 ? "" : value, &err) != 0)
+            fail_msg("README: %s = %s: %s", full, value, err.msg);
+        char *got = printed(&c);
+        if (strcmp(got, want) != 0)
+            fail_msg("README: %s = %s is not its default", full, value);
+        free(got);
+    }
+    free(want);
+    return n;
+}
+
+/* A choice key's README row names every name of its module's table. */
+static void check_readme_names(const char *row)
+{
+    static const struct { const char *key; dt_name_at_fn names; } choices[] = {
+        { "target", dt_target_at },
+        { "scheduler.policy", dt_scheduler_policy_at },
+        { "scheduler.belief.curve", dt_curve_family_at },
+        { "tuner.strategy", dt_tuner_strategy_at },
+        { "tuner.cost_model.objective", dt_costmodel_objective_at },
+    };
+    char key[64];
+    if (sscanf(row, "| `%63[^`]`", key) != 1)
+        return;
+    for (size_t c = 0; c < sizeof choices / sizeof choices[0]; c++)
+        for (int i = 0; strcmp(key, choices[c].key) == 0 && choices[c].names(i); i++)
+            if (!strstr(row, choices[c].names(i)))
+                fail_msg("README's row of %s does not name %s", key, choices[c].names(i));
+}
+
+/* README's config.yaml table agrees with the defaults, names every key (a
+ * `section.*` row covers its section) and every choice's names. */
+static void test_readme_table(void **state)
+{
+    char line[1024], covered[128][128], stars[8][64];
+    int ncovered = 0, nstars = 0;
+    dt_config defaults;
+    dt_config_defaults(&defaults);
+    FILE *f = fopen("README.md", "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) && strncmp(line, "## config.yaml", 14) != 0)
+        ;
+    while (fgets(line, sizeof line, f) && strncmp(line, "## ", 3) != 0) {
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        assert_true(ncovered < 120);
+        int n = check_readme_row(line, &defaults, covered, ncovered);
+        check_readme_names(line);
+        if (n == 0 && nstars < 8)
+            sscanf(line, "| `%63[^*]", stars[nstars++]);
+        ncovered += n;
+    }
+    fclose(f);
+    char *table = printed(&defaults), *row = strchr(table, '\n') + 1;
+    for (char key[64]; sscanf(row, "%63s", key) == 1; row = strchr(row, '\n') + 1) {
+        bool found = false;
+        for (int i = 0; i < ncovered && !found; i++)
+            found = strcmp(covered[i], key) == 0;
+        for (int i = 0; i < nstars && !found; i++)
+            found = strncmp(stars[i], key, strlen(stars[i])) == 0;
+        if (!found)
+            fail_msg("README's config.yaml table has no row for %s", key);
+    }
+    free(table);
+}
+
 /* ---- the bad configs in tests/data ------------------------------------------------- */
 
 /* Checks one file: its "# expect: L:C: text" lines, in order, are its messages. */
@@ -764,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_defaults_are_the_modules),
         cmocka_unit_test(test_set_and_validate),
         cmocka_unit_test(test_print_keys),
+        cmocka_unit_test(test_readme_table),
         cmocka_unit_test(test_data_files),
         cmocka_unit_test(test_cmd_check),
     };
