@@ -338,6 +338,19 @@ static void test_warm_start(void **state)
     free_keys(b, nb);
 }
 
+/* Runs three short slots into dir and returns its tuning.jsonl (at path),
+ * for the tests that then edit the log and resume. */
+static char *short_run_log(char *dir, const char *path)
+{
+    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "3"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    char *log = dt_test_slurp(path);
+    assert_non_null(log);
+    return log;
+}
+
 /* A log whose knobs do not match this space's reading of a config index (a
  * log of another machine's vector width, another dtune version) is refused
  * with exit 2 naming the record, and is left exactly as it was. */
@@ -347,17 +360,12 @@ static void test_resume_refuses_another_space(void **state)
     char dir[64], path[128];
     dt_test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
-    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "3"), out,
-                         sizeof out);
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, out);
-    char *log = dt_test_slurp(path);
-    assert_non_null(log);
+    char *log = short_run_log(dir, path);
     char *knobs = strstr(log, "\"knobs\":\"");
     assert_non_null(knobs);
     knobs[strlen("\"knobs\":\"")] = 'X'; /* "tile_..." -> "Xile_..." */
     assert_int_equal(dt_test_write_file(path, "%s", log), 0);
-    rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
+    int rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
                      sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "tuning.jsonl: record"));
@@ -413,12 +421,7 @@ static void test_resume_matches_tasks_by_name(void **state)
     char dir[64], path[128], want[64];
     dt_test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
-    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "3"), out,
-                         sizeof out);
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, out);
-    char *log = dt_test_slurp(path);
-    assert_non_null(log);
+    char *log = short_run_log(dir, path);
     int measures = dt_test_count_lines(path, "\"type\":\"measure\"");
     assert_true(measures > 3);
 
@@ -434,7 +437,7 @@ static void test_resume_matches_tasks_by_name(void **state)
     /* every conv record claims task 2 (fc's index): still conv's */
     text = replaced(log, "\"task\":\"conv\",\"task_index\":0", "\"task\":\"conv\",\"task_index\":2", true);
     assert_int_equal(dt_test_write_file(path, "%s", text), 0);
-    rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
+    int rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"), out,
                      sizeof out);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, out);
