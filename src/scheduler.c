@@ -96,6 +96,20 @@ static int argmax(const double *v, const dt_sched_task *tasks, int n, bool skip_
 
 /* ---- policies --------------------------------------------------------------- */
 
+/* The belief's r_k with its predicted level held under the task's roofline
+ * (dt_sched_roofline_level x peak): a curve fitted to a few noisy trials can
+ * extrapolate past what the machine can do, and the cut it promises then is
+ * one no slot can deliver. Without a level (no ceiling or no peak) r_k. */
+static double capped_reduction(const dt_scheduler *s, const dt_sched_task *k)
+{
+    double level = dt_sched_roofline_level(k, s->cfg.ceiling, s->cfg.bandwidth_gbs);
+    if (level <= 0 || k->pred_gflops <= level * k->peak_gflops)
+        return dt_sched_expected_reduction(k);
+    dt_sched_task capped = *k;
+    capped.pred_gflops = fmax(level * k->peak_gflops, k->best_gflops);
+    return dt_sched_expected_reduction(&capped);
+}
+
 /* DynaTune's predicted cut of task k's next slot. With a prior
  * (cfg.prior_slots m0 > 0) it is the cross-task prior cut
  * dt_sched_prior_share(prior_hazard, ceiling) w_k L_k and the belief's own r_k weighed as a posterior mean with m0 pseudo-slots
@@ -108,12 +122,12 @@ static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
 {
     double m0 = s->cfg.prior_slots, m = k->measured_slots;
     if (m0 <= 0)
-        return k->pred_ok ? dt_sched_expected_reduction(k) : NAN;
+        return k->pred_ok ? capped_reduction(s, k) : NAN;
     double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->cfg.ceiling, s->cfg.bandwidth_gbs) *
                    task_latency(k);
     if (!k->pred_ok)
         return prior;
-    return (m0 * prior + m * dt_sched_expected_reduction(k)) / (m0 + m);
+    return (m0 * prior + m * capped_reduction(s, k)) / (m0 + m);
 }
 
 /* UCB1 (Auer et al. 2002) assumes rewards in [0, 1]: r_k is divided by the
@@ -345,17 +359,25 @@ static int pick_weighted_rr(struct dt_scheduler *s, int t, const dt_sched_task *
     return argmax(w, tasks, n, true);
 }
 
+double dt_sched_roofline_level(const dt_sched_task *k, double ceiling, double bandwidth_gbs)
+{
+    if (ceiling <= 0 || k->peak_gflops <= 0)
+        return 0;
+    double level = ceiling;
+    if (bandwidth_gbs > 0 && k->bytes > 0)
+        level = fmin(level, k->flops / k->bytes * bandwidth_gbs / k->peak_gflops);
+    return level;
+}
+
 double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, double ceiling,
                             double bandwidth_gbs)
 {
     if (n <= 0)
         return 0;
     double share = h[k->measured_slots < n ? k->measured_slots : n - 1];
-    if (ceiling <= 0 || k->peak_gflops <= 0)
+    double level = dt_sched_roofline_level(k, ceiling, bandwidth_gbs);
+    if (level <= 0)
         return share;
-    double level = ceiling;
-    if (bandwidth_gbs > 0 && k->bytes > 0)
-        level = fmin(level, k->flops / k->bytes * bandwidth_gbs / k->peak_gflops);
     return share * fmax(DT_SCHED_HEADROOM_FLOOR, 1 - k->best_gflops / k->peak_gflops / level);
 }
 

@@ -334,6 +334,34 @@ static void test_prior_share_roofline(void **state)
     assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.21) < 1e-12);
 }
 
+/* The belief's curve is held under the same roofline: with peak 100 GFLOPS
+ * and a level of 1.0 (5 flop/byte at 20 GB/s) a belief promising 400 GFLOPS
+ * for a 2 x 0.2 GFLOP task at 25 GFLOPS cuts at most 2 x (8 - 2) = 12 ms,
+ * not 2 x (8 - 0.5) = 15; without prior (m0 = 0) the cut is that r_k. A
+ * prediction under the level is left alone. */
+static void test_dynatune_curve_under_roofline(void **state)
+{
+    (void)state;
+    dt_scheduler_params c = sched_cfg();
+    c.prior_slots = 0;
+    c.ceiling = 1.2;
+    c.bandwidth_gbs = 20;
+    dt_scheduler *s = NULL;
+    dt_error err;
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &s, &err), 0);
+    dt_sched_task t = task(2, 0.2, 25, 400, 1);
+    t.peak_gflops = 100;
+    t.bytes = 4e7;
+    assert_true(fabs(dt_sched_roofline_level(&t, 1.2, 20) - 1.0) < 1e-12);
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 12) < 1e-9);
+    t.pred_gflops = 50;
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 2 * (8 - 4)) < 1e-9);
+    t.bytes = 0;  /* no bytes: the FLOP ceiling 1.2 x 100 rules */
+    t.pred_gflops = 400;
+    assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 2 * (8 - 0.2 / 120 * 1e3)) < 1e-9);
+    dt_scheduler_free(s);
+}
+
 static void test_hazard_table_parse(void **state)
 {
     (void)state;
@@ -420,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_hazard_table_parse),
         cmocka_unit_test(test_prior_share_roofline),
         cmocka_unit_test(test_dynatune_prior_blend),
+        cmocka_unit_test(test_dynatune_curve_under_roofline),
         cmocka_unit_test(test_optimum_matches_brute_force),
     };
     return cmocka_run_group_tests_name("scheduler", tests, NULL, NULL);

@@ -128,6 +128,12 @@ double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
  * or unknown bytes: the FLOP ceiling alone; ceiling <= 0 or no peak: h(m_k)
  * alone. */
 #define DT_SCHED_HEADROOM_FLOOR 0.05
+/* A task's roofline level as a share of its peak: min(ceiling, flops / bytes
+ * x bandwidth_gbs / peak_gflops), the FLOP ceiling alone when bandwidth_gbs
+ * <= 0 or bytes are unknown; 0 (no level) when ceiling <= 0 or no peak.
+ * dynatune bounds both its prior's headroom and its own curve's predicted
+ * level by it. */
+double dt_sched_roofline_level(const dt_sched_task *task, double ceiling, double bandwidth_gbs);
 double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, double ceiling,
                             double bandwidth_gbs);
 
