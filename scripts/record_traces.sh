@@ -36,12 +36,7 @@ ntasks=$(bin/dtune models "$yaml" | sed -n 's/^model [^:]*: \([0-9]*\) tasks.*/\
 
 run=$outdir/$model-s$seed
 mkdir -p "$run"
-# The machine, precisely enough that two CPUs sold under one name differ:
-# the name alone ("AMD EPYC") was the same on a Zen 5 with AVX-512 and a
-# Zen 4 whose hypervisor hides AVX-512.
-cpu_field() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | sed 's/^[^:]*: *//'; }
-simd=$(cpu_field flags | tr ' ' '\n' | grep -E '^(avx512f|avx2|fma|neon|asimd)$' | sort | tr '\n' ' ' | sed 's/ $//')
-machine="$(cpu_field 'model name'), family $(cpu_field 'cpu family') model $(cpu_field model) stepping $(cpu_field stepping), ${simd:-no avx}, nproc $(nproc)"
+. scripts/machine.sh
 if [ -f "$run/machine.txt" ] && [ "$(cat "$run/machine.txt")" != "$machine" ]; then
     echo "$0: $run was recorded on '$(cat "$run/machine.txt")', this is '$machine'; use another OUTDIR" >&2
     exit 1

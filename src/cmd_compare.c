@@ -6,7 +6,12 @@
  * run: policy, strategy, latency at the start and at the end, tuning time,
  * and the time the run needed to reach L*, the highest of the runs' final
  * latencies (the best latency every run reached), with each run's speed-up
- * to L* against the first RUN_DIR. All curves go into one SVG chart.
+ * to L* against the first RUN_DIR. When runs repeat a policy and strategy
+ * (seeds of one setting), a second table gives per policy the final
+ * latency, the seconds to 1.10 and 1.05 times the lowest final latency of
+ * any run, and the mean latency over the shortest run's time, as median
+ * [min, max]. All curves go into one SVG chart, one colour per policy and
+ * strategy, one dash per seed.
  *
  * Runs of different models are refused (exit 2); a malformed latency.csv is
  * reported as file:line:column (exit 2).
@@ -30,6 +35,8 @@
 
 typedef struct run_curve {
     const char *dir;
+    char group[80];            /* "policy (strategy)": runs that differ only in seed */
+    int colour, dash;          /* chart: one colour per group, one dash per seed */
     char label[96];
     char model[DT_NAME_MAX];
     double *t, *ms;            /* elapsed seconds, model latency (ms) per row */
@@ -44,8 +51,12 @@ static void usage(FILE *to)
           "Prints, per run: policy, strategy, model latency at the start and the\n"
           "end, tuning time, and the time to reach L*, the highest of the runs'\n"
           "final latencies (a latency every run reached), with the speed-up to L*\n"
-          "against the first RUN_DIR. Draws every run's model latency over time\n"
-          "into one SVG. Reads RUN_DIR/latency.csv and RUN_DIR/best.json.\n"
+          "against the first RUN_DIR. Runs that repeat a policy and strategy (several\n"
+          "seeds) get a table by policy: final latency, seconds to 1.10 and 1.05 x the\n"
+          "lowest final latency of any run, and mean latency over the shortest run's\n"
+          "time, each as median [min, max]. Draws every run's model latency over time\n"
+          "into one SVG (one colour per policy, one dash per seed). Reads\n"
+          "RUN_DIR/latency.csv and RUN_DIR/best.json.\n"
           "\n"
           "  -o, --output FILE   the chart (default compare.svg); a FILE ending in .html\n"
           "                      is one self-contained page: the table and the chart\n"
@@ -169,6 +180,7 @@ static int load_run(run_curve *r)
     }
     char seed[32];
     seed_label(r->dir, seed, sizeof seed);
+    snprintf(r->group, sizeof r->group, "%s (%s)", rs.policy, rs.strategy);
     snprintf(r->label, sizeof r->label, "%s (%s%s)", rs.policy, rs.strategy, seed);
     snprintf(r->model, sizeof r->model, "%s", rs.model);
     dt_run_state_destroy(&rs);
@@ -210,6 +222,106 @@ static void print_table(FILE *f, const run_curve *runs, int n, double level)
     }
 }
 
+/* Runs of one policy and strategy (seeds of one setting) share a colour and
+ * differ in dash; *largest gets the size of the largest group. */
+static void assign_groups(run_curve *runs, int n, int *largest)
+{
+    int ngroups = 0;
+    *largest = 1;
+    for (int i = 0; i < n; i++) {
+        int same = 0, first = -1;
+        for (int j = 0; j < i; j++)
+            if (strcmp(runs[j].group, runs[i].group) == 0) {
+                same++;
+                if (first < 0)
+                    first = j;
+            }
+        runs[i].colour = first >= 0 ? runs[first].colour : ngroups++ % DT_REPORT_COLOURS + 1;
+        runs[i].dash = same % DT_REPORT_DASHES;
+        if (same + 1 > *largest)
+            *largest = same + 1;
+    }
+}
+
+/* Mean model latency (ms) over [0, span]: each row's latency holds until the
+ * next; before the first row, the first row's. */
+static double mean_ms(const run_curve *r, double span)
+{
+    double area = 0, t = 0, ms = r->ms[0];
+    for (int i = 0; i < r->n && r->t[i] < span; i++) {
+        area += ms * (r->t[i] - t);
+        t = r->t[i];
+        ms = r->ms[i];
+    }
+    area += ms * (span - t);
+    return span > 0 ? area / span : ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* "median [min, max]" of v[0..n), sorting v; "never" for an infinite one. */
+static void spread(char *buf, size_t len, double *v, int n, const char *fmt)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double x[3] = { n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1] };
+    char text[3][32];
+    for (int k = 0; k < 3; k++) {
+        if (isfinite(x[k]))
+            snprintf(text[k], sizeof text[k], fmt, x[k]);
+        else
+            snprintf(text[k], sizeof text[k], "never");
+    }
+    snprintf(buf, len, "%s [%s, %s]", text[0], text[1], text[2]);
+}
+
+/* One row per policy (strategy): final latency, seconds to 1.10 and 1.05
+ * times the lowest final latency of any run, and the anytime figure (mean
+ * latency over the shortest run's time), each as median [min, max] over
+ * the group's runs. */
+static void print_groups(FILE *f, const run_curve *runs, int n)
+{
+    static const double eps[2] = { 0.10, 0.05 };
+    double best = INFINITY, span = INFINITY;
+    for (int i = 0; i < n; i++) {
+        best = fmin(best, final_ms(&runs[i]));
+        span = fmin(span, runs[i].t[runs[i].n - 1]);
+    }
+    fprintf(f, "\nby policy: median [min, max] over its runs; L_best = %.4f ms (the lowest final "
+               "latency);\nmean ms over the first %.1f s (the shortest run)\n", best, span);
+    fprintf(f, "%-28s %4s %30s %26s %26s %30s\n", "policy (strategy)", "runs", "final ms",
+            "to 1.10 L_best (s)", "to 1.05 L_best (s)", "mean ms");
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(runs[j].group, runs[i].group) == 0;
+        if (seen)
+            continue;
+        double fin[MAX_RUNS], to[2][MAX_RUNS], mean[MAX_RUNS];
+        int m = 0;
+        for (int j = i; j < n; j++) {
+            if (strcmp(runs[j].group, runs[i].group) != 0)
+                continue;
+            fin[m] = final_ms(&runs[j]);
+            for (int e = 0; e < 2; e++) {
+                double t = time_to(&runs[j], best * (1 + eps[e]));
+                to[e][m] = t < 0 ? INFINITY : t;
+            }
+            mean[m++] = mean_ms(&runs[j], span);
+        }
+        char text[4][112];
+        spread(text[0], sizeof text[0], fin, m, "%.4f");
+        spread(text[1], sizeof text[1], to[0], m, "%.1f");
+        spread(text[2], sizeof text[2], to[1], m, "%.1f");
+        spread(text[3], sizeof text[3], mean, m, "%.4f");
+        fprintf(f, "%-28s %4d %30s %26s %26s %30s\n", runs[i].group, m, text[0], text[1],
+                text[2], text[3]);
+    }
+}
+
 /* Draws every run's curve, time in seconds, minutes or hours as the
  * longest run fits. */
 static int draw(const run_curve *runs, int n, const char *out, double level)
@@ -233,7 +345,8 @@ static int draw(const run_curve *runs, int n, const char *out, double level)
         for (int j = 0; j < runs[i].n; j++)
             scaled[i][j] = runs[i].t[j] / unit;
         curves[i] = (dt_report_curve){ .name = runs[i].label, .n = runs[i].n, .x = scaled[i],
-                                       .y = runs[i].ms };
+                                       .y = runs[i].ms, .colour = runs[i].colour,
+                                       .dash = runs[i].dash };
     }
     char title[DT_NAME_MAX + 64], xlabel[32];
     snprintf(title, sizeof title, "%s: model latency over tuning time", runs[0].model);
@@ -267,7 +380,7 @@ static char *read_all(const char *path)
 }
 
 /* The runs as one self-contained page: the table and the chart inline. */
-static int write_html(const run_curve *runs, int n, const char *out, double level)
+static int write_html(const run_curve *runs, int n, const char *out, double level, bool grouped)
 {
     char svg_path[DT_PATH_MAX + 8];
     snprintf(svg_path, sizeof svg_path, "%s.svg", out);
@@ -280,6 +393,8 @@ static int write_html(const run_curve *runs, int n, const char *out, double leve
     FILE *f = fopen(out, "w");
     if (svg && mem && f) {
         print_table(mem, runs, n, level);
+        if (grouped)
+            print_groups(mem, runs, n);
         fclose(mem);
         mem = NULL;
         fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dtune compare: ", f);
@@ -340,8 +455,13 @@ int dt_cmd_compare(int argc, char **argv)
         double level = 0;
         for (int k = 0; k < n; k++)
             level = fmax(level, final_ms(&runs[k]));
+        int largest;
+        assign_groups(runs, n, &largest);
         print_table(stdout, runs, n, level);
-        rc = is_html(out) ? write_html(runs, n, out, level) : draw(runs, n, out, level);
+        if (largest > 1)
+            print_groups(stdout, runs, n);
+        rc = is_html(out) ? write_html(runs, n, out, level, largest > 1)
+                          : draw(runs, n, out, level);
         if (rc == 0)
             printf("\n%s: %s (dashed line: L*)\n", is_html(out) ? "page" : "chart", out);
     }

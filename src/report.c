@@ -637,7 +637,7 @@ int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err)
 
 enum { COL_BG, COL_INK, COL_GRID, COL_TARGET, COL_MARK, COL_CURVE0, COL_COUNT };
 
-static const unsigned char palette[COL_CURVE0 + DT_REPORT_MAX_CURVES][3] = {
+static const unsigned char palette[COL_CURVE0 + DT_REPORT_COLOURS][3] = {
     { 255, 255, 255 }, { 0, 0, 0 },      { 215, 215, 215 }, { 110, 110, 110 },
     { 0, 128, 0 },     { 31, 119, 180 }, { 255, 127, 14 },  { 44, 160, 44 },
     { 214, 39, 40 },   { 148, 103, 189 },{ 140, 86, 75 },   { 227, 119, 194 },
@@ -657,6 +657,18 @@ static void plot_text(const char *in, char *out, size_t len)
     out[j] = '\0';
 }
 
+/* PLplot colour-map entry and line style of curve i. */
+static PLINT curve_colour(const dt_report_curve *cv, int i)
+{
+    int k = cv->colour > 0 ? cv->colour - 1 : i;
+    return COL_CURVE0 + k % DT_REPORT_COLOURS;
+}
+
+static PLINT curve_style(const dt_report_curve *cv)
+{
+    return 1 + cv->dash;
+}
+
 static int chart_check(const chart *c, dt_error *err)
 {
     if (c->ncurves < 1 || c->ncurves > DT_REPORT_MAX_CURVES)
@@ -666,6 +678,10 @@ static int chart_check(const chart *c, dt_error *err)
         const dt_report_curve *cv = &c->curves[i];
         if (cv->n < 0 || (cv->n > 0 && (!cv->x || !cv->y)))
             return dt_error_set(err, DT_EINVAL, "curve %d has no points array", i);
+        if (cv->colour < 0 || cv->colour > DT_REPORT_COLOURS || cv->dash < 0
+            || cv->dash >= DT_REPORT_DASHES)
+            return dt_error_set(err, DT_EINVAL, "curve %d: colour %d or dash %d out of range", i,
+                                cv->colour, cv->dash);
         for (int j = 0; j < cv->n; j++)
             if (!isfinite(cv->x[j]) || !isfinite(cv->y[j]))
                 return dt_error_set(err, DT_EINVAL, "curve '%s' point %d is not finite",
@@ -747,8 +763,8 @@ static void draw_legend(const chart *c)
     const char *text[DT_REPORT_MAX_CURVES];
     for (int i = 0; i < c->ncurves; i++) {
         opts[i] = PL_LEGEND_LINE;
-        colors[i] = COL_CURVE0 + i;
-        styles[i] = 1;
+        colors[i] = curve_colour(&c->curves[i], i);
+        styles[i] = curve_style(&c->curves[i]);
         widths[i] = 2.0;
         plot_text(c->curves[i].name ? c->curves[i].name : "", names[i], sizeof names[i]);
         text[i] = names[i];
@@ -765,8 +781,8 @@ static void draw_chart(const char *file, const chart *c, const chart_range *r)
     plsdev("svg");
     plsfnam(file);
     plspage(0, 0, 900, 560, 0, 0);
-    plscmap0n(COL_CURVE0 + DT_REPORT_MAX_CURVES);
-    for (int i = 0; i < COL_CURVE0 + DT_REPORT_MAX_CURVES; i++)
+    plscmap0n(COL_CURVE0 + DT_REPORT_COLOURS);
+    for (int i = 0; i < COL_CURVE0 + DT_REPORT_COLOURS; i++)
         plscol0(i, palette[i][0], palette[i][1], palette[i][2]);
     plinit();
     plschr(0, 0.85);
@@ -774,10 +790,12 @@ static void draw_chart(const char *file, const chart *c, const chart_range *r)
     draw_reference_lines(c, r);
     plwidth(2.0);
     for (int i = 0; i < c->ncurves; i++) {
-        plcol0(COL_CURVE0 + i);
+        plcol0(curve_colour(&c->curves[i], i));
+        pllsty(curve_style(&c->curves[i]));
         if (c->curves[i].n > 0)
             plline(c->curves[i].n, c->curves[i].x, c->curves[i].y);
     }
+    pllsty(1);
     plwidth(1.0);
     if (c->ncurves > 1)
         draw_legend(c);
@@ -918,7 +936,8 @@ int dt_report_write_svg(const dt_run_state *rs, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "latency.svg: out of memory");
     }
     latency_labels(rs, unit_name, unit, title, xlabel, hlabel, vlabel, sizeof title);
-    dt_report_curve curve = { "model latency", latency_steps(rs, unit, x, y), x, y };
+    dt_report_curve curve = { .name = "model latency", .n = latency_steps(rs, unit, x, y),
+                              .x = x, .y = y };
     chart c = { .title = title, .xlabel = xlabel, .ylabel = "model latency (ms)",
                 .curves = &curve, .ncurves = 1, .hline = rs->target_latency_ms,
                 .hline_label = hlabel, .vline = rs->reached_at >= 0 ? rs->reached_at / unit : NAN,

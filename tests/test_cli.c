@@ -154,6 +154,42 @@ static void test_compare(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
+/* Seeds of one policy are summarised together: L_best 2.2 ms; to 1.10 L_best
+ * (2.42 ms) dynatune took 310 s and 60 s, sequential never; mean latency
+ * over 310 s: (4.1 x 124 + 2.6 x 186) / 310 = 3.2 and (4.1 x 60 + 2.4 x
+ * 250) / 310 = 2.729. */
+static void test_compare_by_policy(void **state)
+{
+    (void)state;
+    char dir[64], run[4][128], svg[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    const char *policy[4] = { "sequential", "sequential", "dynatune", "dynatune" };
+    const char *rows[4] = { "5,0,warm-up,4.1,1\n124,1,fc,3.3,1\n310,2,fc,2.7,1\n",
+                            "5,0,warm-up,4.1,1\n200,1,fc,3.0,1\n310,2,fc,2.9,1\n",
+                            "5,0,warm-up,4.1,1\n124,1,fc,2.6,1\n310,2,fc,2.2,1\n",
+                            "5,0,warm-up,4.1,1\n60,1,fc,2.4,1\n310,2,fc,2.3,1\n" };
+    for (int i = 0; i < 4; i++) {
+        snprintf(run[i], sizeof run[i], "%s/run%d", dir, i);
+        write_run(run[i], "tiny", policy[i], rows[i]);
+    }
+    snprintf(svg, sizeof svg, "%s/cmp.svg", dir);
+    int rc = dt_test_run((char *[]){ "dtune", "compare", "-o", svg, run[0], run[1], run[2], run[3],
+                                     NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune compare exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "L_best = 2.2000 ms"));
+    const char *dyn = strstr(out, "\ndynatune (chameleon)");
+    const char *seq = strstr(out, "\nsequential (chameleon)");
+    if (!dyn || !seq)
+        fail_msg("no by-policy rows in: %s", out);
+    assert_non_null(strstr(dyn, "2.2500 [2.2000, 2.3000]"));
+    assert_non_null(strstr(dyn, "185.0 [60.0, 310.0]"));
+    assert_non_null(strstr(dyn, "310.0 [310.0, 310.0]"));
+    assert_non_null(strstr(dyn, "2.9645 [2.7290, 3.2000]"));
+    assert_non_null(strstr(seq, "never [never, never]"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_models_table),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare_by_policy),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -358,14 +358,23 @@ static void test_latency_svg(void **state)
     remove_run_dir(dir);
 }
 
+static int count_substr(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
 static void test_svg_curves(void **state)
 {
     (void)state;
     char *dir = make_run_dir(), path[1024];
     double x[4] = { 0, 61.5, 123.25, 300.75 };
     double y1[4] = { 9.81, 7.25, 5.125, 4.0625 }, y2[4] = { 9.81, 8.5, 6.75, 3.3125 };
-    dt_report_curve curves[3] = { { "sequential", 4, x, y1 }, { "dynatune", 4, x, y2 },
-                           { "round_#robin", 0, NULL, NULL } };
+    dt_report_curve curves[3] = { { .name = "sequential", .n = 4, .x = x, .y = y1 },
+                                  { .name = "dynatune", .n = 4, .x = x, .y = y2 },
+                                  { .name = "round_#robin" } };
     dt_error err;
     path_in(path, sizeof path, dir, "compare.svg");
     int rc = dt_report_svg_curves(path, "resnet18: policies", "time (s)", "latency (ms)",
@@ -383,12 +392,30 @@ static void test_svg_curves(void **state)
 
     assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", curves, 0, 0, &err), DT_EINVAL);
     double bad[4] = { 1, NAN, 2, 3 };
-    dt_report_curve nan_curve = { "nan", 4, x, bad };
+    dt_report_curve nan_curve = { .name = "nan", .n = 4, .x = x, .y = bad };
     assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", &nan_curve, 1, 0, &err),
                      DT_EINVAL);
     assert_int_equal(dt_report_svg_curves("/nonexistent_dir_dtune/x.svg", "t", "x", "y", curves,
                                           1, 0, &err),
                      DT_EIO);
+    /* Two seeds of one policy: one colour, the second dashed; a colour or
+     * dash outside the tables is refused. */
+    curves[1].colour = curves[0].colour = 3;
+    assert_int_equal(dt_report_svg_curves(path, "seeds", "x", "y", curves, 2, 0, &err), 0);
+    svg = read_text(path);
+    int solid = count_substr(svg, "<polyline");
+    free(svg);
+    curves[1].dash = 1;  /* PLplot's SVG draws a dashed line as its dashes */
+    assert_int_equal(dt_report_svg_curves(path, "seeds", "x", "y", curves, 2, 0, &err), 0);
+    svg = read_text(path);
+    assert_true(count_substr(svg, "<polyline") > solid + 10);
+    free(svg);
+    curves[1].dash = DT_REPORT_DASHES;
+    assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", curves, 2, 0, &err), DT_EINVAL);
+    curves[1].dash = 0;
+    curves[1].colour = DT_REPORT_COLOURS + 1;
+    assert_int_equal(dt_report_svg_curves(path, "t", "x", "y", curves, 2, 0, &err), DT_EINVAL);
+    curves[1].colour = 0;
     /* PLplot is usable again after refusals. */
     assert_int_equal(dt_report_svg_curves(path, "again", "x", "y", curves, 2, 0, &err), 0);
     assert_int_equal(count_files(dir), 1);
@@ -404,7 +431,7 @@ static void *draw_charts(void *arg)
 {
     chart_job *job = arg;
     double x[3] = { 0, 10.5, 20.25 }, y[3] = { 3.5, 2.25, 1.125 };
-    dt_report_curve curve = { "a", 3, x, y };
+    dt_report_curve curve = { .name = "a", .n = 3, .x = x, .y = y };
     dt_error err;
     for (int i = 0; i < 4 && job->rc == 0; i++)
         job->rc = dt_report_svg_curves(job->path, "threads", "x", "y", &curve, 1, 0, &err);

@@ -28,7 +28,13 @@ typedef struct dt_report_curve {
     int n;
     const double *x;
     const double *y;
+    int colour;                /* 0: the curve's position picks it; k >= 1: the k-th of
+                                  DT_REPORT_COLOURS (curves of one group share one) */
+    int dash;                  /* 0: solid; 1 .. DT_REPORT_DASHES - 1: a dash pattern */
 } dt_report_curve;
+
+#define DT_REPORT_COLOURS 12   /* distinct curve colours of a chart */
+#define DT_REPORT_DASHES 8     /* line patterns (PLplot's, solid first) */
 
 /* Appends one row for the newest latency point of rs to RUN_DIR/latency.csv:
  *   elapsed_s,slot,task,model_latency_ms,<best latency ms of each task>
@@ -64,7 +70,8 @@ int dt_report_write_best(const dt_run_state *rs, dt_error *err);
 int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err);
 
 /* Draws ncurves (1..DT_REPORT_MAX_CURVES) line curves into one SVG at path,
- * each in its own colour and named in a legend when there are two or more,
+ * each in its colour (its own, cycling through DT_REPORT_COLOURS, unless it
+ * names one) and dash pattern, named in a legend when there are two or more,
  * with a dashed horizontal line at y = hline labelled "target" when
  * hline > 0. Both axes start at 0 (or below, for negative points). The file
  * is replaced atomically. A curve with n = 0 is only listed in the legend.
@@ -75,7 +82,7 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
                          const char *ylabel, const dt_report_curve *curves, int ncurves,
                          double hline, dt_error *err);
 
-#define DT_REPORT_MAX_CURVES 12
+#define DT_REPORT_MAX_CURVES 24
 
 /* Writes the run as one self-contained HTML page to f: headline (model
  * latency now and after warm-up, target), latency over time and the
