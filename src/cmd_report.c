@@ -6,7 +6,9 @@
  * best GFLOPS, that as a share of the target's peak, the task's share of the
  * model latency (count x best latency / model latency), slots and trials.
  * With --html it writes the run's report page instead (dt_report_html, from
- * best.json and tuning.jsonl) to RUN_DIR/report.html or the -o file.
+ * best.json and tuning.jsonl) to RUN_DIR/report.html or the -o file; more
+ * RUN_DIRs after the first (runs of the same model) add a "runs compared"
+ * section: compare.h's tables and chart of every run given.
  */
 #include "dtune/cli.h"
 
@@ -14,14 +16,17 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "dtune/compare.h"
 #include "dtune/report.h"
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune report RUN_DIR [--html [-o FILE]]\n"
+    fputs("usage: dtune report RUN_DIR [--html [-o FILE] [RUN_DIR...]]\n"
           "\n"
           "Prints a run's model latency (now and at the start) and, per task: kind,\n"
           "shape, GFLOP, best GFLOPS, share of the target's peak, share of the model\n"
@@ -31,7 +36,9 @@ static void usage(FILE *to)
           "  --html        write the run's report page instead (self-contained HTML:\n"
           "                latency over time, allocation timeline, tasks, why each\n"
           "                slot went where it went), from best.json and tuning.jsonl;\n"
-          "                works for a finished run and a running one\n"
+          "                works for a finished run and a running one; more RUN_DIRs\n"
+          "                (runs of the same model) add the runs compared: the\n"
+          "                tables and the chart of `dtune compare`\n"
           "  -o, --output FILE  where --html writes (default RUN_DIR/report.html;\n"
           "                '-' for standard output)\n"
           "  -h, --help    show this help\n", to);
@@ -39,6 +46,8 @@ static void usage(FILE *to)
 
 typedef struct report_args {
     const char *run_dir;
+    const char *others[DT_COMPARE_MAX_RUNS - 1];  /* --html: runs compared with run_dir */
+    int nothers;
     bool html;
     const char *output;        /* NULL: RUN_DIR/report.html */
 } report_args;
@@ -68,7 +77,9 @@ static int parse_args(int argc, char **argv, report_args *a)
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return usage_error("unknown option", arg);
         } else if (a->run_dir) {
-            return usage_error("expects one RUN_DIR, not also", arg);
+            if (a->nothers == DT_COMPARE_MAX_RUNS - 1)
+                return usage_error("too many RUN_DIRs to compare at", arg);
+            a->others[a->nothers++] = arg;
         } else {
             a->run_dir = arg;
         }
@@ -81,6 +92,9 @@ static int parse_args(int argc, char **argv, report_args *a)
     if (a->output && !a->html)
         return usage_error("-o is for --html; without it the report goes to standard output, not",
                            a->output);
+    if (a->nothers > 0 && !a->html)
+        return usage_error("several RUN_DIRs are compared with --html only; not also",
+                           a->others[0]);
     return -1;
 }
 
@@ -123,23 +137,59 @@ static void print_tasks(const dt_run_state *rs)
                    rs->tasks[k].name, rs->tasks[k].failed, rs->tasks[k].best_latency_ms);
 }
 
-/* Writes the HTML report of rs to file ("-": standard output). */
-static int write_html(const dt_run_state *rs, const char *file)
+/* The "runs compared" section of the page: every RUN_DIR given, run_dir
+ * first; NULL (and *rc 0) without others. */
+static char *compared_runs(const report_args *a, int *rc, dt_error *err)
+{
+    *rc = 0;
+    if (a->nothers == 0)
+        return NULL;
+    const char *dirs[DT_COMPARE_MAX_RUNS] = { a->run_dir };
+    memcpy(dirs + 1, a->others, (size_t)a->nothers * sizeof *dirs);
+    dt_compare *c;
+    if ((*rc = dt_compare_open(dirs, a->nothers + 1, &c, err)) != 0)
+        return NULL;
+    char *html = NULL, scratch[DT_PATH_MAX + 32];
+    size_t len = 0;
+    FILE *mem = open_memstream(&html, &len);
+    if (!mem) {
+        *rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+    } else {
+        snprintf(scratch, sizeof scratch, "%s/.compare-%d.svg", a->run_dir, (int)getpid());
+        fputs("<h2>Runs compared</h2>\n", mem);
+        *rc = dt_compare_html(mem, c, scratch, err);
+        if (fclose(mem) != 0 && *rc == 0)
+            *rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+    }
+    dt_compare_free(c);
+    if (*rc) {
+        free(html);
+        html = NULL;
+    }
+    return html;
+}
+
+/* Writes the HTML report of rs, with appendix, to file ("-": standard
+ * output; NULL: RUN_DIR/report.html, replaced atomically). */
+static int write_html(const dt_run_state *rs, const char *appendix, const char *file)
 {
     dt_error err;
-    int rc;
-    if (!file) {
-        rc = dt_report_write_html(rs, &err);
-    } else if (strcmp(file, "-") == 0) {
-        rc = dt_report_html(stdout, rs, false);
-        snprintf(err.msg, sizeof err.msg, "standard output: write failed");
-    } else {
-        FILE *f = fopen(file, "w");
-        rc = f ? dt_report_html(f, rs, false) : DT_EIO;
-        if (f && fclose(f) != 0)
-            rc = DT_EIO;
-        snprintf(err.msg, sizeof err.msg, "%s: %s", file, strerror(errno));
-    }
+    dt_error_clear(&err);
+    char *page = NULL;
+    size_t len = 0;
+    FILE *f = !file ? open_memstream(&page, &len)
+              : strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+    int rc = f ? dt_report_html(f, rs, false, appendix) : DT_EIO;
+    if (f && f != stdout && fclose(f) != 0)
+        rc = DT_EIO;
+    else if (f == stdout && fflush(stdout) != 0)
+        rc = DT_EIO;
+    if (rc)
+        dt_error_set(&err, rc, "%s: %s", file ? file : "report.html",
+                     file ? strerror(errno) : "out of memory");
+    else if (!file)
+        rc = dt_report_replace(rs, "report.html", page, len, &err);
+    free(page);
     if (rc) {
         fprintf(stderr, "dtune report: %s\n", err.msg);
         return dt_error_exit_status(rc);
@@ -179,7 +229,11 @@ int dt_cmd_report(int argc, char **argv)
     }
     if (args.html) {
         snprintf(rs.run_dir, sizeof rs.run_dir, "%s", run_dir);
-        status = write_html(&rs, args.output);
+        char *appendix = compared_runs(&args, &rc, &err);
+        status = rc ? dt_error_exit_status(rc) : write_html(&rs, appendix, args.output);
+        if (rc)
+            fprintf(stderr, "dtune report: %s\n", err.msg);
+        free(appendix);
         dt_run_state_destroy(&rs);
         if (status)
             return status;

@@ -535,7 +535,7 @@ static void page_head(FILE *f, const dt_run_state *rs, bool live)
     fputs("</p>\n", f);
 }
 
-int dt_report_html(FILE *f, const dt_run_state *rs, bool live)
+int dt_report_html(FILE *f, const dt_run_state *rs, bool live, const char *appendix)
 {
     page_head(f, rs, live);
     if (live)
@@ -551,6 +551,8 @@ int dt_report_html(FILE *f, const dt_run_state *rs, bool live)
         fputs("<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a> "
               "&middot; <a href=\"/latency.svg\">/latency.svg</a> &middot; "
               "<a href=\"/report.html\">/report.html</a></p>\n", f);
+    if (appendix)
+        fputs(appendix, f);
     fputs("</body></html>\n", f);
     return ferror(f) ? DT_EIO : 0;
 }
@@ -562,7 +564,7 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = dt_report_html(f, rs, false);
+    int rc = dt_report_html(f, rs, false, NULL);
     if (fclose(f) != 0 || rc) {
         free(buf);
         return dt_error_set(err, DT_ENOMEM, "out of memory");

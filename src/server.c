@@ -259,7 +259,7 @@ static int build_html(const dt_run_state *rs, page *out)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return DT_ENOMEM;
-    dt_report_html(f, rs, true);
+    dt_report_html(f, rs, true, NULL);
     out->type = "text/html; charset=utf-8";
     return page_from_stream(f, &buf, &len, out);
 }

@@ -706,6 +706,26 @@ static void test_report_html_stays(void **state)
     free(html);
     rc = dt_test_run((char *[]){ "dtune", "report", dir, "-o", other, NULL }, out, sizeof out);
     assert_int_equal(rc, 2);
+    /* More RUN_DIRs: the page ends with the runs compared (the run twice:
+     * one policy twice, so the table by policy too), its chart inline. */
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, "--html", "-o", other, dir, NULL }, out,
+                     sizeof out);
+    if (rc != 0)
+        fail_msg("dtune report --html RUN RUN: exit %d: %s", rc, out);
+    again = dt_test_slurp(other);
+    assert_non_null(again);
+    const char *compared = strstr(again, "<h2>Runs compared</h2>");
+    assert_non_null(compared);
+    assert_non_null(strstr(compared, "by policy"));
+    assert_non_null(strstr(compared, "<svg"));
+    assert_non_null(strstr(again, "id=\"latency-chart\""));
+    free(again);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    rc = dt_test_run((char *[]){ "dtune", "report", dir, "--html", "-o", other,
+                                 "/nonexistent_dtune_run", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "/nonexistent_dtune_run"));
 }
 
 /* Headless Chromium's DOM of url, or NULL when it could not load it. */

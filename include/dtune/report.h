@@ -91,8 +91,10 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
  * earlier decisions. With live, the status server's page: it reloads itself
  * every DT_REPORT_REFRESH_SECONDS, opens with the live line (phase, clock,
  * budget left, slot and task, or "warming up: task i of n") and lists only
- * the last DT_STATUS_DECISIONS decisions. Returns 0 or DT_EIO (f failed). */
-int dt_report_html(FILE *f, const dt_run_state *rs, bool live);
+ * the last DT_STATUS_DECISIONS decisions. appendix, when not NULL, is HTML
+ * placed at the end of the page (the runs compared of `dtune report --html
+ * RUN_DIR RUN_DIR...`). Returns 0 or DT_EIO (f failed). */
+int dt_report_html(FILE *f, const dt_run_state *rs, bool live, const char *appendix);
 
 #define DT_REPORT_REFRESH_SECONDS 5
 
