@@ -1,6 +1,7 @@
-/* tuner_impl.h — internal to the tuner: the tuner's state and the strategy
+/* tuner_impl.h — internal to the tuner: the tuner's state, the strategy
  * interface the files tuner_chameleon.c, tuner_autotvm.c and tuner_random.c
- * implement. Not for callers outside the tuner. */
+ * implement, and the helpers of tuner_search.c they search with. Not for
+ * callers outside the tuner. */
 #ifndef DTUNE_TUNER_IMPL_H
 #define DTUNE_TUNER_IMPL_H
 
@@ -79,6 +80,8 @@ struct dt_tuner {
     dt_cancel cancel;          /* asks dt_tuner_time_up; for the long steps */
 };
 
+/* ---- tuner_search.c ---- */
+
 /* Whether the running call's stop flag is set or its seconds are spent:
  * long steps (PPO episodes and updates, cost-model training) end early. */
 bool dt_tuner_time_up(const dt_tuner *t);
@@ -87,6 +90,9 @@ bool dt_tuner_time_up(const dt_tuner *t);
  * those already in t->batch_taken, and adding the new ones to it); returns
  * how many; *dry says whether the draw stopped because none was left. */
 int dt_tuner_draw_random(dt_tuner *t, int max, dt_point *out, bool *dry);
+
+/* Whether p is measured or already in the batch being drawn. */
+bool dt_tuner_taken(const dt_tuner *t, const dt_point *p);
 
 /* dt_tuner_draw_random that also sets t->exhausted when the draw ran dry:
  * for strategies that measure every point they draw. */
@@ -97,6 +103,10 @@ int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out);
  * alone before the own model's first fit. Callable when dt_tuner_model_ready.
  * Returns 0, DT_ENOMEM or DT_ELIB. */
 int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err);
+
+/* The transfer prior's scores of n points into t->prior_out (its feature
+ * workspaces grown as needed). Returns 0, DT_ENOMEM or DT_ELIB. */
+int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err);
 
 /* dt_tuner_score of every record, in record order (t->n scores). */
 int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err);

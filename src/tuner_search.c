@@ -1,0 +1,157 @@
+/* tuner_search.c — what the search strategies search with: the tuner's
+ * best records, random unmeasured points and cost-model scores (with the
+ * transfer prior's share). tuner.c's run loop uses the same helpers; they
+ * read and grow the tuner's state (tuner_impl.h) and call nothing of
+ * tuner.c or of the strategies, so the strategies do not call back into the
+ * file that holds their table.
+ */
+#include "tuner_impl.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "dtune/util.h"
+
+/* Random draws tried before the nearest-unmeasured search takes over. */
+#define DT_TUNER_RANDOM_TRIES 64
+
+bool dt_tuner_time_up(const dt_tuner *t)
+{
+    const dt_tuner_budget *b = t->run_budget;
+    if (!b)
+        return false;
+    if (b->stop && *b->stop)
+        return true;
+    return b->seconds > 0 && dt_now_seconds() - t->run_started >= b->seconds;
+}
+
+int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops)
+{
+    if (t->best < 0)
+        return -1;
+    if (p)
+        *p = t->points[t->best];
+    if (gflops)
+        *gflops = t->best_gflops;
+    return 0;
+}
+
+int dt_tuner_best_records(const dt_tuner *t, int *order)
+{
+    /* insertion into a sorted prefix: n is at most a few thousand and this
+     * runs once per round */
+    int valid = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (t->gflops[i] <= 0)
+            continue;
+        int j = valid++;
+        while (j > 0 && t->gflops[order[j - 1]] < t->gflops[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int m = valid;
+    for (int i = 0; i < t->n; i++)
+        if (t->gflops[i] <= 0)
+            order[m++] = i;
+    return valid;
+}
+
+/* ---- proposing ------------------------------------------------------------------------ */
+
+bool dt_tuner_taken(const dt_tuner *t, const dt_point *p)
+{
+    uint64_t idx = dt_space_index(t->space, p);
+    return dt_sampling_set_has(&t->measured, idx) || dt_sampling_set_has(&t->batch_taken, idx);
+}
+
+/* One random unmeasured valid point, or false when none can be found. */
+static bool random_point(dt_tuner *t, dt_point *out)
+{
+    for (int i = 0; i < DT_TUNER_RANDOM_TRIES; i++) {
+        dt_space_random(t->space, t->rng, out);
+        if (dt_space_valid(t->space, out) && !dt_tuner_taken(t, out))
+            return true;
+    }
+    dt_point from;
+    dt_space_random(t->space, t->rng, &from);
+    return dt_sampling_nearest_untaken(t->sampler, &from, &t->measured, &t->batch_taken, out) == 0;
+}
+
+int dt_tuner_draw_random(dt_tuner *t, int max, dt_point *out, bool *dry)
+{
+    int n = 0;
+    *dry = false;
+    while (n < max) {
+        if (!random_point(t, &out[n])) {
+            *dry = true;
+            break;
+        }
+        if (dt_sampling_set_add(&t->batch_taken, dt_space_index(t->space, &out[n])) < 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out)
+{
+    bool dry;
+    int n = dt_tuner_draw_random(t, max, out, &dry);
+    if (dry)
+        t->exhausted = true;
+    return n;
+}
+
+static int grow_prior_work(dt_tuner *t, int n, dt_error *err)
+{
+    if (n <= t->prior_cap)
+        return 0;
+    size_t cap = dt_grow_capacity((size_t)t->prior_cap, (size_t)n);
+    if (cap > INT_MAX / DT_TRANSFER_MAX_FEATURES
+        || dt_resize(&t->prior_rows, cap * DT_TRANSFER_MAX_FEATURES, sizeof *t->prior_rows) != 0
+        || dt_resize(&t->prior_out, cap, sizeof *t->prior_out) != 0
+        || dt_resize(&t->margins, cap, sizeof *t->margins) != 0)
+        return dt_error_set(err, DT_ENOMEM, "tuner: out of memory for %d prior rows", n);
+    t->prior_cap = (int)cap;
+    return 0;
+}
+
+int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err)
+{
+    int rc = grow_prior_work(t, n, err);
+    if (rc)
+        return rc;
+    size_t nf = (size_t)dt_transfer_nfeatures(t->space);
+    for (int i = 0; i < n; i++)
+        dt_transfer_features(t->space, &points[i], t->prior_rows + (size_t)i * nf);
+    return dt_costmodel_predict(t->prior, t->prior_rows, n, t->prior_out, err);
+}
+
+bool dt_tuner_model_ready(const dt_tuner *t)
+{
+    return t->prior || dt_costmodel_trained(t->model);
+}
+
+int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
+{
+    if (!t->prior)
+        return dt_costmodel_predict_points(t->model, t->space, points, n, scores, err);
+    bool own = dt_costmodel_trained(t->model);
+    int rc = own ? dt_costmodel_predict_points(t->model, t->space, points, n, scores, err) : 0;
+    if (!rc)
+        rc = dt_tuner_prior_scores(t, points, n, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n; i++)
+        scores[i] = own ? scores[i] + t->prior_weight * t->prior_out[i] : t->prior_out[i];
+    return 0;
+}
+
+int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err)
+{
+    if (!t->prior)
+        return dt_costmodel_predict(t->model, t->features, t->n, scores, err);
+    return dt_tuner_score(t, t->points, t->n, scores, err);
+}
