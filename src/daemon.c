@@ -50,13 +50,6 @@ const char *dt_stop_reason_name(dt_stop_reason r)
     return (int)r >= 0 && r <= DT_STOP_MAX_SLOTS ? names[r] : "?";
 }
 
-/* ---- time ------------------------------------------------------------------- */
-
-double dt_run_elapsed(const dt_run *r)
-{
-    return r->elapsed_base + (dt_now_seconds() - r->t0);
-}
-
 /* Sets the run's phase and the task being warmed up (-1: none) in the shared
  * state. */
 static void set_phase(dt_run *r, const char *phase, int warmup_task)
@@ -65,66 +58,6 @@ static void set_phase(dt_run *r, const char *phase, int warmup_task)
     snprintf(r->state.phase, sizeof r->state.phase, "%s", phase);
     r->state.warmup_task = warmup_task;
     pthread_mutex_unlock(&r->state.lock);
-}
-
-/* ---- bookkeeping of one measurement ----------------------------------------- */
-
-static int push_curve(dt_task_run *tr, double best)
-{
-    if (tr->ncurve == tr->capcurve) {
-        size_t cap = dt_grow_capacity((size_t)tr->capcurve, (size_t)tr->ncurve + 1);
-        if (cap > INT_MAX || dt_resize(&tr->curve, cap, sizeof *tr->curve) != 0)
-            return DT_ENOMEM;
-        tr->capcurve = (int)cap;
-    }
-    tr->curve[tr->ncurve++] = best;
-    return 0;
-}
-
-/* Updates a task's statistics and the shared run state with one result. */
-int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial)
-{
-    dt_task_run *tr = &r->tasks[k];
-    const dt_task *t = &r->model->tasks[k];
-    tr->trials = trial;
-    if ((int)m->result >= 0 && m->result < DT_RESULT_COUNT)
-        tr->failures[m->result]++;
-    if (m->result != DT_RESULT_OK)
-        snprintf(tr->last_failure, sizeof tr->last_failure, "%s", m->detail);
-    bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops;
-    if (improved) {
-        tr->best_gflops = m->gflops;
-        tr->best_index = index;
-        tr->last_improvement = trial;
-        if (tr->warm_latency_ms <= 0)
-            tr->warm_latency_ms = t->flops / (m->gflops * 1e9) * 1e3;
-    }
-    if (push_curve(tr, tr->best_gflops))
-        return DT_ENOMEM;
-    pthread_mutex_lock(&r->state.lock);
-    dt_task_state *ts = &r->state.tasks[k];
-    ts->trials = trial;
-    if (improved) {
-        dt_point p;
-        ts->best_gflops = tr->best_gflops;
-        ts->best_latency_ms = t->flops / (tr->best_gflops * 1e9) * 1e3;
-        ts->best_config = index;
-        dt_space_point(&tr->space, index, &p);
-        dt_space_point_str(&tr->space, &p, ts->best_knobs, sizeof ts->best_knobs);
-        dt_best_step step = { .task = k, .trial = trial, .gflops = tr->best_gflops };
-        if (dt_run_state_add_step(&r->state, &step) != 0) {
-            pthread_mutex_unlock(&r->state.lock);
-            return DT_ENOMEM;
-        }
-        /* a kernel's rate is a lower bound of the peak: share of peak stays <= 100 % */
-        if (ts->peak_gflops > 0 && tr->best_gflops > ts->peak_gflops) {
-            ts->peak_gflops = tr->best_gflops;
-            ts->peak_from_kernel = true;
-        }
-    }
-    r->state.latency_ms = dt_run_state_model_latency(&r->state);
-    pthread_mutex_unlock(&r->state.lock);
-    return 0;
 }
 
 static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure_result *m,
@@ -182,12 +115,6 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
 
 /* ---- one slot ----------------------------------------------------------------- */
 
-static bool task_finished(const dt_run *r, int k)
-{
-    const dt_task_run *tr = &r->tasks[k];
-    return tr->trials - tr->last_improvement >= r->cfg->scheduler.finish_after;
-}
-
 static void fill_sched(dt_run *r, dt_sched_task *st)
 {
     for (int k = 0; k < r->model->ntasks; k++) {
@@ -203,68 +130,11 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->pred_ok = tr->pred_ok;
         s->slots = tr->slots;
         s->measured_slots = tr->measured_slots;
-        s->finished = task_finished(r, k);
+        s->finished = dt_run_task_finished(r, k);
         s->exhausted = tr->dead || dt_tuner_exhausted(tr->tuner);
         s->nhistory = tr->nhistory;
         memcpy(s->latency_history, tr->latency_history, sizeof s->latency_history);
     }
-}
-
-static void push_latency_history(dt_task_run *tr, double latency_ms)
-{
-    if (tr->nhistory == DT_SCHED_WINDOW) {
-        memmove(tr->latency_history, tr->latency_history + 1,
-                (DT_SCHED_WINDOW - 1) * sizeof tr->latency_history[0]);
-        tr->nhistory--;
-    }
-    tr->latency_history[tr->nhistory++] = latency_ms;
-}
-
-static double task_latency_ms(const dt_run *r, int k)
-{
-    const dt_task_run *tr = &r->tasks[k];
-    if (tr->dead && tr->reference_ms > 0)
-        return tr->reference_ms;
-    return tr->best_gflops > 0 ? r->model->tasks[k].flops / (tr->best_gflops * 1e9) * 1e3 : INFINITY;
-}
-
-double dt_run_model_latency(const dt_run *r)
-{
-    double total = 0;
-    for (int k = 0; k < r->model->ntasks; k++)
-        total += r->model->tasks[k].count * task_latency_ms(r, k);
-    return total;
-}
-
-/* Bookkeeping after a slot, live or replayed from the log. */
-int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms)
-{
-    if (k >= 0) {
-        dt_task_run *tr = &r->tasks[k];
-        tr->slots++;
-        tr->measured_slots += tr->trials > tr->trials_at_close;
-        tr->trials_at_close = tr->trials;
-        push_latency_history(tr, task_latency_ms(r, k));
-    } else {
-        for (int i = 0; i < r->model->ntasks; i++)  /* warm-up's trials are no slot's */
-            r->tasks[i].trials_at_close = r->tasks[i].trials;
-    }
-    pthread_mutex_lock(&r->state.lock);
-    r->state.slot = slot;
-    r->state.elapsed = elapsed;
-    r->state.slot_started = -1;
-    r->state.latency_ms = latency_ms;
-    if (k >= 0)
-        r->state.tasks[k].slots = r->tasks[k].slots;
-    for (int i = 0; i < r->model->ntasks; i++)
-        r->state.tasks[i].finished = task_finished(r, i);
-    dt_latency_point pt = { .elapsed = elapsed, .slot = slot, .task = k, .model_latency_ms = latency_ms };
-    int rc = dt_run_state_add_point(&r->state, &pt);
-    if (r->cfg->budget.target_latency_ms > 0 && latency_ms <= r->cfg->budget.target_latency_ms &&
-        r->state.reached_at < 0)
-        r->state.reached_at = elapsed;
-    pthread_mutex_unlock(&r->state.lock);
-    return rc;
 }
 
 static double slot_seconds_left(const dt_run *r)
@@ -337,19 +207,6 @@ static int write_slot(dt_run *r, int k, const double *scores, double decision_ms
 
 /* ---- failed tasks ------------------------------------------------------------- */
 
-void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms)
-{
-    dt_task_run *tr = &r->tasks[k];
-    tr->dead = true;
-    tr->reference_ms = reference_ms;
-    pthread_mutex_lock(&r->state.lock);
-    dt_task_state *ts = &r->state.tasks[k];
-    snprintf(ts->failed, sizeof ts->failed, "%s", reason);
-    ts->best_latency_ms = reference_ms;
-    r->state.latency_ms = dt_run_state_model_latency(&r->state);
-    pthread_mutex_unlock(&r->state.lock);
-}
-
 /* "no valid config in 64 trials: 64 wrong_output (last: element 3 is ...)" */
 static void failure_reason(const dt_task_run *tr, char *buf, size_t len)
 {
@@ -418,7 +275,7 @@ static bool budget_spent(const dt_run *r)
 static bool every_task_known(const dt_run *r)
 {
     for (int k = 0; k < r->model->ntasks; k++)
-        if (!isfinite(task_latency_ms(r, k)))
+        if (!isfinite(dt_run_task_latency(r, k)))
             return false;
     return true;
 }

@@ -1,6 +1,7 @@
 /* daemon_internal.h — the run's state, shared by daemon.c (the loop),
- * daemon_setup.c (open, resume, close) and daemon_publish.c (belief,
- * reports, status line). Not for callers outside the daemon. */
+ * daemon_run.c (bookkeeping), daemon_setup.c (open, resume, close),
+ * daemon_publish.c (reports, status line) and daemon_belief.c (belief).
+ * Not for callers outside the daemon. */
 #ifndef DTUNE_DAEMON_INTERNAL_H
 #define DTUNE_DAEMON_INTERNAL_H
 
@@ -82,9 +83,16 @@ typedef struct dt_run {
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
 void dt_run_close(dt_run *r);
 
+/* ---- daemon_run.c ---- */
 double dt_run_elapsed(const dt_run *r);
+/* Task k's latency at its best (its reference's once failed; INFINITY
+ * before a valid measurement), and the model's: the sum over tasks of
+ * count × latency. */
+double dt_run_task_latency(const dt_run *r, int k);
 double dt_run_model_latency(const dt_run *r);
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial);
+/* Whether task k has gone scheduler.finish_after trials without a new best. */
+bool dt_run_task_finished(const dt_run *r, int k);
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms);
 /* Marks task k failed (reason, reference latency) in the run and its state. */
 void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms);
