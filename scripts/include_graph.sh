@@ -3,10 +3,11 @@
 # is any; 0 and nothing printed otherwise. `make test` runs it.
 #
 # A node is one module: src/NAME.c together with its own header (NAME.h in
-# src/ or include/dtune/). An edge A -> B means a file of A names a function
-# or table with external linkage (dt_...) that B.c defines, through whichever
-# header declares it; so a private header shared by several sources ties each
-# user of a symbol to the source that defines it. A circle is a set of nodes
+# src/ or include/dtune/). An edge A -> B means A.c names a function or table
+# with external linkage (dt_...) that B.c defines, through whichever header
+# declares it (a header only declares, so a shared private header ties each
+# user of a symbol to the source that defines it, not its includers to one
+# another). A circle is a set of nodes
 # that reach one another along edges; each is printed with its edges and one
 # symbol that makes each edge.
 #
@@ -35,7 +36,7 @@ function strip(line,    out, i) {
     gsub(/"([^"\\]|\\.)*"/, "\"\"", out)
     return out
 }
-FNR == 1 { incomment = 0; isc = (FILENAME ~ /\.c$/); node = base(FILENAME); cfile[node] = isc || (node in cfile) }
+FNR == 1 { incomment = 0; isc = (FILENAME ~ /\.c$/); node = base(FILENAME) }
 {
     line = strip($0)
     if (line ~ /^#/) next
@@ -46,7 +47,8 @@ FNR == 1 { incomment = 0; isc = (FILENAME ~ /\.c$/); node = base(FILENAME); cfil
         definer[sym] = node
         line = substr(line, RSTART + RLENGTH)
     }
-    while (match(line, /dt_[a-z0-9_]+/)) {
+    # A header only declares: its names are used by the .c files that name them.
+    while (isc && match(line, /dt_[a-z0-9_]+/)) {
         sym = substr(line, RSTART, RLENGTH)
         if (!((node, sym) in used)) { used[node, sym] = 1; nuse++; usenode[nuse] = node; usesym[nuse] = sym }
         line = substr(line, RSTART + RLENGTH)
@@ -57,7 +59,7 @@ END {
         a = usenode[i]; sym = usesym[i]
         if (!(sym in definer)) continue
         b = definer[sym]
-        if (a == b || !(a in cfile)) continue
+        if (a == b) continue
         nodes[a] = 1; nodes[b] = 1; reach[a, b] = 1
         if (!((a, b) in why)) why[a, b] = sym
     }
