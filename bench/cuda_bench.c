@@ -37,6 +37,7 @@
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/tuner.h"
+#include "dtune/target.h"
 
 #define MAX_ROWS 64
 #define BATCH_SECONDS 1e-3
@@ -341,7 +342,7 @@ static double tune_task(dt_measurer *m, const dt_task *t, const options *o, int 
     tc = dt_tuner_params_default();
     snprintf(tc.strategy, sizeof tc.strategy, "%s", o->strategy);
     tc.batch_size = o->batch;
-    if (dt_space_init(&space, t, DT_TARGET_CUDA, &err) || dt_tuner_new(&space, &tc, 1, &tuner, &err)) {
+    if (dt_target_space_init(&space, t, DT_TARGET_CUDA, &err) || dt_tuner_new(&space, &tc, 1, &tuner, &err)) {
         fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
         dt_space_free(&space);
         return 0;

@@ -40,6 +40,7 @@
 #include "dtune/runner.h"
 #include "dtune/space.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 
 /* OpenBLAS: the Fortran symbol, because GSL's CBLAS (linked first) also
  * defines cblas_sgemm. */
@@ -130,7 +131,7 @@ static void part_a_task(const bench *b, const dt_task *task, part_a_totals *tot)
     fixed.cv_threshold = 0;
     dt_space space;
     dt_error err;
-    if (dt_space_init(&space, task, DT_TARGET_CPU, &err) != 0)
+    if (dt_target_space_init(&space, task, DT_TARGET_CPU, &err) != 0)
         die("space", err.msg);
     int n = b->configs_a;
     dt_point *points = calloc((size_t)n, sizeof *points);
@@ -416,7 +417,7 @@ static void part_b_task(const bench *b, const dt_task *task, double *worst_3x3)
 {
     dt_space space;
     dt_error err;
-    if (dt_space_init(&space, task, DT_TARGET_CPU, &err) != 0)
+    if (dt_target_space_init(&space, task, DT_TARGET_CPU, &err) != 0)
         die("space", err.msg);
     double t0 = dt_now_seconds();
     best_config best = search_random(b, task, &space);

@@ -60,6 +60,7 @@
 #include "dtune/transfer.h"
 #include "dtune/tuner.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 
 #define MAX_TASKS 8
 #define MAX_SEEDS 16
@@ -830,7 +831,7 @@ static int run_sequence(const options *o, const dt_config *cfg, const sequence *
             rc = dt_error_set(err, DT_ENOTFOUND, "%s has no task '%s'", sq->model, sq->tasks[nspaces]);
             break;
         }
-        rc = dt_space_init_opts(&spaces[nspaces], &model->tasks[k], DT_TARGET_CPU, &opts, err);
+        rc = dt_target_space_init_opts(&spaces[nspaces], &model->tasks[k], DT_TARGET_CPU, &opts, err);
         if (rc)
             break;
     }
@@ -922,7 +923,7 @@ static int bench_task(const options *o, const dt_config *cfg, const dt_task *tas
      * (as in tests), so replay figures do not depend on the machine. */
     dt_space_opts opts = { .cpu_max_vec = strcmp(o->backend, "replay") == 0 ? 16 : 0 };
     dt_space space;
-    int rc = dt_space_init_opts(&space, task, DT_TARGET_CPU, &opts, err);
+    int rc = dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &opts, err);
     if (rc)
         return rc;
     dt_point *order = NULL;

@@ -19,11 +19,6 @@ const dt_backend_i *dt_backend_find(const char *name)
     return NULL;
 }
 
-const dt_backend_i *dt_backend_for_target(dt_target target)
-{
-    return dt_backend_find(dt_target_name(target));
-}
-
 const char *dt_backend_at(int i)
 {
     return i >= 0 && i < (int)(sizeof backends / sizeof backends[0]) ? backends[i]->name : NULL;

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
+#include "dtune/target.h"
 
 static void usage(FILE *f)
 {

@@ -18,12 +18,12 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cpu.h"
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
+#include "dtune/target.h"
 
 typedef struct measure_args {
     const char *model_path;
@@ -174,18 +174,9 @@ static void print_result(const dt_task *t, const dt_space *space, const dt_point
     printf("run      %.1f ms\n", r->run_ms);
 }
 
-static const dt_backend_i *backend_of(const dt_config *cfg)
-{
-    const dt_backend_i *b = cfg->backend[0] ? dt_backend_find(cfg->backend)
-                                            : dt_backend_for_target(cfg->target);
-    if (!b && cfg->target == DT_TARGET_CPU && !cfg->backend[0])
-        b = &dt_backend_cpu;
-    return b;
-}
-
 static int measure_point(const measure_args *a, const dt_space *space, const dt_point *point)
 {
-    const dt_backend_i *backend = backend_of(&a->cfg);
+    const dt_backend_i *backend = dt_target_backend(a->cfg.target, a->cfg.backend);
     if (!backend)
         return bad("no backend for target '%s' in this dtune", dt_target_name(a->cfg.target));
     dt_measurer *m;
@@ -222,7 +213,7 @@ int dt_cmd_measure(int argc, char **argv)
     int status;
     if (k < 0) {
         status = bad("no task '%s' (a task name or an index below the task count)", a.task);
-    } else if (dt_space_init(&space, &model->tasks[k], a.cfg.target, &err) != 0) {
+    } else if (dt_target_space_init(&space, &model->tasks[k], a.cfg.target, &err) != 0) {
         fprintf(stderr, "dtune measure: %s\n", err.msg);
         status = 2;
     } else {

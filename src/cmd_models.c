@@ -5,6 +5,7 @@
 #include "dtune/cli.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
+#include "dtune/target.h"
 
 static void usage(FILE *f)
 {
@@ -20,7 +21,7 @@ static int print_task(const dt_task *t, dt_target target)
     dt_error err;
     dt_space space;
     dt_task_shape_str(t, shape, sizeof shape);
-    int rc = dt_space_init(&space, t, target, &err);
+    int rc = dt_target_space_init(&space, t, target, &err);
     if (rc != 0) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
         return dt_error_exit_status(rc);

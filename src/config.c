@@ -25,6 +25,7 @@
 #include "dtune/server.h"
 #include "dtune/tuner.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "daemon_internal.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 
 /* The spaces of every task (r->tasks allocated here). */
 static int open_spaces(dt_run *r, dt_error *err)
@@ -38,7 +39,7 @@ static int open_spaces(dt_run *r, dt_error *err)
      * real backend's spaces offer this machine's. */
     dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
     for (int k = 0; k < n; k++) {
-        int rc = dt_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
+        int rc = dt_target_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
         if (rc)
             return rc;
     }
@@ -399,7 +400,7 @@ static void fill_state_header(dt_run *r)
 static int open_measurer(dt_run *r, dt_error *err)
 {
     const char *name = r->cfg->backend[0] ? r->cfg->backend : dt_target_name(r->cfg->target);
-    const dt_backend_i *b = dt_backend_find(name);
+    const dt_backend_i *b = dt_target_backend(r->cfg->target, r->cfg->backend);
     if (!b)
         return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", name);
     return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);

@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "dtune/cli.h"
-#include "dtune/backend_cuda.h"
-#include "dtune/runner.h"
+#include "dtune/target.h"
 
 typedef struct command {
     const char *name;
@@ -33,10 +32,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     /* Hidden entry points: the measurement child processes exec this binary. */
-    if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
-    if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
-        return dt_cuda_runner_main(argc, argv);
+    const dt_target_i *runner = argc > 1 ? dt_target_for_runner(argv[1]) : NULL;
+    if (runner)
+        return runner->runner_main(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -2,7 +2,8 @@
  * features, neighbours and random valid points.
  *
  * The knobs of each (op kind, target) come from the template tables in
- * space_cpu.c and space_cuda.c; this file is target-independent.
+ * space_cpu.c and space_cuda.c, handed to dt_space_build by the target's
+ * table (target.c); this file is target-independent.
  */
 #include "dtune/space.h"
 
@@ -14,31 +15,6 @@
 
 #include "space_table.h"
 #include "dtune/util.h"
-
-static const char *const target_names[DT_TARGET_COUNT] = { "cpu", "cuda" };
-
-const char *dt_target_name(dt_target target)
-{
-    if ((int)target < 0 || target >= DT_TARGET_COUNT)
-        return "?";
-    return target_names[target];
-}
-
-const char *dt_target_at(int i)
-{
-    return i >= 0 && i < DT_TARGET_COUNT ? target_names[i] : NULL;
-}
-
-int dt_target_parse(const char *name, dt_target *target)
-{
-    for (int i = 0; i < DT_TARGET_COUNT; i++) {
-        if (strcmp(name, target_names[i]) == 0) {
-            *target = (dt_target)i;
-            return 0;
-        }
-    }
-    return DT_EINVAL;
-}
 
 /* ---- factorisations ------------------------------------------------------- */
 
@@ -133,24 +109,9 @@ int dt_space_add_choice(dt_space *space, const char *name, const int *values, in
 
 /* ---- construction ---------------------------------------------------------- */
 
-static const dt_space_template *template_of(dt_target target, dt_op_kind kind)
-{
-    if ((int)kind < 0 || kind >= DT_OP_KIND_COUNT)
-        return NULL;
-    if (target == DT_TARGET_CPU)
-        return &dt_space_cpu_templates[kind];
-    if (target == DT_TARGET_CUDA)
-        return &dt_space_cuda_templates[kind];
-    return NULL;
-}
-
-int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err)
-{
-    return dt_space_init_opts(space, task, target, NULL, err);
-}
-
-int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
-                       const dt_space_opts *opts, dt_error *err)
+int dt_space_build(dt_space *space, const dt_task *task, dt_target target,
+                   const char *target_name, const dt_space_template *tpl,
+                   const dt_space_opts *opts, dt_error *err)
 {
     memset(space, 0, sizeof *space);
     int max_vec = opts ? opts->cpu_max_vec : 0;
@@ -159,14 +120,14 @@ int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
     space->target = target;
     space->task = *task;
     space->cpu_max_vec = max_vec;   /* 0: the CPU template puts the machine's width */
-    const dt_space_template *tpl = template_of(target, task->kind);
+    space->tpl = tpl;
     if (!tpl || !tpl->build)
-        return dt_error_set(err, DT_ENOTSUP, "no %s template for %s", dt_target_name(target),
+        return dt_error_set(err, DT_ENOTSUP, "no %s template for %s", target_name,
                             dt_op_kind_name(task->kind) ? dt_op_kind_name(task->kind) : "?");
     int rc = tpl->build(space);
     if (rc) {
         dt_space_free(space);
-        return dt_error_set(err, rc, "cannot build the %s space of %s", dt_target_name(target),
+        return dt_error_set(err, rc, "cannot build the %s space of %s", target_name,
                             task->name);
     }
     space->size = 1;
@@ -182,10 +143,27 @@ int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
                                     "a knob can hold (the axis has too many factorisations)",
                                     task->name, knob, n, DT_KNOB_MAX_OPTIONS);
             return dt_error_set(err, DT_EINVAL, "task %s: its %s space has 2^64 configs or more",
-                                task->name, dt_target_name(target));
+                                task->name, target_name);
         }
         space->size *= (uint64_t)k->noptions;
         space->nfeatures += k->type == DT_KNOB_SPLIT ? k->parts : 1;
+    }
+    return 0;
+}
+
+int dt_space_copy(dt_space *dst, const dt_space *src)
+{
+    *dst = *src;
+    for (int i = 0; i < src->nknobs; i++) {
+        const dt_knob *k = &src->knobs[i];
+        size_t n = (size_t)k->noptions * (size_t)k->parts;
+        dst->knobs[i].options = malloc(n * sizeof *k->options);
+        if (!dst->knobs[i].options) {
+            dst->nknobs = i;
+            dt_space_free(dst);
+            return DT_ENOMEM;
+        }
+        memcpy(dst->knobs[i].options, k->options, n * sizeof *k->options);
     }
     return 0;
 }
@@ -226,8 +204,7 @@ bool dt_space_valid(const dt_space *space, const dt_point *point)
     for (int i = 0; i < space->nknobs; i++)
         if (point->opt[i] < 0 || point->opt[i] >= space->knobs[i].noptions)
             return false;
-    const dt_space_template *tpl = template_of(space->target, space->task.kind);
-    return !tpl || !tpl->valid || tpl->valid(space, point);
+    return !space->tpl || !space->tpl->valid || space->tpl->valid(space, point);
 }
 
 int64_t dt_space_count_valid(const dt_space *space, uint64_t limit)

@@ -1,5 +1,6 @@
 /* space_table.h — internal: how target files (space_cpu.c, space_cuda.c) add
- * knobs and declare validity. Not for callers outside the space module. */
+ * knobs and declare validity, and how target.c builds a space from them.
+ * Not for callers outside the space module and the target table. */
 #ifndef DTUNE_SPACE_TABLE_H
 #define DTUNE_SPACE_TABLE_H
 
@@ -16,6 +17,13 @@ typedef struct dt_space_template {
     int (*build)(dt_space *space);
     bool (*valid)(const dt_space *space, const dt_point *point);
 } dt_space_template;
+
+/* Builds the space of task on target from tpl (NULL: none) with opts (NULL:
+ * every option 0); target_name is for messages. For target.c, which picks
+ * tpl from the target's table. Returns as dt_target_space_init_opts. */
+int dt_space_build(dt_space *space, const dt_task *task, dt_target target,
+                   const char *target_name, const dt_space_template *tpl,
+                   const dt_space_opts *opts, dt_error *err);
 
 /* The tables, indexed by dt_op_kind. */
 extern const dt_space_template dt_space_cpu_templates[DT_OP_KIND_COUNT];

@@ -131,10 +131,8 @@ static int find_or_add_task(dt_transfer *x, const dt_space *space, task_records 
     }
     task_records *t = &x->tasks[x->ntasks];
     memset(t, 0, sizeof *t);
-    dt_space_opts opts = { .cpu_max_vec = space->cpu_max_vec };
-    dt_error err;
-    if (dt_space_init_opts(&t->space, &space->task, space->target, &opts, &err) != 0)
-        return DT_ENOMEM;   /* the space was built once already: only memory can fail */
+    if (dt_space_copy(&t->space, space) != 0)
+        return DT_ENOMEM;
     snprintf(t->shape, sizeof t->shape, "%s", shape);
     x->ntasks++;
     *out = t;

@@ -25,6 +25,7 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/runner.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
@@ -80,7 +81,7 @@ static dt_task matmul(dt_op_kind kind, int b, int m, int n, int k)
 static void random_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
 {
     dt_space space;
-    assert_int_equal(dt_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point points[8];
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
@@ -155,7 +156,7 @@ static void test_validity_matches_plan_check(void **state)
     (void)state;
     dt_task t = conv(DT_OP_CONV2D, 1, 4, 4, 8, 3, 1, 1, 1);
     dt_space space;
-    assert_int_equal(dt_space_init_opts(&space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     int valid = 0;
     for (uint64_t i = 0; i < space.size; i += 7) {
         dt_point p;

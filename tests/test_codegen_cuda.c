@@ -31,6 +31,7 @@
 #include "dtune/cuda_runner.h"
 #include "dtune/measure.h"
 #include "dtune/space.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 /* ---- tasks -------------------------------------------------------------------- */
@@ -136,7 +137,7 @@ static void test_launch_follows_knobs(void **state)
     gsl_rng_set(rng, 20240607);
     for (size_t t = 0; t < sizeof tasks / sizeof tasks[0]; t++) {
         dt_space s;
-        assert_int_equal(dt_space_init(&s, &tasks[t], DT_TARGET_CUDA, NULL), 0);
+        assert_int_equal(dt_target_space_init(&s, &tasks[t], DT_TARGET_CUDA, NULL), 0);
         for (int i = 0; i < 300; i++) {
             dt_point p;
             dt_space_random(&s, rng, &p);
@@ -155,7 +156,7 @@ static void test_invalid_configs_rejected(void **state)
     (void)state;
     dt_task t = resnet_3x3();
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     dt_cuda_plan plan;
     dt_error err;
@@ -207,7 +208,7 @@ static void test_dense_grid_limits(void **state)
     /* batch_matmul with more batches than grid z allows is invalid everywhere */
     dt_task t = mm_task(DT_OP_BATCH_MATMUL, 70000, 2, 2, 2);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     assert_false(dt_space_valid(&s, &p));
     dt_space_free(&s);
@@ -219,7 +220,7 @@ static char *source_with_unroll(int max_step, int explicit_unroll)
 {
     dt_task t = resnet_3x3();
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     set_knob(&s, &p, "tile_f", (int[]){ 4, 2, 8, 1 });
     set_knob(&s, &p, "tile_y", (int[]){ 14, 1, 2, 2 });
@@ -411,7 +412,7 @@ static long compare_output(const emu_case *c, int index, const char *dir)
 static int add_cases(emu_case *cases, int n, const dt_task *task, int per_task, gsl_rng *rng)
 {
     dt_space s;
-    assert_int_equal(dt_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
     int step = dt_space_knob(&s, "auto_unroll_max_step"), expl = dt_space_knob(&s, "unroll_explicit");
     for (int i = 0; i < per_task; i++) {
         dt_point p;
@@ -526,7 +527,7 @@ static void compile_random(const dt_nvrtc *nv, const dt_task *task, int configs,
                            int unroll, uint64_t seed)
 {
     dt_space s;
-    assert_int_equal(dt_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
     for (int i = 0; i < configs; i++) {
@@ -579,7 +580,7 @@ static void test_nvrtc_ptx_and_arch_choice(void **state)
     const dt_nvrtc *nv = nvrtc_or_skip();
     dt_task dense = mm_task(DT_OP_DENSE, 1, 8, 64, 32);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &dense, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &dense, DT_TARGET_CUDA, NULL), 0);
     dt_cuda_plan plan;
     dt_cuda_plan_from_point(&s, &(dt_point){ 0 }, &plan);
     char *src = NULL;

@@ -26,6 +26,7 @@
 #include "dtune/backend.h"
 #include "dtune/config.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 static const char tiny_model[] =

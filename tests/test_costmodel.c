@@ -16,6 +16,7 @@
 
 #include "dtune/backend.h"
 #include "dtune/costmodel.h"
+#include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -42,7 +43,7 @@ static int setup(void **state)
     t.conv = (dt_conv_shape){.n = 1, .c_in = 16, .h = 14, .w = 14, .c_out = 24, .kh = 3, .kw = 3,
                              .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1};
     assert_int_equal(dt_task_finish(&t, NULL), 0);
-    assert_int_equal(dt_space_init_opts(&f->space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&f->space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     assert_true(f->space.size < 200000);
     f->valid = malloc(f->space.size * sizeof *f->valid);
     f->truth = malloc(f->space.size * sizeof *f->truth);

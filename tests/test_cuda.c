@@ -38,6 +38,7 @@
 #include "dtune/config.h"
 #include "dtune/cuda_api.h"
 #include "dtune/util.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 static char out[1 << 16];
@@ -176,7 +177,7 @@ static void test_runner_entry_rejects_bad_arguments(void **state)
 static void check_random_configs(fixture *fx, const dt_task *task, int configs, uint64_t seed)
 {
     dt_space s;
-    assert_int_equal(dt_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
     int ok = 0;
@@ -261,7 +262,7 @@ static void expect_bad_then_good(fixture *fx, const char *source, const char *na
 {
     dt_task t = mm_task(DT_OP_DENSE, 1, 1, 256, 64);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };   /* m=[1,1,1,1] n=[256,1,1,1]: 256 blocks of 1 thread */
     assert_true(dt_space_valid(&s, &p));
     dt_artifact bad;
@@ -301,7 +302,7 @@ static void test_flush_l2_and_invalid(void **state)
     dt_task t = conv_task(DT_OP_CONV2D, 64, 14, 64, 3, 1);
     check_random_configs(&fx, &t, 2, 9);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     int f = dt_space_knob(&s, "tile_f");
     /* the last options put whole axes into virtual threads: 64 x 14 accumulators */
@@ -342,7 +343,7 @@ static int fake_runs(bool check_output, int runs)
     printf("peak %.0f\n", dt_backend_cuda.peak_gflops(b, NULL));
     dt_task t = mm_task(DT_OP_DENSE, 1, 2, 64, 32);
     dt_space s;
-    dt_space_init(&s, &t, DT_TARGET_CUDA, NULL);
+    dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL);
     dt_point p = { 0 };
     dt_artifact art;
     rc = dt_backend_cuda.build(b, &s, &p, &art, &err);

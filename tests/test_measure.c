@@ -25,6 +25,7 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/runner.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 typedef struct fixture {
@@ -338,7 +339,7 @@ static void test_measurer_batch(void **state)
     dt_task t = { .kind = DT_OP_DENSE, .count = 1, .mm = { .b = 1, .m = 6, .n = 24, .k = 40 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space space;
-    assert_int_equal(dt_space_init(&space, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_target_space_init(&space, &t, DT_TARGET_CPU, NULL), 0);
     dt_point points[5];
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 5);

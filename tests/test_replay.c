@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dtune/backend.h"
+#include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -22,7 +23,7 @@ static dt_space make_space(void)
                             .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space s;
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     return s;
 }
 

@@ -14,6 +14,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "dtune/sampling.h"
+#include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -28,7 +29,7 @@ static void small_space(dt_space *space)
     t.count = 1;
     t.mm = (dt_mm_shape){.b = 1, .m = 1, .n = 32, .k = 48};
     assert_int_equal(dt_task_finish(&t, NULL), 0);
-    assert_int_equal(dt_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
 }
 
 static dt_sampling *make_sampler(const dt_space *space, int max_candidates, int max_batch)

@@ -11,6 +11,7 @@
 
 #include "dtune/codegen_cpu.h"
 #include "dtune/space.h"
+#include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -43,7 +44,7 @@ static void test_split_rows_multiply_to_axis(void **state)
     (void)state;
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     int f = dt_space_knob(&s, "tile_f");
     assert_true(f >= 0);
     const dt_knob *k = &s.knobs[f];
@@ -65,7 +66,7 @@ static void test_cuda_conv_size(void **state)
     /* resnet18 layer1 3x3: tile_f 84, tile_y 80, tile_x 80, tile_rc 7, ry 2, rx 2, 3 x 2 unroll */
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     assert_int_equal(s.nknobs, 8);
     assert_true(s.size == 84ULL * 80 * 80 * 7 * 2 * 2 * 3 * 2);
     /* features: 3 x 4 + 3 x 2 split factors + 2 choices */
@@ -73,7 +74,7 @@ static void test_cuda_conv_size(void **state)
     dt_space_free(&s);
     /* layer4 3x3 (512 @ 7): 220 * 4 * 4 * 10 * 2 * 2 * 6 */
     t = conv_task(512, 7, 512, 3, 1, 1);
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     assert_true(s.size == 220ULL * 4 * 4 * 10 * 2 * 2 * 6);
     dt_space_free(&s);
 }
@@ -86,7 +87,7 @@ static void test_cpu_conv_size(void **state)
      * unroll_kw 2, vec 4, pack 2. */
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     uint64_t want = 1;
     for (int i = 0; i < s.nknobs; i++) {
         const dt_knob *k = &s.knobs[i];
@@ -111,7 +112,7 @@ static void test_cpu_vec_follows_width(void **state)
     dt_space s;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         dt_space_opts opts = { .cpu_max_vec = cases[c].lanes };
-        assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &opts, NULL), 0);
+        assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &opts, NULL), 0);
         assert_int_equal(s.cpu_max_vec, cases[c].lanes);
         const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
         assert_int_equal(vec->noptions, cases[c].nvec);
@@ -122,14 +123,14 @@ static void test_cpu_vec_follows_width(void **state)
         dt_space_free(&s);
     }
     /* the defaults: this machine's width */
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
     assert_int_equal(s.cpu_max_vec, dt_cpu_native_lanes());
     const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
     assert_int_equal(vec->options[vec->noptions - 1], dt_cpu_native_lanes());
     dt_space_free(&s);
     dt_error err;
     dt_space_opts bad = { .cpu_max_vec = 12 };
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &bad, &err), DT_EINVAL);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &bad, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "12"));
 }
 
@@ -138,7 +139,7 @@ static void test_index_round_trip(void **state)
     (void)state;
     dt_task t = conv_task(48, 13, 192, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point p;
     for (uint64_t i = 0; i < s.size; i += 7919) {
         dt_space_point(&s, i, &p);
@@ -156,7 +157,7 @@ static void test_features_and_coords(void **state)
     dt_task t = { .kind = DT_OP_DENSE, .count = 1, .mm = { .b = 1, .m = 12, .n = 40, .k = 96 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space s;
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     dt_point p;
     dt_space_point(&s, 12345 % s.size, &p);
     float feat[DT_MAX_FEATURES];
@@ -186,7 +187,7 @@ static void test_neighbours(void **state)
     (void)state;
     dt_task t = conv_task(32, 27, 128, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 7);
     dt_point p, nb[2 * DT_MAX_KNOBS];
@@ -215,7 +216,7 @@ static void test_cuda_thread_limit(void **state)
     (void)state;
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
-    assert_int_equal(dt_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 11);
     int invalid = 0, over_limit = 0;
@@ -250,7 +251,7 @@ static void test_every_kind_every_target(void **state)
         assert_int_equal(dt_task_finish(&tasks[k], NULL), 0);
         for (int target = 0; target < DT_TARGET_COUNT; target++) {
             dt_space s;
-            assert_int_equal(dt_space_init(&s, &tasks[k], (dt_target)target, NULL), 0);
+            assert_int_equal(dt_target_space_init(&s, &tasks[k], (dt_target)target, NULL), 0);
             assert_true(s.size > 1);
             assert_true(dt_space_count_valid(&s, 10000000) > 0);
             char buf[256];

@@ -29,6 +29,7 @@
 #include "dtune/costmodel.h"
 #include "dtune/transfer.h"
 #include "dtune/tuner.h"
+#include "dtune/target.h"
 
 #define SIBLING_RECORDS 300
 #define FIRST_ROUND 8
@@ -88,7 +89,7 @@ static void conv_space(dt_space *space, int c_in, int hw, int c_out, int max_vec
                               .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space_opts opts = { .cpu_max_vec = max_vec };
-    assert_int_equal(dt_space_init_opts(space, &t, DT_TARGET_CPU, &opts, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(space, &t, DT_TARGET_CPU, &opts, NULL), 0);
 }
 
 /* SIBLING_RECORDS random valid configs of space, measured on the family, into x. */
@@ -264,7 +265,7 @@ static void test_foreign_space_never_used(void **state)
     dw.conv.c_out = dw.conv.c_in;
     assert_int_equal(dt_task_finish(&dw, NULL), 0);
     dt_space_opts opts = { .cpu_max_vec = 16 };
-    assert_int_equal(dt_space_init_opts(&depthwise, &dw, DT_TARGET_CPU, &opts, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(&depthwise, &dw, DT_TARGET_CPU, &opts, NULL), 0);
     sample_into(x, &depthwise, 6);
     assert_int_equal(dt_transfer_records(x), 2 * SIBLING_RECORDS);
 

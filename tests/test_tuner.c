@@ -23,6 +23,7 @@
 #include "dtune/backend.h"
 #include "dtune/sampling.h"
 #include "dtune/tuner.h"
+#include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -90,7 +91,7 @@ static void make_space(dt_space *space, dt_op_kind kind, const int *dims)
                                  .c_out = dims[2], .kh = 3, .kw = 3, .sh = 1, .sw = 1,
                                  .ph = 1, .pw = 1, .dh = 1, .dw = 1};
     assert_int_equal(dt_task_finish(&t, NULL), 0);
-    assert_int_equal(dt_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    assert_int_equal(dt_target_space_init_opts(space, &t, DT_TARGET_CPU, &every_width, NULL), 0);
 }
 
 static double optimum(const dt_space *space)

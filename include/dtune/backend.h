@@ -55,9 +55,6 @@ typedef struct dt_backend_i {
 /* The backend called name, or NULL. */
 const dt_backend_i *dt_backend_find(const char *name);
 
-/* The real backend of a target ("cpu" or "cuda"). */
-const dt_backend_i *dt_backend_for_target(dt_target target);
-
 /* The i-th backend's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_backend_at(int i);
 

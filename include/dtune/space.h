@@ -12,8 +12,10 @@
  * space counts them (size includes them) but dt_space_valid says no, and the
  * search never measures them.
  *
- * The knobs per (op kind, target) are one table in space.c; codegen_cpu and
- * codegen_cuda read knob values by name with dt_space_get.
+ * The knobs per (op kind, target) are one table per target (space_cpu.c,
+ * space_cuda.c), reached through the target's table: a space is built with
+ * dt_target_space_init (target.h). codegen_cpu and codegen_cuda read knob
+ * values by name with dt_space_get.
  */
 #ifndef DTUNE_SPACE_H
 #define DTUNE_SPACE_H
@@ -61,8 +63,11 @@ typedef struct dt_point {
     int16_t opt[DT_MAX_KNOBS];
 } dt_point;
 
+struct dt_space_template;  /* space_table.h */
+
 typedef struct dt_space {
     dt_target target;
+    const struct dt_space_template *tpl;  /* the target's knobs for the task's kind */
     dt_task task;        /* a copy of the task */
     int cpu_max_vec;     /* CPU: the widest `vec` option offered (4, 8 or 16) */
     int nknobs;
@@ -84,21 +89,10 @@ typedef struct dt_space_opts {
     int cpu_max_vec;
 } dt_space_opts;
 
-/* Builds the space of task on target with opts (NULL: every option 0).
- * Returns 0, DT_EINVAL (bad opts), DT_ENOTSUP or DT_ENOMEM. Free with
- * dt_space_free. */
-int dt_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
-                       const dt_space_opts *opts, dt_error *err);
-
-/* dt_space_init_opts with the defaults: the space for this machine. */
-int dt_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err);
+/* A copy of src with its own option tables (free with dt_space_free);
+ * returns 0 or DT_ENOMEM (dst then holds nothing to free). */
+int dt_space_copy(dt_space *dst, const dt_space *src);
 void dt_space_free(dt_space *space);
-
-/* "cpu" / "cuda"; dt_target_parse returns 0 or DT_EINVAL. */
-const char *dt_target_name(dt_target target);
-int dt_target_parse(const char *name, dt_target *target);
-/* The name of target i, NULL past the last (a dt_name_at_fn). */
-const char *dt_target_at(int i);
 
 /* Mixed-radix conversion; index must be < size. */
 void dt_space_point(const dt_space *space, uint64_t index, dt_point *point);

@@ -1,0 +1,68 @@
+/* target.h — where kernels run, as one part per target behind one table.
+ *
+ * A target (cpu, cuda) is its knob space (space_cpu.c / space_cuda.c), its
+ * code generator (codegen_*), its measurement backend (backend_*, which
+ * calls the code generator) and the measurement process its backend starts
+ * (runner.c / cuda_runner.c). struct dt_target_i holds what the rest of
+ * dtune needs of those, like ggml's backend interface: the daemon, the
+ * commands and the settings reach a target only through its table, found by
+ * its dt_target id or its name, and never switch on which target it is.
+ * Adding a target is its files and one row in target.c's table.
+ *
+ * A target is named after its backend (dt_backend_i.name), so the name is
+ * written once; `backend: replay` (backend.h) measures a synthetic surface
+ * on a target's space instead of its own backend.
+ */
+#ifndef DTUNE_TARGET_H
+#define DTUNE_TARGET_H
+
+#include "dtune/backend.h"
+#include "dtune/error.h"
+#include "dtune/model.h"
+#include "dtune/space.h"
+
+struct dt_space_template;  /* space_table.h: one op kind's knobs on one target */
+
+typedef struct dt_target_i {
+    /* The knobs and validity of each op kind, DT_OP_KIND_COUNT rows; a row
+     * without build has no space on this target. */
+    const struct dt_space_template *spaces;
+    /* Builds and measures real kernels; its name is the target's. */
+    const dt_backend_i *backend;
+    /* The measurement process: executables re-run themselves with argv[1]
+     * == runner_arg and must then call runner_main (optional: both NULL for
+     * a target measured in process). */
+    const char *runner_arg;
+    int (*runner_main)(int argc, char **argv);
+} dt_target_i;
+
+/* The table of target id, or NULL when id is none. */
+const dt_target_i *dt_target_get(dt_target id);
+
+/* "cpu" / "cuda" ("?" for no target); dt_target_parse returns 0 or DT_EINVAL. */
+const char *dt_target_name(dt_target target);
+int dt_target_parse(const char *name, dt_target *target);
+/* The name of target i, NULL past the last (a dt_name_at_fn). */
+const char *dt_target_at(int i);
+
+/* The backend a run measures with: the one called backend_name when it is
+ * set and not "" (NULL when no backend has that name), else the target's
+ * own. */
+const dt_backend_i *dt_target_backend(dt_target target, const char *backend_name);
+
+/* The target whose measurement process argv[1] == arg starts, or NULL;
+ * targets without one are skipped. Every executable that measures calls
+ * its runner_main with argv when this is not NULL, before anything else. */
+const dt_target_i *dt_target_for_runner(const char *arg);
+
+/* Builds the space of task on target with opts (NULL: every option 0) from
+ * the target's row for the task's kind. Returns 0, DT_EINVAL (bad opts),
+ * DT_ENOTSUP or DT_ENOMEM. Free with dt_space_free. */
+int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
+                              const dt_space_opts *opts, dt_error *err);
+
+/* dt_target_space_init_opts with the defaults: the space for this machine. */
+int dt_target_space_init(dt_space *space, const dt_task *task, dt_target target,
+                         dt_error *err);
+
+#endif

@@ -1,0 +1,86 @@
+/* target.c — the table of targets (see target.h): one row per target,
+ * indexed by dt_target, naming its space templates, backend and
+ * measurement process. Everything here reads the rows; nothing else in
+ * dtune needs to know which targets exist.
+ */
+#include "dtune/target.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "dtune/backend_cpu.h"
+#include "dtune/backend_cuda.h"
+#include "dtune/runner.h"
+#include "space_table.h"
+
+static const dt_target_i targets[DT_TARGET_COUNT] = {
+    [DT_TARGET_CPU] = {
+        .spaces = dt_space_cpu_templates,
+        .backend = &dt_backend_cpu,
+        .runner_arg = DT_CPU_RUNNER_ARG,
+        .runner_main = dt_runner_main,
+    },
+    [DT_TARGET_CUDA] = {
+        .spaces = dt_space_cuda_templates,
+        .backend = &dt_backend_cuda,
+        .runner_arg = DT_CUDA_RUNNER_ARG,
+        .runner_main = dt_cuda_runner_main,
+    },
+};
+
+const dt_target_i *dt_target_get(dt_target id)
+{
+    return (int)id >= 0 && id < DT_TARGET_COUNT ? &targets[id] : NULL;
+}
+
+const char *dt_target_name(dt_target target)
+{
+    const dt_target_i *t = dt_target_get(target);
+    return t ? t->backend->name : "?";
+}
+
+const char *dt_target_at(int i)
+{
+    return i >= 0 && i < DT_TARGET_COUNT ? targets[i].backend->name : NULL;
+}
+
+int dt_target_parse(const char *name, dt_target *target)
+{
+    for (int i = 0; i < DT_TARGET_COUNT; i++) {
+        if (strcmp(name, targets[i].backend->name) == 0) {
+            *target = (dt_target)i;
+            return 0;
+        }
+    }
+    return DT_EINVAL;
+}
+
+const dt_backend_i *dt_target_backend(dt_target target, const char *backend_name)
+{
+    if (backend_name && backend_name[0])
+        return dt_backend_find(backend_name);
+    const dt_target_i *t = dt_target_get(target);
+    return t ? t->backend : NULL;
+}
+
+const dt_target_i *dt_target_for_runner(const char *arg)
+{
+    for (int i = 0; i < DT_TARGET_COUNT; i++)
+        if (targets[i].runner_arg && targets[i].runner_main && strcmp(arg, targets[i].runner_arg) == 0)
+            return &targets[i];
+    return NULL;
+}
+
+int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
+                              const dt_space_opts *opts, dt_error *err)
+{
+    const dt_target_i *t = dt_target_get(target);
+    bool known_kind = (int)task->kind >= 0 && task->kind < DT_OP_KIND_COUNT;
+    const dt_space_template *tpl = t && known_kind ? &t->spaces[task->kind] : NULL;
+    return dt_space_build(space, task, target, dt_target_name(target), tpl, opts, err);
+}
+
+int dt_target_space_init(dt_space *space, const dt_task *task, dt_target target, dt_error *err)
+{
+    return dt_target_space_init_opts(space, task, target, NULL, err);
+}
