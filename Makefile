@@ -1,7 +1,8 @@
 # dtune — one hand-written Makefile.
 #
 #   make            build bin/dtune (installs missing Debian packages first)
-#   make test       set-up, build, run every cmocka test; the summary is the last line
+#   make test       set-up, no file circles (scripts/include_graph.sh), build,
+#                   run every cmocka test; the summary is the last line
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make SAN=thread test  the same under ThreadSanitizer (data races)
 #   make bench      build the benchmarks in bench/
@@ -87,6 +88,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB)
 tests: $(DTUNE) $(TEST_BIN)
 
 test: setup
+	@sh scripts/include_graph.sh
 	@$(MAKE) --no-print-directory -j2 tests
 	@DTUNE_BIN=$(abspath $(DTUNE)) sh scripts/run_tests.sh $(TEST_BIN)
 
