@@ -176,7 +176,7 @@ static void print_result(const dt_task *t, const dt_space *space, const dt_point
 
 static int measure_point(const measure_args *a, const dt_space *space, const dt_point *point)
 {
-    const dt_backend_i *backend = dt_target_backend(a->cfg.target, a->cfg.backend);
+    const dt_backend_i *backend = dt_backend_choose(a->cfg.target, a->cfg.backend);
     if (!backend)
         return bad("no backend for target '%s' in this dtune", dt_target_name(a->cfg.target));
     dt_measurer *m;

@@ -400,7 +400,7 @@ static void fill_state_header(dt_run *r)
 static int open_measurer(dt_run *r, dt_error *err)
 {
     const char *name = r->cfg->backend[0] ? r->cfg->backend : dt_target_name(r->cfg->target);
-    const dt_backend_i *b = dt_target_backend(r->cfg->target, r->cfg->backend);
+    const dt_backend_i *b = dt_backend_choose(r->cfg->target, r->cfg->backend);
     if (!b)
         return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", name);
     return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);

@@ -55,14 +55,6 @@ int dt_target_parse(const char *name, dt_target *target)
     return DT_EINVAL;
 }
 
-const dt_backend_i *dt_target_backend(dt_target target, const char *backend_name)
-{
-    if (backend_name && backend_name[0])
-        return dt_backend_find(backend_name);
-    const dt_target_i *t = dt_target_get(target);
-    return t ? t->backend : NULL;
-}
-
 const dt_target_i *dt_target_for_runner(const char *arg)
 {
     for (int i = 0; i < DT_TARGET_COUNT; i++)

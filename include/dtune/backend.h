@@ -55,6 +55,11 @@ typedef struct dt_backend_i {
 /* The backend called name, or NULL. */
 const dt_backend_i *dt_backend_find(const char *name);
 
+/* The backend a run measures with: the one called name when name is set
+ * and not "" (NULL when no backend has that name), else target's own
+ * (target.h). */
+const dt_backend_i *dt_backend_choose(dt_target target, const char *name);
+
 /* The i-th backend's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_backend_at(int i);
 

@@ -7,7 +7,8 @@
  * dtune needs of those, like ggml's backend interface: the daemon, the
  * commands and the settings reach a target only through its table, found by
  * its dt_target id or its name, and never switch on which target it is.
- * Adding a target is its files and one row in target.c's table.
+ * Adding a target is its files and one row in target.c's table (the
+ * backends by name, backend.c, list each target's own from it).
  *
  * A target is named after its backend (dt_backend_i.name), so the name is
  * written once; `backend: replay` (backend.h) measures a synthetic surface
@@ -44,11 +45,6 @@ const char *dt_target_name(dt_target target);
 int dt_target_parse(const char *name, dt_target *target);
 /* The name of target i, NULL past the last (a dt_name_at_fn). */
 const char *dt_target_at(int i);
-
-/* The backend a run measures with: the one called backend_name when it is
- * set and not "" (NULL when no backend has that name), else the target's
- * own. */
-const dt_backend_i *dt_target_backend(dt_target target, const char *backend_name);
 
 /* The target whose measurement process argv[1] == arg starts, or NULL;
  * targets without one are skipped. Every executable that measures calls
