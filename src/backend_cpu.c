@@ -41,7 +41,7 @@
 
 extern char **environ;
 
-#define CC_FLAGS "-std=gnu11 -O3 -march=native -ffp-contract=fast -shared -fPIC"
+#define CC_FLAGS DT_CPU_KERNEL_CFLAGS " -shared -fPIC"
 /* Compiles between two prunings of the artifact cache. */
 #define CACHE_PRUNE_EVERY 32
 

@@ -297,16 +297,17 @@ static void emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
             "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
 }
 
-static void emit_entry(dt_buf *b, const dt_cpu_plan *p, size_t ws_floats, const char *image_step)
+static void emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t ws_floats,
+                       const char *image_step)
 {
-    emit(b, "size_t dt_kernel_workspace(void)\n{\n    return %zu;\n}\n\n", ws_floats);
-    emit(b, "void dt_kernel_prepare(const float *restrict weight, float *restrict ws)\n{\n");
+    emit(b, "size_t %s_workspace(void)\n{\n    return %zu;\n}\n\n", entry, ws_floats);
+    emit(b, "void %s_prepare(const float *restrict weight, float *restrict ws)\n{\n", entry);
     if (p->pack_weight)
         emit(b, "    pack_w(weight, ws);\n}\n\n");
     else
         emit(b, "    (void)weight;\n    (void)ws;\n}\n\n");
-    emit(b, "void dt_kernel(const float *restrict input, const float *restrict weight,\n"
-            "               float *restrict output, float *restrict ws)\n{\n");
+    emit(b, "void %s(const float *restrict input, const float *restrict weight,\n"
+            "    float *restrict output, float *restrict ws)\n{\n", entry);
     if (p->pack_weight)
         emit(b, "    (void)weight;\n");
     else
@@ -316,7 +317,8 @@ static void emit_entry(dt_buf *b, const dt_cpu_plan *p, size_t ws_floats, const 
 
 /* The entry of both convolutions: per image, pack the input after the packed
  * weights in the workspace, compute into the packed output, unpack to NCHW. */
-static void emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, size_t wsz, size_t xsz, size_t ysz)
+static void emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t wsz,
+                            size_t xsz, size_t ysz)
 {
     char step[512];
     snprintf(step, sizeof step,
@@ -325,7 +327,7 @@ static void emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, size_t wsz, size_t 
              "        compute(ws, ws + %zu, ws + %zu);\n"
              "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
              wsz, wsz, wsz + xsz, wsz + xsz);
-    emit_entry(b, p, wsz + xsz + ysz, step);
+    emit_entry(b, p, entry, wsz + xsz + ysz, step);
 }
 
 /* ---- conv2d ------------------------------------------------------------------ */
@@ -452,7 +454,7 @@ static void emit_conv_tile(dt_buf *b, const dt_cpu_plan *p, bool reduction_insid
     emit(b, "}\n\n");
 }
 
-static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p)
+static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entry)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
@@ -475,7 +477,7 @@ static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p)
                inside ? "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);"
                       : "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o, ci_o);");
     emit(b, "}\n\n");
-    emit_conv_entry(b, p, wsz, xsz, ysz);
+    emit_conv_entry(b, p, entry, wsz, xsz, ysz);
 }
 
 /* ---- depthwise_conv2d ---------------------------------------------------------- */
@@ -535,7 +537,7 @@ static void emit_dw_tile(dt_buf *b, const dt_cpu_plan *p)
     emit(b, "}\n\n");
 }
 
-static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p)
+static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
@@ -553,7 +555,7 @@ static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p)
     emit(b, "static void compute(const float *restrict wp, const float *restrict xp, float *restrict yb)\n{\n");
     emit_loops(b, p, loops, bounds, 4, 0, "tile(wp, xp, yb, co_o, oh_o * OHB + oh_i, ow_o);");
     emit(b, "}\n\n");
-    emit_conv_entry(b, p, wsz, xsz, ysz);
+    emit_conv_entry(b, p, entry, wsz, xsz, ysz);
 }
 
 /* ---- dense and batch_matmul ------------------------------------------------------ */
@@ -649,7 +651,7 @@ static void emit_mm_dot_tile(dt_buf *b, const dt_cpu_plan *p, bool inside)
     emit(b, "}\n\n");
 }
 
-static void emit_mm(dt_buf *b, const dt_cpu_plan *p)
+static void emit_mm(dt_buf *b, const dt_cpu_plan *p, const char *entry)
 {
     const dt_mm_shape *m = &p->task.mm;
     emit(b, "#define BATCH %d\n#define M %d\n#define N %d\n#define K %d\n#define MB %d\n"
@@ -673,23 +675,45 @@ static void emit_mm(dt_buf *b, const dt_cpu_plan *p)
     size_t wsz = p->pack_weight ? round16((size_t)m->b * m->n * m->k) : 16;
     const char *step = p->pack_weight ? "    compute(input, ws, output);\n"
                                       : "    compute(input, weight, output);\n";
-    emit_entry(b, p, wsz, step);
+    emit_entry(b, p, entry, wsz, step);
+}
+
+/* Whether name can stand as a C identifier (and a prefix of one). */
+static bool is_identifier(const char *name)
+{
+    if (!name || !(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
+                   (name[0] >= 'A' && name[0] <= 'Z')))
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9')))
+            return false;
+    return strlen(name) < 200;
 }
 
 int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
 {
+    return dt_codegen_cpu_named(plan, DT_CPU_KERNEL_ENTRY, source, err);
+}
+
+int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **source,
+                         dt_error *err)
+{
     *source = NULL;
+    if (!is_identifier(entry))
+        return dt_error_set(err, DT_EINVAL, "entry name '%s' is not a C identifier",
+                            entry ? entry : "(null)");
     int rc = dt_cpu_plan_check(plan, err);
     if (rc < 0)
         return rc;
     dt_buf b = { 0 };
     emit_prelude(&b, plan);
     if (plan->task.kind == DT_OP_CONV2D)
-        emit_conv2d(&b, plan);
+        emit_conv2d(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
-        emit_depthwise(&b, plan);
+        emit_depthwise(&b, plan, entry);
     else
-        emit_mm(&b, plan);
+        emit_mm(&b, plan, entry);
     if (b.failed) {
         dt_buf_free(&b);
         return dt_error_set(err, DT_ENOMEM, "out of memory writing kernel source");

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtune/codegen_cpu.h"
 #include "dtune/measure.h"
 #include "dtune/util.h"
 
@@ -141,9 +142,9 @@ static int load_kernel(child_state *c, const dt_runner_request *req, loaded_kern
     if (req->threads > 1 && !c->gomp_pinned)
         c->gomp_pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL;
     k->handle = dlopen(req->artifact, RTLD_NOW | RTLD_LOCAL);
-    workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, "dt_kernel_workspace") : NULL;
-    k->prepare = k->handle ? (prepare_fn)dlsym(k->handle, "dt_kernel_prepare") : NULL;
-    k->kernel = k->handle ? (kernel_fn)dlsym(k->handle, "dt_kernel") : NULL;
+    workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_workspace") : NULL;
+    k->prepare = k->handle ? (prepare_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_prepare") : NULL;
+    k->kernel = k->handle ? (kernel_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY) : NULL;
     if (!ws || !k->prepare || !k->kernel) {
         const char *why = dlerror();
         res->result = DT_RESULT_RUNNER_ERROR;

@@ -250,6 +250,37 @@ static void test_knobs_change_source(void **state)
     free(d);
 }
 
+/* dt_codegen_cpu_named puts its own entry name on all three entry points
+ * and leaves the rest of the source as dt_codegen_cpu writes it. */
+static void test_named_entry_points(void **state)
+{
+    (void)state;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 9, 24, 3, 2, 1, 1);
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    char *plain, *named;
+    dt_error err;
+    assert_int_equal(dt_codegen_cpu(&p, &plain, NULL), 0);
+    assert_int_equal(dt_codegen_cpu_named(&p, "resnet_layer1", &named, NULL), 0);
+    assert_non_null(strstr(named, "size_t resnet_layer1_workspace(void)"));
+    assert_non_null(strstr(named, "void resnet_layer1_prepare(const float *restrict weight"));
+    assert_non_null(strstr(named, "void resnet_layer1(const float *restrict input"));
+    assert_null(strstr(named, "dt_kernel"));
+    assert_non_null(strstr(plain, "void dt_kernel(const float *restrict input"));
+    const char *a = strstr(plain, "static void compute"), *b = strstr(named, "static void compute");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(strncmp(a, b, 200), 0);
+    free(plain);
+    free(named);
+    const char *bad[] = { "", "2fast", "has-dash", "x y" };
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dt_codegen_cpu_named(&p, bad[i], &named, &err), DT_EINVAL);
+        assert_null(named);
+        assert_non_null(strstr(err.msg, "is not a C identifier"));
+    }
+}
+
 /* A register-blocked AVX-512 plan against a scalar, untiled one. */
 static void test_configs_differ_in_speed(void **state)
 {
@@ -311,6 +342,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_validity_matches_plan_check),
         cmocka_unit_test(test_plan_check_rejects),
         cmocka_unit_test(test_knobs_change_source),
+        cmocka_unit_test(test_named_entry_points),
         cmocka_unit_test_setup_teardown(test_configs_differ_in_speed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,10 +3,14 @@
  * A configuration (space point) is first read into a dt_cpu_plan: the tile
  * sizes, loop order, unrolling, vector width and weight packing it asks for.
  * dt_codegen_cpu then writes a self-contained C11 (GNU) translation unit that
- * the builders compile with `cc -O3 -march=native -ffp-contract=fast -shared
- * -fPIC` (plus -fopenmp when plan->threads > 1).
+ * the builders compile with `cc DT_CPU_KERNEL_CFLAGS -shared -fPIC` (plus
+ * -fopenmp when plan->threads > 1). The source is the kernel alone: the
+ * harness that checks and times it is runner.c, and `dtune export` writes
+ * the same source into a library (export.h).
  *
- * Every generated artifact exports the same three symbols:
+ * Every generated artifact exports three symbols; dt_codegen_cpu names them
+ * as below, dt_codegen_cpu_named puts its own ENTRY in place of dt_kernel
+ * (ENTRY_workspace, ENTRY_prepare, ENTRY):
  *
  *   size_t dt_kernel_workspace(void);
  *       Floats of scratch the kernel needs (packed weights, padded input,
@@ -41,6 +45,13 @@
 #include "dtune/error.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
+
+/* The compiler flags of a kernel source (GNU C for its vector extensions);
+ * the builders add -shared -fPIC, an export's Makefile uses them as they are. */
+#define DT_CPU_KERNEL_CFLAGS "-std=gnu11 -O3 -march=native -ffp-contract=fast"
+
+/* The entry point dt_codegen_cpu names (the runner looks it up by name). */
+#define DT_CPU_KERNEL_ENTRY "dt_kernel"
 
 /* Registers the register tile may use for accumulators (32 zmm/ymm with
  * AVX-512 VL, minus weight vectors and a broadcast). */
@@ -90,6 +101,13 @@ int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
 /* Writes the C source of plan into *source (malloc'd, caller frees).
  * Returns 0, DT_EINVAL (plan fails dt_cpu_plan_check) or DT_ENOMEM. */
 int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err);
+
+/* dt_codegen_cpu with the entry points named entry, entry_prepare and
+ * entry_workspace, so several kernels can be linked into one program.
+ * Returns what dt_codegen_cpu returns; DT_EINVAL too when entry is not a C
+ * identifier. */
+int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **source,
+                         dt_error *err);
 
 
 #endif
