@@ -167,7 +167,7 @@ static void print_result(const dt_task *t, const dt_space *space, const dt_point
     printf("config   %llu: %s\n", (unsigned long long)dt_space_index(space, point), knobs);
     printf("result   %s%s%s\n", dt_result_name(r->result), r->detail[0] ? " — " : "", r->detail);
     printf("gflops   %.2f\n", r->gflops);
-    printf("latency  %.4f ms\n", r->latency_s * 1e3);
+    printf("latency  %.6f ms\n", r->latency_s * 1e3);   /* microsecond kernels: 6 places */
     printf("repeats  %d\n", r->repeats);
     printf("cv       %.4f\n", r->cv);
     printf("compile  %.1f ms\n", r->compile_ms);

@@ -170,6 +170,11 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static const char *const nvrtc_names[] = { "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12" };
 #define NVRTC_NAMES ((int)(sizeof nvrtc_names / sizeof nvrtc_names[0]))
 
+const char *dt_nvrtc_library_at(int i)
+{
+    return i >= 0 && i < NVRTC_NAMES ? nvrtc_names[i] : NULL;
+}
+
 static void *open_nvrtc(char *path, size_t len)
 {
     const char *home = getenv("CUDA_HOME");

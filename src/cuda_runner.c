@@ -23,8 +23,6 @@
 #include "dtune/measure.h"
 
 #define NAN_BITS 0x7fc00000u
-#define AUTO_BATCH_SECONDS 1e-3
-#define AUTO_BATCH_MAX_CALLS 1000
 #define STATIC_SHARED_LIMIT (48 * 1024)
 
 struct dt_cuda_session {
@@ -328,8 +326,8 @@ static bool batch_calls(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_functi
     if (!time_batch(s, job, fn, 1, &ms, out, lost))
         return false;
     double per_call = fmax(ms * 1e-3, 1e-7);
-    double wanted = ceil(AUTO_BATCH_SECONDS / per_call);
-    *calls = wanted > AUTO_BATCH_MAX_CALLS ? AUTO_BATCH_MAX_CALLS : (int)wanted;
+    double wanted = ceil(DT_CUDA_AUTO_BATCH_S / per_call);
+    *calls = wanted > DT_CUDA_AUTO_BATCH_MAX_CALLS ? DT_CUDA_AUTO_BATCH_MAX_CALLS : (int)wanted;
     return true;
 }
 

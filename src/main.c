@@ -20,6 +20,7 @@ static const command commands[] = {
     { "models", dt_cmd_models, "list a model's tasks and space sizes" },
     { "measure", dt_cmd_measure, "build, check and time one config" },
     { "check", dt_cmd_check, "validate a config and its model" },
+    { "export", dt_cmd_export, "a run's tuned kernels as a C library (make test checks them)" },
 };
 
 static void usage(FILE *f)

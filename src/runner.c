@@ -216,7 +216,8 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
     long calls = req->micro_batch;
     if (calls <= 0) {
         double want = DT_RUNNER_AUTO_BATCH_S / (first > 1e-9 ? first : 1e-9);
-        calls = want < 1 ? 1 : want > 1e6 ? 1000000 : (long)ceil(want);
+        calls = want < 1 ? 1 : want > DT_RUNNER_AUTO_BATCH_MAX_CALLS ? DT_RUNNER_AUTO_BATCH_MAX_CALLS
+                                                             : (long)ceil(want);
     }
     dt_cv_stop cv;
     dt_cv_stop_init(&cv, req->min_batches, req->max_repeats, req->cv_threshold);

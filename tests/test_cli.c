@@ -1,8 +1,8 @@
 /* test_cli.c — the dtune command line, run as a real binary: usage and
  * `--help` of every command that `dtune --help` lists, exit statuses,
- * `models`, `check` and `compare`. (tune, status, report, best and measure
- * run as real binaries in test_tune, test_server, test_tunelog and
- * test_measure.) */
+ * `models`, `check`, `compare` and `export`'s usage. (tune, status, report,
+ * best, measure and export run as real binaries in test_tune, test_server,
+ * test_tunelog, test_measure and test_export.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,6 +190,30 @@ static void test_compare_by_policy(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
+/* `dtune export`'s usage errors (the export itself: test_export). */
+static void test_export_usage(void **state)
+{
+    (void)state;
+    int rc = dt_test_run((char *[]){ "dtune", "export", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "RUN_DIR is missing"));
+    rc = dt_test_run((char *[]){ "dtune", "export", "a", "b", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "expects one RUN_DIR, not also 'b'"));
+    rc = dt_test_run((char *[]){ "dtune", "export", "a", "--frob", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "unknown option '--frob'"));
+    rc = dt_test_run((char *[]){ "dtune", "export", "a", "--threads", "0", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--threads takes a count from 1 to 1024, not '0'"));
+    rc = dt_test_run((char *[]){ "dtune", "export", "a", "-o", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "missing value after '-o'"));
+    rc = dt_test_run((char *[]){ "dtune", "export", "/nonexistent_dtune_run", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "/nonexistent_dtune_run: No such file or directory"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_compare_by_policy),
+        cmocka_unit_test(test_export_usage),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

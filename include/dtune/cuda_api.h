@@ -133,6 +133,10 @@ typedef struct dt_nvrtc {
  * naming what was tried. */
 int dt_nvrtc_load(const dt_nvrtc **out, dt_error *err);
 
+/* The i-th NVRTC library name dt_nvrtc_load tries, NULL past the last (an
+ * export's loader tries the same). */
+const char *dt_nvrtc_library_at(int i);
+
 /* The architecture to compile for on a device of compute capability cc
  * (major * 10 + minor): cc itself when NVRTC supports it (*ptx = false, a
  * cubin), else the highest supported architecture below it (*ptx = true:

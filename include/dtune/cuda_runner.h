@@ -19,6 +19,11 @@
 #include "dtune/measure.h"
 #include "dtune/result.h"
 
+/* An automatic micro-batch (measure.micro_batch = 0) aims at this many
+ * seconds of launches, at most this many calls. */
+#define DT_CUDA_AUTO_BATCH_S 1e-3
+#define DT_CUDA_AUTO_BATCH_MAX_CALLS 1000
+
 typedef struct dt_cuda_session dt_cuda_session;
 
 /* Makes device 0's primary context current on this thread and fills info.

@@ -31,8 +31,10 @@
 
 #define DT_CPU_RUNNER_ARG "__cpu-runner"
 
-/* Seconds one automatic micro-batch aims at (measure.micro_batch = 0). */
+/* Seconds one automatic micro-batch aims at (measure.micro_batch = 0), and
+ * its most calls. */
 #define DT_RUNNER_AUTO_BATCH_S 0.002
+#define DT_RUNNER_AUTO_BATCH_MAX_CALLS 1000000
 
 typedef struct dt_runner_request {
     char artifact[DT_PATH_MAX];   /* shared object with the codegen_cpu entry points */

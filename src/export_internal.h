@@ -1,0 +1,59 @@
+/* export_internal.h — the export's private contract: the job being written
+ * (export.c makes it, export_cuda.c writes its CUDA form) and what both
+ * forms share, defined in export_text.c. */
+#ifndef DTUNE_EXPORT_INTERNAL_H
+#define DTUNE_EXPORT_INTERNAL_H
+
+#include "dtune/export.h"
+#include "dtune/util.h"
+
+/* Longest C name of a library or a task (sanitised model or task name). */
+#define EXPORT_NAME_MAX DT_NAME_MAX
+
+/* The export being written. */
+typedef struct export_job {
+    const dt_export_params *params;
+    const dt_export_choice *choices;
+    int n;
+    const char *out_dir;
+    char lib[EXPORT_NAME_MAX];          /* library name: NAME */
+    char upper[EXPORT_NAME_MAX];        /* NAME in capitals, for macros */
+    char (*task)[EXPORT_NAME_MAX];      /* per choice: TASK as a C name */
+} export_job;
+
+/* Appends printf-formatted text to b. */
+void export_emit(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends text as the lines of a C string literal (escaped). */
+void export_emit_string(dt_buf *b, const char *text);
+
+/* Opens a table row of choice c: "    { .name = ..., .kind = ..., .shape =
+ * ..., .config = ...," with the strings escaped, and a newline. */
+void export_emit_names(dt_buf *b, const dt_export_choice *c);
+
+/* Writes a table row's geometry fields (export_geometry_fields) of c. */
+void export_emit_geometry(dt_buf *b, const dt_export_choice *c);
+
+/* The geometry fields of a kernel_info struct, as C declarations. */
+extern const char export_geometry_fields[];
+
+/* The operator semantics of model.h as plain C loops accumulating in double:
+ * static conv() and matmul() over a `kernel_info` (a typedef the including
+ * file provides) with export_geometry_fields. */
+extern const char export_reference_body[];
+
+/* The test programs' shared C text (see export.c). */
+extern const char export_test_common[];
+
+/* Writes b's text to OUT_DIR/name (b freed). Returns 0, DT_ENOMEM, DT_EIO. */
+int export_write_file(const export_job *job, const char *name, dt_buf *b, dt_error *err);
+
+/* The space of choice i (with the job's vector width) and its point;
+ * checks that the config lies in the space. Free with dt_space_free.
+ * Returns 0, DT_EINVAL, DT_ENOTSUP, DT_ENOMEM. */
+int export_point(const export_job *job, int i, dt_space *space, dt_point *point, dt_error *err);
+
+/* Writes the CUDA export (export_cuda.c). */
+int export_write_cuda(const export_job *job, dt_error *err);
+
+#endif

@@ -1,0 +1,343 @@
+/* test_export.c — `dtune export` and the export module: a short real CPU run
+ * of models/tiny.yaml exported, built with cc and make alone (no dtune
+ * header or library), every kernel checked against the reference by the
+ * export's own test program; untuned tasks, a changed space and bad run
+ * folders refused with exit 2; scripts/export_timing.sh reads them all;
+ * the CUDA form written, its loader and test program compiled (and run:
+ * without a driver it says so). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gsl/gsl_rng.h>
+#include <jansson.h>
+
+#include "dtune/export.h"
+#include "dtune/target.h"
+#include "support/run_cmd.h"
+
+static char out[1 << 16];
+static char run_dir[64];       /* the short real run, shared by the tests */
+
+/* Runs cmd under sh with stdout and stderr into out; returns its exit status. */
+static int shell(const char *cmd)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int setup_run(void **state)
+{
+    (void)state;
+    dt_test_tmpdir(run_dir, sizeof run_dir);
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--out", run_dir, "--listen",
+                     "off", "--budget", "30", "--slot-trials", "4", "--max-slots", "2", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fprintf(stderr, "dtune tune exited %d: %s\n", rc, out);
+    return rc;
+}
+
+static int teardown_run(void **state)
+{
+    (void)state;
+    return dt_test_remove_tree(run_dir);
+}
+
+/* A copy of the run's best.json and tuning.jsonl in a new folder, with
+ * tasks[task] changed by edit (NULL: unchanged). */
+static void copy_run(char *dir, size_t len, int task, void (*edit)(json_t *t))
+{
+    dt_test_tmpdir(dir, len);
+    char src[128], dst[128];
+    snprintf(src, sizeof src, "%s/best.json", run_dir);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    if (edit)
+        edit(json_array_get(json_object_get(doc, "tasks"), (size_t)task));
+    snprintf(dst, sizeof dst, "%s/best.json", dir);
+    assert_int_equal(json_dump_file(doc, dst, JSON_INDENT(2)), 0);
+    json_decref(doc);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp %s/tuning.jsonl %s/", run_dir, dir);
+    assert_int_equal(shell(cmd), 0);
+}
+
+static void test_tiny_export_builds_and_checks(void **state)
+{
+    (void)state;
+    char exp[128], cmd[512];
+    snprintf(exp, sizeof exp, "%s/lib", run_dir);
+    int rc = dt_test_run((char *[]){ "dtune", "export", run_dir, "-o", exp, NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune export exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "exported 3 kernels of tiny (3 tuned, 0 reference loops)"));
+    /* nothing of dtune is needed: no dtune header named, no include path given */
+    snprintf(cmd, sizeof cmd, "grep -rl 'dtune/' %s", exp);
+    assert_int_equal(shell(cmd), 1);
+    snprintf(cmd, sizeof cmd, "make -C %s CC=cc CFLAGS='-std=gnu11 -O2 -Wall -Wextra -Werror'", exp);
+    if (shell(cmd) != 0)
+        fail_msg("make failed: %s", out);
+    snprintf(cmd, sizeof cmd, "%s/tiny_test --check-only", exp);
+    if (shell(cmd) != 0)
+        fail_msg("the export's test failed: %s", out);
+    assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
+    assert_null(strstr(out, "(reference)"));
+    /* timed: the mean per call beside dtune's own figure */
+    snprintf(cmd, sizeof cmd, "%s/tiny_test fc", exp);
+    assert_int_equal(shell(cmd), 0);
+    assert_non_null(strstr(out, "dtune_ms"));
+    assert_non_null(strstr(out, "1 of 1 kernels match the reference"));
+    /* the header declares every task's entry points */
+    snprintf(cmd, sizeof cmd, "grep -c 'void tiny_depthwise_prepare(const float \\*weight' %s/tiny_kernels.h", exp);
+    assert_int_equal(shell(cmd), 0);
+    /* kernels on two OpenMP threads: the same configs, built with -fopenmp */
+    snprintf(exp, sizeof exp, "%s/lib2", run_dir);
+    rc = dt_test_run((char *[]){ "dtune", "export", run_dir, "-o", exp, "--threads", "2", NULL },
+                     out, sizeof out);
+    assert_int_equal(rc, 0);
+    snprintf(cmd, sizeof cmd, "make -C %s && %s/tiny_test --check-only", exp, exp);
+    if (shell(cmd) != 0)
+        fail_msg("the OpenMP export fails: %s", out);
+    assert_non_null(strstr(out, "-fopenmp"));
+    assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
+}
+
+/* scripts/export_timing.sh reads what the export, dtune measure and
+ * best.json print: one row per task with three latencies and a ratio. */
+static void test_timing_script(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "DTUNE=%s sh scripts/export_timing.sh %s 1", dt_test_dtune(), run_dir);
+    if (shell(cmd) != 0)
+        fail_msg("export_timing.sh failed: %s", out);
+    const char *tasks[] = { "conv", "depthwise", "fc" };
+    for (int i = 0; i < 3; i++) {
+        const char *row = strstr(out, tasks[i]);
+        char name[32];
+        double best, dtune_ms, lo, hi, export_ms, lo2, hi2, ratio;
+        if (!row || sscanf(row, "%31s %lf %lf [%lf, %lf] %lf [%lf, %lf] %lf", name, &best, &dtune_ms,
+                           &lo, &hi, &export_ms, &lo2, &hi2, &ratio) != 9)
+            fail_msg("no row for %s: %s", tasks[i], out);
+        assert_true(best > 0 && dtune_ms > 0 && export_ms > 0);
+        assert_float_equal(ratio, export_ms / dtune_ms, 0.01 * ratio);
+    }
+}
+
+static void mark_failed(json_t *t)
+{
+    json_object_set_new(t, "failed", json_string("every config crashed"));
+    json_object_set_new(t, "best_config", json_null());
+    json_object_set_new(t, "knobs", json_string(""));
+}
+
+static void test_untuned_task(void **state)
+{
+    (void)state;
+    char dir[64], exp[128], cmd[512];
+    copy_run(dir, sizeof dir, 1, mark_failed);
+    snprintf(exp, sizeof exp, "%s/lib", dir);
+    int rc = dt_test_run((char *[]){ "dtune", "export", dir, "-o", exp, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "task depthwise has no tuned config (every config crashed)"));
+    assert_non_null(strstr(out, "--allow-untuned"));
+    assert_int_equal(access(exp, F_OK), -1);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, "-o", exp, "--allow-untuned", NULL }, out,
+                     sizeof out);
+    if (rc != 0)
+        fail_msg("dtune export --allow-untuned exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "(2 tuned, 1 reference loops)"));
+    snprintf(cmd, sizeof cmd, "make -C %s && %s/tiny_test --check-only", exp, exp);
+    if (shell(cmd) != 0)
+        fail_msg("the export's test failed: %s", out);
+    assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
+    assert_non_null(strstr(out, "(reference)"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+static void wrong_knobs(json_t *t)
+{
+    json_object_set_new(t, "knobs", json_string("tile_m=[1,1] vec=3"));
+}
+
+static void wrong_shape(json_t *t)
+{
+    json_object_set_new(t, "shape", json_string("1x512 * 64x512^T"));
+}
+
+static void test_run_and_space_must_agree(void **state)
+{
+    (void)state;
+    char dir[64];
+    copy_run(dir, sizeof dir, 2, wrong_knobs);
+    int rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "task fc: config"));
+    assert_non_null(strstr(out, "the space changed since the run"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+    copy_run(dir, sizeof dir, 2, wrong_shape);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "task fc is dense 1x512 * 64x512^T, but models/tiny.yaml says"));
+    /* another model than the run's */
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, "-m", "models/resnet18.yaml", NULL }, out,
+                     sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "the run tuned model tiny"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+static void test_bad_run_dirs(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    int rc = dt_test_run((char *[]){ "dtune", "export", "/nonexistent/run", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "/nonexistent/run: No such file or directory"));
+    dt_test_tmpdir(dir, sizeof dir);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "best.json"));
+    snprintf(path, sizeof path, "%s/best.json", dir);
+    assert_int_equal(dt_test_write_file(path, "{\"model\": \"tiny\",\n  \"tasks\": [}\n"), 0);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "best.json:2:"));
+    rc = dt_test_run((char *[]){ "dtune", "export", path, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "not a run folder"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+    /* best.json without the log that names the model */
+    copy_run(dir, sizeof dir, 0, NULL);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    assert_int_equal(unlink(path), 0);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "give it with -m MODEL.yaml"));
+    char exp[128];
+    snprintf(exp, sizeof exp, "%s/lib", dir);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, "-m", "models/tiny.yaml", "-o", exp, NULL },
+                     out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune export -m exited %d: %s", rc, out);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+/* The CUDA form from choices (a random valid config per task, the last task
+ * untuned): sources and launch geometry written, the loader compiles with
+ * strict warnings, and its Makefile builds the library. */
+static void test_cuda_export_written(void **state)
+{
+    (void)state;
+    dt_model *model;
+    dt_error err;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, &err), 0);
+    dt_export_choice choices[8];
+    int n = model->ntasks;
+    assert_true(n >= 2 && n <= 8);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 17);
+    for (int i = 0; i < n; i++) {
+        memset(&choices[i], 0, sizeof choices[i]);
+        choices[i].task = model->tasks[i];
+        choices[i].tuned = i < n - 1;
+        dt_space space;
+        assert_int_equal(dt_target_space_init(&space, &model->tasks[i], DT_TARGET_CUDA, &err), 0);
+        dt_point point;
+        dt_space_random(&space, rng, &point);
+        choices[i].config = dt_space_index(&space, &point);
+        dt_space_point_str(&space, &point, choices[i].knobs, sizeof choices[i].knobs);
+        dt_space_free(&space);
+    }
+    gsl_rng_free(rng);
+    dt_export_params params = dt_export_default_params();
+    params.target = DT_TARGET_CUDA;
+    char dir[64], cmd[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_export_write(&params, "tiny", choices, n, dir, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    snprintf(cmd, sizeof cmd, "grep -l 'extern \"C\" __global__' %s/kernels/%s.cu", dir,
+             model->tasks[0].name);
+    assert_int_equal(shell(cmd), 0);
+    snprintf(cmd, sizeof cmd, "test ! -e %s/kernels/%s.cu", dir, model->tasks[n - 1].name);
+    assert_int_equal(shell(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -c '.source = NULL' %s/tiny_cuda.c", dir);
+    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(atoi(out), 1);
+    snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra "
+                              "-Werror -c tiny_cuda.c -o /dev/null && "
+                              "make CFLAGS='-std=gnu11 -O2 -Wall -Wextra -Werror'", dir);
+    if (shell(cmd) != 0)
+        fail_msg("the CUDA loader does not build: %s", out);
+    snprintf(cmd, sizeof cmd, "test -s %s/libtiny_cuda.a", dir);
+    assert_int_equal(shell(cmd), 0);
+    /* without a driver the test program says so; with a GPU it checks */
+    snprintf(cmd, sizeof cmd, "%s/tiny_cuda_test --check-only", dir);
+    rc = shell(cmd);
+    if (rc == 0)
+        assert_non_null(strstr(out, "kernels match the reference"));
+    else if (rc != 1 || (!strstr(out, "libcuda.so.1 not found") && !strstr(out, "CUDA driver error")))
+        fail_msg("tiny_cuda_test exited %d: %s", rc, out);
+    /* a config outside its space is refused, nothing half-written counts */
+    choices[0].config = UINT64_MAX;
+    assert_int_equal(dt_export_write(&params, "tiny", choices, n, dir, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "outside its space"));
+    assert_int_equal(dt_export_write(&params, "tiny", choices, 0, dir, &err), DT_EINVAL);
+    dt_model_free(model);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+/* Two tasks whose names differ only where C names put '_' cannot share a
+ * library. */
+static void test_clashing_names(void **state)
+{
+    (void)state;
+    dt_model *model;
+    dt_error err;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, &err), 0);
+    dt_export_choice choices[2];
+    memset(choices, 0, sizeof choices);
+    choices[0].task = choices[1].task = model->tasks[0];
+    snprintf(choices[0].task.name, sizeof choices[0].task.name, "block-1");
+    snprintf(choices[1].task.name, sizeof choices[1].task.name, "block.1");
+    char dir[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    dt_export_params params = dt_export_default_params();
+    assert_int_equal(dt_export_write(&params, "tiny", choices, 2, dir, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "tasks block-1 and block.1 give clashing C names"));
+    dt_model_free(model);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiny_export_builds_and_checks),
+        cmocka_unit_test(test_timing_script),
+        cmocka_unit_test(test_untuned_task),
+        cmocka_unit_test(test_run_and_space_must_agree),
+        cmocka_unit_test(test_bad_run_dirs),
+        cmocka_unit_test(test_cuda_export_written),
+        cmocka_unit_test(test_clashing_names),
+    };
+    return cmocka_run_group_tests(tests, setup_run, teardown_run);
+}
