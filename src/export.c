@@ -526,9 +526,12 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
     if (rc == 0 && dt_target_parse(rs.target, &params->target) != 0)
         rc = dt_error_set(err, DT_EINVAL, "%s: target '%s' is not one dtune knows", best, rs.target);
     rc = rc ? rc : dt_model_load(model_path, &model, err);
-    if (rc == DT_ENOTFOUND && model_path == path)
+    if (rc == DT_ENOTFOUND && model_path == path) {
+        char why[DT_ERROR_MSG_MAX];
+        snprintf(why, sizeof why, "%.800s", err->msg);   /* room for the hint */
         rc = dt_error_set(err, rc, "%s (the model file the run recorded; a relative path is "
-                          "taken from where `dtune tune` ran; give it with -m MODEL.yaml)", err->msg);
+                          "taken from where `dtune tune` ran; give it with -m MODEL.yaml)", why);
+    }
     if (rc == 0 && strcmp(model->name, rs.model) != 0)
         rc = dt_error_set(err, DT_EINVAL, "%s: the run tuned model %s, %s is model %s", best,
                           rs.model, model_path, model->name);

@@ -225,6 +225,21 @@ static void test_bad_run_dirs(void **state)
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "not a run folder"));
     assert_int_equal(dt_test_remove_tree(dir), 0);
+    /* the model the log names is not reachable from here */
+    copy_run(dir, sizeof dir, 0, NULL);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    char *log = dt_test_slurp(path);
+    assert_non_null(log);
+    char *model = strstr(log, "models/tiny.yaml");
+    assert_non_null(model);
+    memcpy(model, "models/tony.yaml", strlen("models/tony.yaml"));
+    assert_int_equal(dt_test_write_file(path, "%s", log), 0);
+    free(log);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "models/tony.yaml"));
+    assert_non_null(strstr(out, "the model file the run recorded"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
     /* best.json without the log that names the model */
     copy_run(dir, sizeof dir, 0, NULL);
     snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
