@@ -321,6 +321,54 @@ static void test_cuda_export_written(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
+/* A CUDA run folder: the short run's best.json with target cuda and, per
+ * task, a random valid CUDA config (index and knobs) in place of its own. */
+static void test_cuda_run_exported(void **state)
+{
+    (void)state;
+    char dir[64], src[128], dst[128], cmd[512];
+    copy_run(dir, sizeof dir, 0, NULL);
+    snprintf(src, sizeof src, "%s/best.json", dir);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "target", json_string("cuda"));
+    dt_model *model;
+    dt_error err;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, &err), 0);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 23);
+    json_t *tasks = json_object_get(doc, "tasks");
+    for (size_t i = 0; i < json_array_size(tasks); i++) {
+        json_t *t = json_array_get(tasks, i);
+        int k = dt_model_find_task(model, json_string_value(json_object_get(t, "name")));
+        assert_true(k >= 0);
+        dt_space space;
+        dt_point point;
+        char knobs[256];
+        assert_int_equal(dt_target_space_init(&space, &model->tasks[k], DT_TARGET_CUDA, &err), 0);
+        dt_space_random(&space, rng, &point);
+        dt_space_point_str(&space, &point, knobs, sizeof knobs);
+        json_object_set_new(t, "best_config", json_integer((json_int_t)dt_space_index(&space, &point)));
+        json_object_set_new(t, "knobs", json_string(knobs));
+        dt_space_free(&space);
+    }
+    gsl_rng_free(rng);
+    dt_model_free(model);
+    assert_int_equal(json_dump_file(doc, src, JSON_INDENT(2)), 0);
+    json_decref(doc);
+    snprintf(dst, sizeof dst, "%s/lib", dir);
+    int rc = dt_test_run((char *[]){ "dtune", "export", dir, "-o", dst, NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune export of a CUDA run exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "build the loader: make -C"));
+    snprintf(cmd, sizeof cmd, "ls %s/kernels/*.cu | wc -l && make -C %s", dst, dst);
+    if (shell(cmd) != 0)
+        fail_msg("the CUDA export does not build: %s", out);
+    assert_int_equal(atoi(out), 3);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 /* Two tasks whose names differ only where C names put '_' cannot share a
  * library. */
 static void test_clashing_names(void **state)
@@ -352,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_run_and_space_must_agree),
         cmocka_unit_test(test_bad_run_dirs),
         cmocka_unit_test(test_cuda_export_written),
+        cmocka_unit_test(test_cuda_run_exported),
         cmocka_unit_test(test_clashing_names),
     };
     return cmocka_run_group_tests(tests, setup_run, teardown_run);
