@@ -10,7 +10,7 @@
 
 # ---- settings ---------------------------------------------------------------
 CC       ?= cc
-PKGS     := gsl yaml-0.1 jansson libmicrohttpd xgboost plplot
+PKGS     := gsl yaml-0.1 jansson libmicrohttpd xgboost plplot sqlite3
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 CPPFLAGS := -Iinclude -D_GNU_SOURCE -MMD -MP
@@ -110,8 +110,9 @@ BENCH_LIBS_measure = -ldnnl -lopenblas
 bundle: all
 	@sh scripts/bundle.sh
 
+# The demo's tuning database stays under runs/ unless DTUNE_DB names another.
 run: all
-	./bin/dtune tune -c config.yaml
+	DTUNE_DB="$${DTUNE_DB:-runs/dtune.db}" ./bin/dtune tune -c config.yaml
 
 clean:
 	rm -rf build build-san build-tsan bin

@@ -24,7 +24,7 @@ yaml=models/$model.yaml
 if [ ! -x bin/trace_convert ] || [ bench/trace_convert.c -nt bin/trace_convert ]; then
     # Built like the benches (same flags, linked with build/libdtune.a).
     make --no-print-directory build/libdtune.a
-    pkgs="gsl yaml-0.1 jansson libmicrohttpd xgboost plplot"
+    pkgs="gsl yaml-0.1 jansson libmicrohttpd xgboost plplot sqlite3"
     ${CC:-cc} -Iinclude -D_GNU_SOURCE -std=c11 -O2 -g -Wall -Wextra -Werror -Wshadow \
         -Wmissing-prototypes -Wno-unused-parameter -pthread $(pkg-config --cflags $pkgs) \
         -o bin/trace_convert bench/trace_convert.c build/libdtune.a \

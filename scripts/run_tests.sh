@@ -9,6 +9,9 @@ passed=0
 failed=0
 skipped=0
 export CMOCKA_MESSAGE_OUTPUT=stdout
+# No test run may write to the user's tuning database; the tests of the
+# database give their runs a database of their own (db.path).
+export DTUNE_DB=off
 # count LABEL OUTPUT: the sum of N over cmocka's "[  LABEL  ] N test(s)" lines.
 count() {
     printf '%s\n' "$2" | sed -n "s/^\[  $1 *\] \([0-9]*\) test.*/\1/p" | awk '{s+=$1} END {print s+0}'

@@ -7,7 +7,7 @@ set -eu
 # prometheus: its promtool checks the status server's /metrics in the tests;
 # chromium: the tests load the live page and report.html in a headless browser.
 pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
-libmicrohttpd-dev libcmocka-dev libplplot-dev curl prometheus chromium"
+libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium"
 if [ "${1:-}" = "--bench" ]; then
     pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy"
 fi

@@ -12,7 +12,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: dtune tune [-c config.yaml] [--model F] [--target T] [--budget S]\n"
             "                  [--target-latency MS] [--policy P] [--strategy S] [--out DIR]\n"
-            "                  [--seed N] [--backend B] [--listen HOST:PORT|off]\n"
+            "                  [--seed N] [--backend B] [--listen HOST:PORT|off] [--db PATH|off]\n"
             "Tunes every task of the model until the model latency reaches the target,\n"
             "the budget (seconds) is spent, every task is finished, or SIGINT/SIGTERM.\n"
             "Started again on the same --out directory, it resumes from tuning.jsonl.\n"
@@ -35,6 +35,7 @@ static const struct { const char *flag, *key; } overrides[] = {
     { "--slot-trials", "budget.slot_trials" },
     { "--max-slots", "budget.max_slots" },
     { "--finish-after", "scheduler.finish_after" },
+    { "--db", "db.path" },
 };
 
 static const char *override_key(const char *flag)

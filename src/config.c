@@ -51,7 +51,8 @@ enum {
     F_REQUIRED = 1,   /* must be in the file and not empty */
     F_NONEMPTY = 2,   /* may be left out, never empty */
     F_EXISTS = 4,     /* a file that must exist when set */
-    F_OR_EMPTY = 8    /* KT_CHOICE: "" is a choice too */
+    F_OR_EMPTY = 8,   /* KT_CHOICE: "" is a choice too */
+    F_OFF = 16        /* KT_PATH: "off" is a value, not a file name */
 };
 
 typedef struct key_def {
@@ -172,6 +173,8 @@ static const key_def keys[] = {
             "another run's tuning.jsonl to start from; \"\" = none"),
     K_TYPED("server.listen", KT_LISTEN, server_listen, 0,
             "status server HOST:PORT; off = none"),
+    K_TYPED("db.path", KT_PATH, db.path, F_OFF,
+            "tuning database; \"\" = $DTUNE_DB, else $XDG_DATA_HOME/dtune/dtune.db, else ~/.local/share/dtune/dtune.db; off = none"),
 };
 
 enum { NKEYS = sizeof keys / sizeof keys[0] };
@@ -352,7 +355,8 @@ static int parse_path(const key_def *k, const char *text, const char *dir, void 
 {
     char prefix[DT_PATH_MAX];
     prefix[0] = '\0';
-    if (text[0] && text[0] != '/' && dir[0])
+    bool off = (k->flags & F_OFF) && strcmp(text, "off") == 0;
+    if (text[0] && text[0] != '/' && dir[0] && !off)
         snprintf(prefix, sizeof prefix, "%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
     return store_text(k, prefix, text, slot, why, len);
 }
@@ -933,6 +937,7 @@ void dt_config_defaults(dt_config *cfg)
     cfg->belief = dt_belief_params_default();
     cfg->tuner = dt_tuner_params_default();
     cfg->measure = dt_measure_params_default();
+    cfg->db = dt_db_params_default();
 }
 
 int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FILE *messages,

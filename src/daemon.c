@@ -77,6 +77,7 @@ static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure
     int rc = dt_tunelog_append_measure(r->log, &rec, err);
     if (rc)
         return rc;
+    dt_run_db_add(r, k, &rec);
     r->measured_now++;
     return dt_run_account(r, k, rec.config, m, rec.trial);
 }

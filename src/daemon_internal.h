@@ -78,6 +78,7 @@ typedef struct dt_run {
     cpu_set_t old_cpus;        /* the opening thread's cores before, given
                                   back to it at close */
     dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
+    struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
@@ -96,6 +97,13 @@ bool dt_run_task_finished(const dt_run *r, int k);
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms);
 /* Marks task k failed (reason, reference latency) in the run and its state. */
 void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms);
+
+/* The tuning database (daemon_db.c): at set-up, after the log is open, opens
+ * it and starts each task from its records; adds each logged measurement;
+ * closes it. A database failure is reported once and never stops the run. */
+void dt_run_db_open(dt_run *r);
+void dt_run_db_add(dt_run *r, int k, const dt_measure_record *rec);
+void dt_run_db_close(dt_run *r);
 
 /* Fills pred_gflops / pred_ok of every task from the belief model. */
 int dt_run_predict(dt_run *r, dt_error *err);

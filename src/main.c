@@ -21,6 +21,7 @@ static const command commands[] = {
     { "measure", dt_cmd_measure, "build, check and time one config" },
     { "check", dt_cmd_check, "validate a config and its model" },
     { "export", dt_cmd_export, "a run's tuned kernels as a C library (make test checks them)" },
+    { "db", dt_cmd_db, "the tuning database: import, stats, best, export-log" },
 };
 
 static void usage(FILE *f)

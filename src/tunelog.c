@@ -83,6 +83,9 @@ static const field run_fields[] = {
     FIELD(dt_run_record, "target", F_STR, target),
     FIELD(dt_run_record, "seed", F_U64, seed),
     FIELD(dt_run_record, "started", F_STR, started),
+    OPTIONAL(dt_run_record, "id", id),
+    OPTIONAL(dt_run_record, "machine", machine),
+    OPTIONAL(dt_run_record, "dtune_version", dtune_version),
 };
 
 static const field measure_fields[] = {

@@ -280,10 +280,21 @@ int dt_tuner_transfer(dt_tuner *t, dt_transfer *x, int *used, dt_error *err)
     t->prior = prior;
     t->prior_weight = 1.0;
     int max = t->cfg.batch_size < DT_TRANSFER_SEEDS ? t->cfg.batch_size : DT_TRANSFER_SEEDS;
-    t->nseeds = t->n == 0 ? dt_transfer_seeds(x, t->space, max, t->seeds) : 0;
+    if (t->nseeds == 0)     /* a database's seeds go first */
+        t->nseeds = t->n == 0 ? dt_transfer_seeds(x, t->space, max, t->seeds) : 0;
     t->model_stale = t->n > 0;
     *used = n;
     return 0;
+}
+
+_Static_assert(DT_TUNER_MAX_SEEDS >= DT_TRANSFER_SEEDS, "transfer seeds fit the seed list");
+
+void dt_tuner_seed(dt_tuner *t, const dt_point *points, int n)
+{
+    t->nseeds = 0;
+    for (int i = 0; i < n && t->nseeds < DT_TUNER_MAX_SEEDS; i++)
+        if (in_space(t->space, &points[i]))
+            t->seeds[t->nseeds++] = points[i];
 }
 
 static int refit(dt_tuner *t, dt_error *err)

@@ -64,7 +64,7 @@ struct dt_tuner {
     dt_costmodel *prior;       /* NULL: no transfer */
     double prior_weight;
     int nseeds;
-    dt_point seeds[DT_TRANSFER_SEEDS];
+    dt_point seeds[DT_TUNER_MAX_SEEDS];   /* >= DT_TRANSFER_SEEDS */
     int prior_cap;             /* rows of the workspaces below */
     float *prior_rows;
     double *prior_out;

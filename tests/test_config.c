@@ -324,7 +324,7 @@ static void test_unknown_key(void **state)
     assert_true(c.budget.total_seconds == 300);
     assert_int_equal(load_text(fx, "model: m.yaml\nmodle: x\n", &c, &err), DT_EINVAL);
     assert_one_message(fx, &err, 2, 1, "unknown key 'modle' (known: model, target, backend, seed, "
-                       "budget, scheduler, tuner, measure, output, server)");
+                       "budget, scheduler, tuner, measure, output, server, db)");
 }
 
 static void test_wrong_type(void **state)
@@ -585,6 +585,50 @@ static void test_defaults_are_the_modules(void **state)
     assert_true(dt_ppo_params_default().clip == t.ppo.clip);
     assert_true(dt_sampling_params_default().knee_threshold == t.sampling.knee_threshold);
     assert_true(dt_costmodel_params_default().eta == t.cost_model.eta);
+    assert_string_equal(c.db.path, dt_db_params_default().path);
+}
+
+/* db.path: a relative path is the config folder's, "off" stays "off". */
+static void test_db_path(void **state)
+{
+    fixture *fx = *state;
+    dt_config c;
+    dt_error err;
+    char want[200], resolved[DT_PATH_MAX];
+    assert_int_equal(load_text(fx, "model: m.yaml\ndb: {path: tuning/x.db}\n", &c, &err), 0);
+    snprintf(want, sizeof want, "%s/tuning/x.db", fx->dir);
+    assert_string_equal(c.db.path, want);
+    assert_int_equal(dt_db_resolve_path(&c.db, resolved, sizeof resolved, &err), 0);
+    assert_string_equal(resolved, want);
+    assert_int_equal(load_text(fx, "model: m.yaml\ndb: {path: off}\n", &c, &err), 0);
+    assert_string_equal(c.db.path, "off");
+    assert_int_equal(dt_db_resolve_path(&c.db, resolved, sizeof resolved, &err), 0);
+    assert_string_equal(resolved, "");
+    /* the default: $DTUNE_DB, else XDG_DATA_HOME, else HOME */
+    dt_config_defaults(&c);
+    char *saved = getenv(DT_DB_ENV) ? strdup(getenv(DT_DB_ENV)) : NULL;
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+    unsetenv(DT_DB_ENV);
+    setenv("XDG_DATA_HOME", "/srv/data", 1);
+    assert_int_equal(dt_db_resolve_path(&c.db, resolved, sizeof resolved, &err), 0);
+    assert_string_equal(resolved, "/srv/data/dtune/dtune.db");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/someone", 1);
+    assert_int_equal(dt_db_resolve_path(&c.db, resolved, sizeof resolved, &err), 0);
+    assert_string_equal(resolved, "/home/someone/.local/share/dtune/dtune.db");
+    setenv(DT_DB_ENV, "/tmp/elsewhere.db", 1);
+    assert_int_equal(dt_db_resolve_path(&c.db, resolved, sizeof resolved, &err), 0);
+    assert_string_equal(resolved, "/tmp/elsewhere.db");
+    const char *names[] = { DT_DB_ENV, "HOME", "XDG_DATA_HOME" };
+    char *values[] = { saved, home, xdg };
+    for (int i = 0; i < 3; i++) {
+        if (values[i])
+            setenv(names[i], values[i], 1);
+        else
+            unsetenv(names[i]);
+        free(values[i]);
+    }
 }
 
 static void test_set_and_validate(void **state)
@@ -644,7 +688,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 64);
+    assert_int_equal(rows, 65);
     assert_same_config(&c, &defaults);
 }
 
@@ -868,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_many_problems_all_reported),
         cmocka_unit_test(test_choices_come_from_the_modules),
         cmocka_unit_test(test_defaults_are_the_modules),
+        cmocka_unit_test(test_db_path),
         cmocka_unit_test(test_set_and_validate),
         cmocka_unit_test(test_print_keys),
         cmocka_unit_test(test_readme_table),

@@ -235,6 +235,9 @@ static void assert_same_run(const dt_run_record *a, const dt_run_record *b)
     assert_string_equal(a->target, b->target);
     assert_true(a->seed == b->seed);
     assert_string_equal(a->started, b->started);
+    assert_string_equal(a->id, b->id);
+    assert_string_equal(a->machine, b->machine);
+    assert_string_equal(a->dtune_version, b->dtune_version);
 }
 
 static void assert_contains(const char *haystack, const char *needle)
@@ -276,7 +279,10 @@ static void fill_round_trip(dt_run_record run[2], dt_measure_record m[3], dt_slo
     snprintf(run[0].target, sizeof run[0].target, "cpu");
     run[0].seed = 0x0123456789abcdefULL;
     snprintf(run[0].started, sizeof run[0].started, "2024-05-17T03:14:15+02:00");
-    run[1] = run[0];
+    run[1] = run[0];           /* without the optional id, machine and version */
+    snprintf(run[0].id, sizeof run[0].id, "00c0ffee12345678");
+    snprintf(run[0].machine, sizeof run[0].machine, "AMD EPYC, family 25 model 17 stepping 1, avx2 fma, nproc 2");
+    snprintf(run[0].dtune_version, sizeof run[0].dtune_version, "0.17");
     run[1].seed = UINT64_MAX - 6;   /* above INT64_MAX: logged as a string */
     snprintf(run[1].target, sizeof run[1].target, "cuda");
 

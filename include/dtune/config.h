@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "dtune/belief.h"
+#include "dtune/db.h"
 #include "dtune/error.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
@@ -49,6 +50,7 @@ typedef struct dt_config {
     char output_dir[DT_PATH_MAX];  /* resolved like model */
     char warm_start[DT_PATH_MAX];  /* another run's tuning.jsonl; "" = none; resolved like model */
     char server_listen[DT_CONFIG_LISTEN_MAX]; /* HOST:PORT; "" or "off" = no server */
+    dt_db_params db;                   /* db.* */
     uint64_t seed;
 } dt_config;
 

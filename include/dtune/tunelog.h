@@ -4,7 +4,8 @@
  * flushed and fsync'd before the call returns, so a record the caller has seen
  * succeed survives a crash or a SIGKILL. Record types:
  *
- *   {"type":"run", "model":..., "target":..., "seed":..., "started":"ISO-8601"}
+ *   {"type":"run", "model":..., "target":..., "seed":..., "started":"ISO-8601",
+ *    "id":..., "machine":..., "dtune_version":...}   (the last three optional)
  *   {"type":"measure", "task":"conv1", "task_index":0, "config":123, "knobs":"...",
  *    "result":"ok", "gflops":..., "latency_ms":..., "repeats":..., "cv":...,
  *    "compile_ms":..., "run_ms":..., "slot":..., "trial":..., "time":...}
@@ -74,6 +75,10 @@ typedef struct dt_run_record {
     char target[16];
     uint64_t seed;
     char started[40];
+    char id[24];               /* random, tells apart runs started in one second;
+                                  "" = not recorded */
+    char machine[256];         /* dt_machine_fingerprint; "" = not recorded */
+    char dtune_version[32];    /* "" = not recorded */
 } dt_run_record;
 
 typedef struct dt_tunelog dt_tunelog;

@@ -82,6 +82,14 @@ void dt_tuner_free(dt_tuner *t);
  * DT_ENOMEM. */
 int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r);
 
+/* Configs to measure before the strategy's own (a tuning database's best
+ * configs, re-measured first since machines drift): up to
+ * DT_TUNER_MAX_SEEDS of points, each proposed once unless already
+ * measured; replaces seeds not yet proposed. Points outside the space are
+ * dropped. Transfer's mapped configs (below) do not replace them. */
+#define DT_TUNER_MAX_SEEDS 8
+void dt_tuner_seed(dt_tuner *t, const dt_point *points, int n);
+
 /* Transfer (cfg->transfer; transfer.h): gives the tuner what x knows of the
  * other tasks of its space's kind — a prior cost model trained on their
  * records, which the tuner's own model is then fitted on top of (AutoTVM's

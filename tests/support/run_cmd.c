@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dtune/db.h"
 #include "dtune/util.h"
 
 const char *dt_test_dtune(void)
@@ -27,6 +28,7 @@ static void exec_dtune(char *const argv[])
     if (!args)
         _exit(127);
     args[0] = (char *)dt_test_dtune();
+    setenv(DT_DB_ENV, DT_DB_OFF, 0);   /* never the user's database, also outside make test */
     for (int i = 1; i < n; i++)
         args[i] = argv[i];
     execv(args[0], args);

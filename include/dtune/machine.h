@@ -1,0 +1,29 @@
+/* machine.h — the fingerprint of the machine a measurement was taken on.
+ *
+ * A measured speed means something only on the machine it was measured on,
+ * so the tuning database keys every record by this text, and the trace
+ * recorder (scripts/record_traces.sh) writes it into each trace's header.
+ * For the CPU it names the processor precisely enough that two CPUs sold
+ * under one name differ: "MODEL NAME, family F model M stepping S, SIMD
+ * FLAGS, nproc N" (the SIMD flags the kernels use: avx512f, avx2, fma, neon,
+ * asimd). For CUDA: "GPU NAME, cc MAJOR.MINOR, driver VERSION". The replay
+ * backend's synthetic surface is no machine's and differs with the run's
+ * seed: "replay seed N".
+ */
+#ifndef DTUNE_MACHINE_H
+#define DTUNE_MACHINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtune/error.h"
+
+#define DT_MACHINE_MAX 256
+
+/* The fingerprint of the machine that backend (a dt_backend_at name: "cpu",
+ * "cuda", "replay") measures on, into buf; seed is the run's (only the
+ * replay surface depends on it). Returns 0, or DT_ENODEV (no CUDA device) /
+ * DT_EIO (/proc/cpuinfo unreadable) with a message. */
+int dt_machine_fingerprint(const char *backend, uint64_t seed, char *buf, size_t len, dt_error *err);
+
+#endif
