@@ -520,6 +520,36 @@ static void test_lookup_at_run_start(void **state)
     assert_null(strstr(out, "start from earlier records"));
 }
 
+/* Two dtune runs on one database at once: every measurement of both is in it. */
+static void test_two_runs_at_once(void **state)
+{
+    fixture *f = *state;
+    char run[2][400], err_log[2][420], seed[2][8];
+    pid_t pid[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(run[i], sizeof run[i], "%s/run%d", f->dir, i);
+        snprintf(err_log[i], sizeof err_log[i], "%s/out%d.txt", f->dir, i);
+        snprintf(seed[i], sizeof seed[i], "%d", 11 + i);
+        char *argv[] = { "dtune", "tune", "--model", "models/resnet18.yaml", "--backend", "replay", "--out",
+                         run[i], "--listen", "off", "--budget", "60", "--slot-trials", "24", "--max-slots",
+                         "8", "--seed", seed[i], "--db", f->db, NULL };
+        pid[i] = dt_test_spawn(argv, err_log[i]);
+        assert_true(pid[i] > 0);
+    }
+    int measured = 0;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dt_test_wait(pid[i]), 0);
+        char *text = dt_test_slurp(err_log[i]);
+        assert_null(strstr(text, "goes on without it"));
+        free(text);
+        char log[sizeof run + 16];
+        snprintf(log, sizeof log, "%s/tuning.jsonl", run[i]);
+        measured += dt_test_count_lines(log, "\"type\":\"measure\"");
+    }
+    assert_true(measured > 100);
+    assert_int_equal(query_int(f->db, "SELECT count(*) FROM measurement"), measured);
+}
+
 /* A model that shares no task with the database's runs gets their records
  * of its kinds for transfer. */
 static void test_other_model_transfers(void **state)
@@ -573,6 +603,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_bad_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_bad_input_exits_2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_at_run_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_runs_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_model_transfers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_database_never_stops_a_run, setup, teardown),
     };
