@@ -374,6 +374,9 @@ static void test_import_export_round_trip(void **state)
     assert_true(measured > 0);
     assert_int_equal(query_int(f->db, "SELECT count(*) FROM measurement"), measured);
 
+    assert_int_equal(db_cmd(f->db, "import", run1, NULL), 0);       /* already there, live */
+    assert_int_equal(query_int(f->db, "SELECT count(*) FROM measurement"), measured);
+    assert_int_equal(query_int(f->db, "SELECT count(*) FROM run"), 2);
     assert_int_equal(db_cmd(f->db, "export-log", "-o", log1), 0);
     assert_int_equal(dt_test_count_lines(log1, "\"type\":\"measure\""), measured);
     assert_int_equal(db_cmd(db2, "import", log1, NULL), 0);
