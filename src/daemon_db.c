@@ -12,7 +12,10 @@
  * index names them) before it is used. None of this counts as the run's own
  * trials: a task's best in this run is what this run measured.
  *
- * Each measurement the run logs is then added (dt_run_db_add). The JSONL
+ * A new log's run record carries the machine's fingerprint, a random run id
+ * and the dtune version (dt_run_db_stamp), so an import of the log later
+ * keys its records as the live run did. Each measurement the run logs is
+ * then added (dt_run_db_add). The JSONL
  * log stays the durable record: any database failure is reported once, the
  * database is dropped for the rest of the run, and the run goes on.
  */
@@ -20,12 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "daemon_internal.h"
 #include "dtune/backend.h"
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/target.h"
+#include "dtune/util.h"
 
 struct dt_run_db {
     dt_db *db;
@@ -213,6 +219,19 @@ static int look_up(dt_run *r, dt_error *err)
 }
 
 /* ---- hooks --------------------------------------------------------------------------- */
+
+void dt_run_db_stamp(const dt_run *r, dt_run_record *run)
+{
+    const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
+    if (dt_machine_fingerprint(backend, r->cfg->seed, run->machine, sizeof run->machine, NULL) != 0)
+        run->machine[0] = '\0';
+    snprintf(run->dtune_version, sizeof run->dtune_version, "%s", DT_DB_DTUNE_VERSION);
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != sizeof id)
+        id = (uint64_t)getpid() << 32 ^ (uint64_t)dt_now_seconds();
+    snprintf(run->id, sizeof run->id, "%016llx", (unsigned long long)id);
+}
+
 
 void dt_run_db_open(dt_run *r)
 {

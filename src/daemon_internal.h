@@ -102,6 +102,9 @@ void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_m
  * it and starts each task from its records; adds each logged measurement;
  * closes it. A database failure is reported once and never stops the run. */
 void dt_run_db_open(dt_run *r);
+/* Fills a new log's run record with what the database keys runs by: the
+ * machine's fingerprint, a random run id and the dtune version. */
+void dt_run_db_stamp(const dt_run *r, dt_run_record *run);
 void dt_run_db_add(dt_run *r, int k, const dt_measure_record *rec);
 void dt_run_db_close(dt_run *r);
 

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,8 +25,6 @@
 #include "dtune/backend.h"
 #include "daemon.h"
 #include "daemon_internal.h"
-#include "dtune/db.h"
-#include "dtune/machine.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
 
@@ -309,14 +306,7 @@ static int open_log(dt_run *r, dt_error *err)
     snprintf(run.model, sizeof run.model, "%s", r->cfg->model);
     snprintf(run.target, sizeof run.target, "%s", dt_target_name(r->cfg->target));
     run.seed = r->cfg->seed;
-    const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
-    if (dt_machine_fingerprint(backend, r->cfg->seed, run.machine, sizeof run.machine, NULL) != 0)
-        run.machine[0] = '\0';
-    snprintf(run.dtune_version, sizeof run.dtune_version, "%s", DT_DB_DTUNE_VERSION);
-    uint64_t id = 0;
-    if (getrandom(&id, sizeof id, 0) != sizeof id)
-        id = (uint64_t)getpid() << 32 ^ (uint64_t)dt_now_seconds();
-    snprintf(run.id, sizeof run.id, "%016llx", (unsigned long long)id);
+    dt_run_db_stamp(r, &run);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
