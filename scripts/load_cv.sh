@@ -18,9 +18,7 @@ model=$1 seconds=$2 outdir=$3 port=${4:-8089}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ -f "models/$model.yaml" ] || { echo "$0: no models/$model.yaml" >&2; exit 2; }
-command -v wrk >/dev/null || { echo "$0: wrk is missing (apt-get install wrk)" >&2; exit 2; }
-command -v jq >/dev/null || { echo "$0: jq is missing (apt-get install jq)" >&2; exit 2; }
-[ -x bin/dtune ] || make --no-print-directory build
+make --no-print-directory bench >/dev/null   # installs wrk and jq when missing
 mkdir -p "$outdir"
 . scripts/machine.sh
 echo "$machine" > "$outdir/machine.txt"
@@ -28,7 +26,7 @@ echo "$machine" > "$outdir/machine.txt"
 run() {  # NAME
     rm -rf "${outdir:?}/$1"
     bin/dtune tune --model "models/$model.yaml" --budget "$seconds" --seed 1 \
-        --out "$outdir/$1" --listen "127.0.0.1:$port" > "$outdir/$1.out" 2>&1
+        --out "$outdir/$1" --listen "127.0.0.1:$port" --db off > "$outdir/$1.out" 2>&1
 }
 
 run quiet

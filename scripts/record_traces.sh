@@ -48,7 +48,7 @@ git rev-parse --short HEAD > "$run/commit.txt" 2>/dev/null || echo unknown > "$r
 echo "recording $model seed $seed: $ntasks tasks x $trials trials into $run" >&2
 bin/dtune tune --model "$yaml" --policy round_robin --strategy chameleon \
     --slot-trials "$trials" --max-slots "$ntasks" --finish-after 1000000 \
-    --budget 1000000 --seed "$seed" --out "$run" --listen off
+    --budget 1000000 --seed "$seed" --out "$run" --listen off --db off
 
 # A run stopped by a signal exits 0 too: convert only a complete recording.
 done_slots=$(grep -c '"type":"slot".*"task_index":[0-9]' "$run/tuning.jsonl" || true)

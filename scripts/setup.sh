@@ -9,7 +9,8 @@ set -eu
 pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
 libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium"
 if [ "${1:-}" = "--bench" ]; then
-    pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy"
+    # wrk and jq: scripts/load_cv.sh loads the status server during a run.
+    pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy wrk jq"
 fi
 
 missing=""

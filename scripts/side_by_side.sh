@@ -12,7 +12,9 @@
 # Runs one after the other, never together: two runs would time kernels on
 # the same cores. Started again, each run resumes from its tuning.jsonl (a
 # finished run, budget spent, stops at once), so a long study runs in
-# pieces. A run dir holding another machine's records is refused.
+# pieces. A run dir holding another machine's records is refused. The runs
+# neither read nor write the tuning database (--db off): each starts from
+# nothing, whatever ran before.
 set -eu
 
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then
@@ -37,7 +39,7 @@ for seed in $seeds; do
         run=$outdir/$policy-s$seed
         echo "$0: $policy, seed $seed, on $model for ${seconds} s into $run" >&2
         bin/dtune tune --model "models/$model.yaml" --policy "$policy" --budget "$seconds" \
-            --seed "$seed" --out "$run" --listen off
+            --seed "$seed" --out "$run" --listen off --db off
         dirs="$dirs $run"
     done
 done
