@@ -51,7 +51,7 @@ measurements() {
 }
 quantile() {  # Q: the Q-quantile of the numbers on standard input
     sort -g | awk -v q="$1" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
-        i = int(q * (NR - 1)) + 1; print v[i] }'
+        i = int(q * (NR - 1)) + 1; printf "%.4f\n", v[i] }'
 }
 for name in quiet loaded; do
     measurements "$name" > "$outdir/$name.m"
