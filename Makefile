@@ -83,7 +83,7 @@ $(DTUNE): $(BUILD)/obj/main.o $(LIB)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) -Itests -Isrc $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(LIB) $(LDLIBS) -lcmocka
 
 tests: $(DTUNE) $(TEST_BIN)
 

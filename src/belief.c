@@ -10,7 +10,7 @@
  *   −n ln σ − Σ (y_i − f(x_i | θ))² / (2σ²)   inside the prior's support,
  * −∞ outside it (box, σ ∈ (0, 1], increasing curve, f(horizon) ≥ best).
  */
-#include "dtune/belief.h"
+#include "belief_internal.h"
 
 #include <limits.h>
 #include <math.h>

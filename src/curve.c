@@ -15,7 +15,7 @@
  * |r| ≤ ln2/2, degree-12 Taylor polynomial by Estrin's scheme, 2^k built in
  * the exponent bits), cloned for AVX-512, AVX2 and baseline x86-64.
  */
-#include "dtune/curve.h"
+#include "curve_internal.h"
 
 #include <float.h>
 #include <math.h>

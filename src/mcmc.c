@@ -15,7 +15,7 @@
  * the mean-subtracted series zero-padded to twice the next power of two (so
  * the circular correlation equals the linear one).
  */
-#include "dtune/mcmc.h"
+#include "mcmc_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

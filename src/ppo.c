@@ -7,7 +7,7 @@
  * backward pass of the loss accumulates into a gradient vector in that
  * layout. Episodes are stored in a rollout of max_steps rows allocated once.
  */
-#include "dtune/ppo.h"
+#include "ppo_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * config keeps its queue and seen-set between calls; they grow only when a
  * search reaches further than any before.
  */
-#include "dtune/sampling.h"
+#include "sampling_internal.h"
 #include "dtune/util.h"
 
 #include <float.h>

@@ -464,11 +464,6 @@ static const policy *find_policy(const char *name)
     return NULL;
 }
 
-bool dt_scheduler_known(const char *name)
-{
-    return find_policy(name) != NULL;
-}
-
 int dt_scheduler_new(const char *name, const dt_scheduler_params *cfg, uint64_t seed,
                      dt_scheduler **out, dt_error *err)
 {

@@ -15,7 +15,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/belief.h"
+#include "belief_internal.h"
 
 #define MAX_HISTORY 400
 

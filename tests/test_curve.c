@@ -16,7 +16,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/curve.h"
+#include "curve_internal.h"
 
 #define MAX_POINTS 600
 

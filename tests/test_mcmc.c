@@ -17,7 +17,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/mcmc.h"
+#include "mcmc_internal.h"
 
 #define WALKERS 32
 #define STEPS 2000

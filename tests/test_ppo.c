@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/ppo.h"
+#include "ppo_internal.h"
 
 #define NSTEPS 13
 

@@ -13,7 +13,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 
-#include "dtune/sampling.h"
+#include "sampling_internal.h"
 #include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */

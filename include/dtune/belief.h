@@ -119,12 +119,6 @@ void dt_belief_free(dt_belief *belief);
 int dt_belief_predict(dt_belief *belief, const dt_belief_history *history,
                       dt_belief_prediction *out, dt_error *err);
 
-/* The last successful prediction's posterior at another trial index x (in
- * history trials, ≥ the segment's first trial): mean and standard deviation
- * of f(x | θ) over the same samples. DT_EINVAL when there is no posterior. */
-int dt_belief_posterior_at(const dt_belief *belief, double x, double *mean,
-                           double *std, dt_error *err);
-
 /* The last successful prediction's sampler set-up, so another sampler can
  * run the same model (bench/belief_bench.c against emcee): the walkers'
  * centre and spread (curve parameters then σ, p + 1 values each) and the
@@ -132,11 +126,6 @@ int dt_belief_posterior_at(const dt_belief *belief, double x, double *mean,
  * posterior. */
 int dt_belief_sampler_setup(const dt_belief *belief, double *centre, double *scale,
                             double *lo, double *hi, dt_error *err);
-
-/* Log posterior (up to a constant) of θ = (curve parameters, σ) for the
- * segment and horizon of the last dt_belief_predict call that got as far as
- * the fit; −INFINITY outside the prior. For tests and diagnostics. */
-double dt_belief_log_prob(const dt_belief *belief, const double *theta);
 
 /* Start of the segment that would be modelled (0-based), per the rule above. */
 int dt_belief_segment_start(const double *y, int n, double jump_threshold,
@@ -176,8 +165,5 @@ void dt_belief_pool_free(dt_belief_pool *pool);
  * from the slot count. */
 int dt_belief_pool_predict(dt_belief_pool *pool, const dt_belief_history *tasks,
                            int n_tasks, dt_belief_prediction *out, dt_error *err);
-
-/* Predictions answered from the memo and fitted, since the pool was made. */
-void dt_belief_pool_stats(const dt_belief_pool *pool, long *hits, long *misses);
 
 #endif

@@ -52,10 +52,6 @@ int dt_curve_param_count(dt_curve_family family);
 /* f(x | θ). x > 0. */
 double dt_curve_eval(dt_curve_family family, const double *theta, double x);
 
-/* grad[j] = ∂f(x | θ)/∂θ_j, j < dt_curve_param_count(family). */
-void dt_curve_gradient(dt_curve_family family, const double *theta, double x,
-                       double *grad);
-
 /* Index in θ of the family's level parameter, the one dt_curve_lift moves
  * and level_max bounds: 0 (a) for log power, 2 (c) for pow4, 1 (b) for log
  * linear; −1 for an unknown family. */

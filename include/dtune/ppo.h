@@ -132,7 +132,4 @@ double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update
 int dt_ppo_ntheta(const dt_ppo *p);
 double *dt_ppo_theta(dt_ppo *p);
 
-/* Log-probability of actions at state under the current policy. */
-double dt_ppo_log_prob(dt_ppo *p, const double *state, const int *actions);
-
 #endif

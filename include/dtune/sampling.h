@@ -100,11 +100,6 @@ int dt_sampling_select(dt_sampling *s, const dt_point *cands, int n,
 double dt_sampling_kmeans(dt_sampling *s, const double *coords, int n, int dim, int k,
                           double *centroids, int *assign);
 
-/* The knee search alone: runs k = k_min, 2·k_min, … ≤ max_k (and ≤ n); returns
- * the k kept and writes its loss. When k_min > max_k, k = max_k is run once. */
-int dt_sampling_knee(dt_sampling *s, const double *coords, int n, int dim, int max_k,
-                     double *loss);
-
 /* Mode config of n candidates (each knob's most frequent option; ties to the
  * lower option). */
 void dt_sampling_mode(dt_sampling *s, const dt_point *cands, int n, dt_point *out);

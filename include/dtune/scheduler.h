@@ -176,7 +176,4 @@ int dt_sched_optimum(const dt_sched_curve *tasks, int ntasks, const double *targ
 /* The i-th policy's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_scheduler_policy_at(int i);
 
-/* Whether name is a policy. */
-bool dt_scheduler_known(const char *name);
-
 #endif

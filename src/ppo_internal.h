@@ -1,0 +1,13 @@
+/* ppo_internal.h — private to src/: the policy's log-probability of an action vector.
+ * ppo.c defines them; the only callers outside it are its tests (built
+ * with -Isrc), which check them against finite differences, brute force or
+ * known values. Not part of dtune's interface. */
+#ifndef DTUNE_PPO_INTERNAL_H
+#define DTUNE_PPO_INTERNAL_H
+
+#include "dtune/ppo.h"
+
+/* Log-probability of actions at state under the current policy. */
+double dt_ppo_log_prob(dt_ppo *p, const double *state, const int *actions);
+
+#endif
