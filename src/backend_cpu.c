@@ -106,6 +106,18 @@ void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *op
     opts->pin = true;
 }
 
+void dt_cpu_task_memory(dt_model_memory *memory)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    memset(memory, 0, sizeof *memory);
+    if (pages <= 0 || page <= 0)
+        return;
+    double total = (double)pages * (double)page;
+    memory->task_bytes = (uint64_t)(DT_CPU_MEMORY_SHARE * total);
+    snprintf(memory->source, sizeof memory->source, "%g of this machine's %.3g GiB",
+             DT_CPU_MEMORY_SHARE, total / (1 << 30));
+}
+
 static void cpu_close(void *state);
 
 int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,

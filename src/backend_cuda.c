@@ -320,6 +320,18 @@ static int child_hello(int fd, dt_cuda_session **s)
     return sent && hello.status == 0 ? 0 : 1;
 }
 
+void dt_cuda_task_memory(dt_model_memory *memory)
+{
+    dt_cuda_device_info device;
+    dt_error why;
+    memset(memory, 0, sizeof *memory);
+    if (dt_cuda_device_probe(&device, &why) != 0 || !device.memory_bytes)
+        return;
+    memory->task_bytes = (uint64_t)(DT_CUDA_MEMORY_SHARE * (double)device.memory_bytes);
+    snprintf(memory->source, sizeof memory->source, "%g of the %.3g GiB of %.80s",
+             DT_CUDA_MEMORY_SHARE, (double)device.memory_bytes / (1 << 30), device.name);
+}
+
 int dt_cuda_runner_main(int argc, char **argv)
 {
     if (argc < 3 || strcmp(argv[1], DT_CUDA_RUNNER_ARG) != 0) {

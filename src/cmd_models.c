@@ -62,7 +62,7 @@ int dt_cmd_models(int argc, char **argv)
     }
     dt_model *model;
     dt_error err;
-    int rc = dt_model_load(path, &model, &err);
+    int rc = dt_model_load_target(path, target, &model, &err);
     if (rc) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
         return dt_error_exit_status(rc);

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "dtune/config.h"
 #include "dtune/report.h"
 #include "dtune/server.h"
+#include "dtune/util.h"
 
 /* The whole request, connecting to the last byte of the reply: default and
  * the largest --timeout. */
@@ -187,7 +189,8 @@ int dt_cmd_status(int argc, char **argv)
         return rc == DT_EINVAL ? 2 : 1;
     }
     json_error_t jerr;
-    json_t *st = reply.status == 200 ? json_loads(reply.body, 0, &jerr) : NULL;
+    bool ok = reply.status == 200 && dt_json_too_deep(reply.body, strlen(reply.body), DT_INPUT_MAX_DEPTH) < 0;
+    json_t *st = ok ? json_loads(reply.body, JSON_REJECT_DUPLICATES, &jerr) : NULL;
     if (!json_is_object(st)) {
         fprintf(stderr, "dtune status: %s answered HTTP %d without a dtune status\n", addr,
                 reply.status);

@@ -9,8 +9,8 @@
  * What each type means (parse, check, noun for messages) is a second, small
  * table.
  *
- * The file is read with libyaml's document loader, so every node keeps its
- * position. The walk goes through nested mappings: a key whose full path is a
+ * The file is read by yamldoc (one document, limited depth, no duplicate
+ * key), so every node keeps its position. The walk goes through nested mappings: a key whose full path is a
  * row is a value, one that some row's path extends is a section, anything
  * else is unknown. Problems are collected, not stopped at: each is one line
  * "FILE:LINE:COL: message" (libyaml counts from 0, messages from 1). Rules
@@ -26,6 +26,7 @@
 #include "dtune/tuner.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
+#include "yamldoc.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -784,31 +785,14 @@ static void read_section(loader *ld, const char *path, const yaml_node_t *node)
     }
 }
 
-/* The key node of an earlier pair of map with the same name as pair p, or NULL. */
-static const yaml_node_t *earlier_twin(loader *ld, const yaml_node_t *map, const yaml_node_pair_t *p)
-{
-    const char *name = scalar_of(node_at(ld, p->key));
-    for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; name && q < p; q++) {
-        const char *other = scalar_of(node_at(ld, q->key));
-        if (other && strcmp(other, name) == 0)
-            return node_at(ld, q->key);
-    }
-    return NULL;
-}
-
 static void visit_pair(loader *ld, const yaml_node_t *map, const yaml_node_pair_t *p,
                        const char *section)
 {
     char path[128];
     const yaml_node_t *key = node_at(ld, p->key), *value = node_at(ld, p->value);
-    const yaml_node_t *twin = earlier_twin(ld, map, p);
     const char *name = scalar_of(key);
     if (!name) {
         add(&ld->out, DT_EINVAL, &key->start_mark, "a key must be a name, not %s", shape_of(key));
-    } else if (twin) {
-        add(&ld->out, DT_EINVAL, &key->start_mark, "duplicate key '%s'%s%s (first at %zu:%zu)",
-            name, section[0] ? " in " : "", section, twin->start_mark.line + 1,
-            twin->start_mark.column + 1);
     } else if (!join_path(section, name, path, sizeof path)) {
         unknown_key(ld, key, name, section);
     } else if (find_key(path) >= 0) {
@@ -854,49 +838,23 @@ static void check_required(loader *ld)
                 keys[i].help);
 }
 
-static void syntax_error(loader *ld, const yaml_parser_t *parser)
+/* Loads the file's one document into ld->doc (yamldoc: depth, duplicate
+ * keys, one document). Returns 0 with ld->doc to be deleted by the caller,
+ * or an error reported (nothing to delete). */
+static int load_document(loader *ld, const char *path)
 {
-    const char *problem = parser->problem ? parser->problem : "cannot be read";
-    if (parser->error == YAML_READER_ERROR) {
-        yaml_mark_t start = { 0, 0, 0 };
-        add(&ld->out, DT_EPARSE, &start, "not YAML text: %s at byte %zu", problem,
-            parser->problem_offset);
-    } else if (parser->context) {
-        add(&ld->out, DT_EPARSE, &parser->problem_mark, "YAML syntax error: %s (%s at %zu:%zu)",
-            problem, parser->context, parser->context_mark.line + 1,
-            parser->context_mark.column + 1);
-    } else {
-        add(&ld->out, DT_EPARSE, &parser->problem_mark, "YAML syntax error: %s", problem);
+    dt_buf text = {0};
+    dt_error read_err;
+    int rc = dt_read_input(path, "config file", &text, &read_err);
+    if (rc) {
+        add(&ld->out, rc, NULL, "%s", read_err.msg);
+        return rc;
     }
-}
-
-/* Loads the first document into ld->doc and makes sure no second one follows.
- * Returns 0 with ld->doc to be deleted by the caller, or an error (nothing to delete). */
-static int load_document(loader *ld, FILE *f)
-{
-    yaml_parser_t parser;
-    yaml_document_t extra;
-    if (!yaml_parser_initialize(&parser)) {
-        add(&ld->out, DT_ENOMEM, NULL, "%s: cannot initialise the YAML parser", ld->out.path);
-        return DT_ENOMEM;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    int rc = 0;
-    if (!yaml_parser_load(&parser, &ld->doc)) {
-        syntax_error(ld, &parser);
-        rc = DT_EPARSE;
-    } else if (!yaml_parser_load(&parser, &extra)) {
-        syntax_error(ld, &parser);
-        yaml_document_delete(&ld->doc);
-        rc = DT_EPARSE;
-    } else {
-        const yaml_node_t *root = yaml_document_get_root_node(&extra);
-        if (root)
-            add(&ld->out, DT_EINVAL, &root->start_mark,
-                "a second YAML document; a config is one document (remove the '---')");
-        yaml_document_delete(&extra);
-    }
-    yaml_parser_delete(&parser);
+    dt_yamldoc_problem why;
+    rc = dt_yamldoc_load(text.data, text.len, &ld->doc, &why);
+    dt_buf_free(&text);
+    if (rc)
+        add(&ld->out, rc, &why.mark, "%s", why.msg);
     return rc;
 }
 
@@ -911,7 +869,7 @@ static void check_model_file(loader *ld)
 {
     dt_model *model = NULL;
     dt_error sub;
-    int rc = dt_model_load(ld->cfg->model, &model, &sub);
+    int rc = dt_model_load_target(ld->cfg->model, ld->cfg->target, &model, &sub);
     if (rc)
         add(&ld->out, rc, NULL, "%s", sub.msg);
     dt_model_free(model);
@@ -949,15 +907,7 @@ int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FI
     dt_error_clear(err);
     snprintf(cfg->path, sizeof cfg->path, "%s", path);
     folder_of(path, ld.dir, sizeof ld.dir);
-    dt_error open_err;
-    FILE *f = dt_open_input(path, "config file", &open_err);
-    if (!f) {
-        add(&ld.out, open_err.code, NULL, "%s", open_err.msg);
-        return ld.out.code;
-    }
-    int rc = load_document(&ld, f);
-    fclose(f);
-    if (rc)
+    if (load_document(&ld, path) != 0)
         return ld.out.code;
     bool walked = read_root(&ld);
     if (walked) {

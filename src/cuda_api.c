@@ -86,6 +86,7 @@ static bool bind_driver_device(void *lib, dt_cuda_driver *t, char *miss)
               BIND(lib, t, device_get, "cuDeviceGet", NULL, m) &&
               BIND(lib, t, device_name, "cuDeviceGetName", NULL, m) &&
               BIND(lib, t, device_attribute, "cuDeviceGetAttribute", NULL, m) &&
+              BIND(lib, t, device_total_mem, "cuDeviceTotalMem_v2", NULL, m) &&
               BIND(lib, t, primary_ctx_retain, "cuDevicePrimaryCtxRetain", NULL, m) &&
               BIND(lib, t, primary_ctx_release, "cuDevicePrimaryCtxRelease_v2",
                    "cuDevicePrimaryCtxRelease", m) &&
@@ -428,6 +429,8 @@ int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err)
         return driver_fail(r, "cuDeviceGetName", err);
     if ((r = cu->driver_version(&info->driver_version)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuDriverGetVersion", err);
+    if ((r = cu->device_total_mem(&info->memory_bytes, dev)) != DT_CU_SUCCESS)
+        return driver_fail(r, "cuDeviceTotalMem", err);
     return read_attributes(cu, dev, info, err);
 }
 

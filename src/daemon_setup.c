@@ -456,7 +456,7 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
         rc = lock_run_dir(r, err);
     r->t0 = dt_now_seconds();       /* waiting for a previous run's process is no tuning time */
     if (rc == 0)
-        rc = dt_model_load(cfg->model, &r->model, err);
+        rc = dt_model_load_target(cfg->model, cfg->target, &r->model, err);
     if (rc == 0 && dt_run_state_init(&r->state, r->model) != 0)
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
     if (rc == 0) {
@@ -515,7 +515,7 @@ void dt_run_close(dt_run *r)
 int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err)
 {
     dt_run r = { .cfg = cfg, .slot = -1 };
-    int rc = dt_model_load(cfg->model, &r.model, err);
+    int rc = dt_model_load_target(cfg->model, cfg->target, &r.model, err);
     if (rc == 0)
         rc = open_spaces(&r, err);
     if (rc == 0 && cfg->warm_start[0])

@@ -7,10 +7,12 @@
  */
 #include "dtune/model.h"
 #include "dtune/util.h"
+#include "yamldoc.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,9 @@ static int conv_finish(dt_task *t, dt_error *err)
     if (hp < ekh || wp < ekw)
         return dt_error_set(err, DT_EINVAL, "kernel %lldx%lld (dilated) does not fit the padded %lldx%lld input",
                             (long long)ekh, (long long)ekw, (long long)hp, (long long)wp);
+    if (elements(c->n, c->c_in, c->h, c->w) < 0)
+        return dt_error_set(err, DT_EINVAL, "the input tensor [%d, %d, %d, %d] is over %lld elements "
+                            "(kernels index it with int)", c->n, c->c_in, c->h, c->w, DT_TENSOR_MAX_ELEMENTS);
     /* kernels copy the input into a padded buffer (depthwise: per output channel) */
     if (elements(c->n, c->c_out > c->c_in ? c->c_out : c->c_in, hp, wp) < 0)
         return dt_error_set(err, DT_EINVAL, "the padded input (%lld x %lld per channel) is over %lld elements",
@@ -174,6 +179,13 @@ void dt_task_tensor_sizes(const dt_task *t, size_t *input, size_t *weight, size_
     }
 }
 
+uint64_t dt_task_memory_bytes(const dt_task *task)
+{
+    size_t input, weight, output;
+    dt_task_tensor_sizes(task, &input, &weight, &output);
+    return sizeof(float) * ((uint64_t)input + weight + 2 * (uint64_t)output);
+}
+
 static void reference_conv(const dt_task *t, const float *x, const float *w, float *y)
 {
     const dt_conv_shape *c = &t->conv;
@@ -225,6 +237,7 @@ typedef struct reader {
     const char *path;
     yaml_document_t *doc;
     dt_error *err;
+    const dt_model_memory *memory;   /* NULL or task_bytes 0: no check */
 } reader;
 
 static int fail_at(reader *rd, const yaml_node_t *node, const char *fmt, ...)
@@ -478,6 +491,12 @@ static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_
     dt_error sub;
     if (dt_task_finish(t, &sub) != 0)
         return fail_at(rd, op, "%s: %s", t->name, sub.msg);
+    uint64_t need = dt_task_memory_bytes(t);
+    if (rd->memory && rd->memory->task_bytes && need > rd->memory->task_bytes)
+        return fail_at(rd, op, "%s: measuring it takes %.3g GiB of tensors (input, weight, output and "
+                       "its reference); the target allows a task %.3g GiB (%s)", t->name,
+                       (double)need / (1 << 30), (double)rd->memory->task_bytes / (1 << 30),
+                       rd->memory->source);
     return 0;
 }
 
@@ -561,6 +580,8 @@ static int parse_model(reader *rd, dt_model *m)
         return fail_at(rd, ops ? ops : root, "model needs a non-empty 'ops' list");
     int index = 0;
     size_t nops = (size_t)(ops->data.sequence.items.top - ops->data.sequence.items.start);
+    if (nops > DT_MODEL_MAX_OPS)
+        return fail_at(rd, ops, "%zu ops; a model has at most %d", nops, DT_MODEL_MAX_OPS);
     /* op names seen so far: a name must say which op it is */
     char (*names)[DT_NAME_MAX] = calloc(nops, sizeof *names);
     if (!names)
@@ -584,54 +605,36 @@ static int parse_model(reader *rd, dt_model *m)
 }
 
 
-/* libyaml's reader (bad encoding) gives a byte offset, not a mark: count
- * lines and UTF-8 characters up to it. */
-static yaml_mark_t mark_of_offset(FILE *f, size_t offset)
+static int load_document(const char *path, yaml_document_t *doc, dt_error *err)
 {
-    yaml_mark_t m = { offset, 0, 0 };
-    rewind(f);
-    for (size_t i = 0; i < offset; i++) {
-        int c = getc(f);
-        if (c == EOF)
-            break;
-        if (c == '\n')
-            m.line++, m.column = 0;
-        else if ((c & 0xC0) != 0x80)
-            m.column++;
-    }
-    return m;
-}
-
-static int load_document(const char *path, FILE *f, yaml_document_t *doc, dt_error *err)
-{
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser))
-        return dt_error_set(err, DT_ENOMEM, "%s: cannot initialise the YAML parser", path);
-    yaml_parser_set_input_file(&parser, f);
-    int rc = 0;
-    if (!yaml_parser_load(&parser, doc)) {
-        yaml_mark_t at = parser.error == YAML_READER_ERROR ? mark_of_offset(f, parser.problem_offset)
-                                                           : parser.problem_mark;
-        rc = dt_error_set(err, DT_EPARSE, "%s:%zu:%zu: %s", path, at.line + 1, at.column + 1,
-                          parser.problem ? parser.problem : "YAML syntax error");
-    } else if (!yaml_document_get_root_node(doc)) {
+    dt_buf text = {0};
+    int rc = dt_read_input(path, "model file", &text, err);
+    if (rc)
+        return rc;
+    dt_yamldoc_problem why;
+    rc = dt_yamldoc_load(text.data, text.len, doc, &why);
+    dt_buf_free(&text);
+    if (rc)
+        return dt_error_set(err, why.code, "%s:%zu:%zu: %s", path, why.mark.line + 1,
+                            why.mark.column + 1, why.msg);
+    if (!yaml_document_get_root_node(doc)) {
         yaml_document_delete(doc);
-        rc = dt_error_set(err, DT_EINVAL, "%s:1:1: the file is empty", path);
+        return dt_error_set(err, DT_EINVAL, "%s:1:1: the file is empty", path);
     }
-    yaml_parser_delete(&parser);
-    return rc;
+    return 0;
 }
 
 int dt_model_load(const char *path, dt_model **out, dt_error *err)
 {
+    return dt_model_load_within(path, NULL, out, err);
+}
+
+int dt_model_load_within(const char *path, const dt_model_memory *memory, dt_model **out,
+                         dt_error *err)
+{
     *out = NULL;
-    dt_error open_err;
-    FILE *f = dt_open_input(path, "model file", &open_err);
-    if (!f)
-        return dt_error_set(err, open_err.code, "%s", open_err.msg);
     yaml_document_t doc;
-    int rc = load_document(path, f, &doc, err);
-    fclose(f);
+    int rc = load_document(path, &doc, err);
     if (rc)
         return rc;
     dt_model *m = calloc(1, sizeof *m);
@@ -640,7 +643,7 @@ int dt_model_load(const char *path, dt_model **out, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     }
     snprintf(m->path, sizeof m->path, "%s", path);
-    reader rd = { path, &doc, err };
+    reader rd = { path, &doc, err, memory };
     rc = parse_model(&rd, m);
     yaml_document_delete(&doc);
     if (rc) {

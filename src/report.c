@@ -618,17 +618,21 @@ int dt_report_load_best(const char *run_dir, dt_run_state *out, dt_error *err)
     memset(out, 0, sizeof *out);
     if ((size_t)snprintf(path, sizeof path, "%s/best.json", run_dir) >= sizeof path)
         return dt_error_set(err, DT_EINVAL, "%s: path too long", run_dir);
-    dt_error open_err;
-    FILE *f = dt_open_input(path, "best.json", &open_err);
-    if (!f)
-        return dt_error_set(err, open_err.code, "%s", open_err.msg);
+    dt_buf text = {0};
+    int rc = dt_read_input(path, "best.json", &text, err);
+    if (rc)
+        return rc;
+    long deep = dt_json_too_deep(text.data, text.len, DT_INPUT_MAX_DEPTH);
     json_error_t jerr;
-    json_t *doc = json_loadf(f, 0, &jerr);
-    fclose(f);
+    json_t *doc = deep < 0 ? json_loadb(text.data, text.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    dt_buf_free(&text);
+    if (deep >= 0)
+        return dt_error_set(err, DT_EPARSE, "%s: byte %ld: nested deeper than %d levels", path,
+                            deep + 1, DT_INPUT_MAX_DEPTH);
     if (!doc)
         return dt_error_set(err, DT_EPARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                             jerr.text);
-    int rc = load_doc(doc, path, run_dir, out, err);
+    rc = load_doc(doc, path, run_dir, out, err);
     json_decref(doc);
     return rc;
 }

@@ -19,12 +19,14 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .backend = &dt_backend_cpu,
         .runner_arg = DT_CPU_RUNNER_ARG,
         .runner_main = dt_runner_main,
+        .task_memory = dt_cpu_task_memory,
     },
     [DT_TARGET_CUDA] = {
         .spaces = dt_space_cuda_templates,
         .backend = &dt_backend_cuda,
         .runner_arg = DT_CUDA_RUNNER_ARG,
         .runner_main = dt_cuda_runner_main,
+        .task_memory = dt_cuda_task_memory,
     },
 };
 
@@ -61,6 +63,21 @@ const dt_target_i *dt_target_for_runner(const char *arg)
         if (targets[i].runner_arg && targets[i].runner_main && strcmp(arg, targets[i].runner_arg) == 0)
             return &targets[i];
     return NULL;
+}
+
+void dt_target_task_memory(dt_target target, dt_model_memory *memory)
+{
+    const dt_target_i *t = dt_target_get(target);
+    memset(memory, 0, sizeof *memory);
+    if (t && t->task_memory)
+        t->task_memory(memory);
+}
+
+int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err)
+{
+    dt_model_memory memory;
+    dt_target_task_memory(target, &memory);
+    return dt_model_load_within(path, &memory, out, err);
 }
 
 int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target target,

@@ -464,6 +464,12 @@ static json_t *parse_line(const char *buf, size_t len, char *why, size_t whylen)
         snprintf(why, whylen, "unfinished record (%zu bytes, no newline)", len);
         return NULL;
     }
+    long deep = dt_json_too_deep(buf, len - 1, DT_INPUT_MAX_DEPTH);
+    if (deep >= 0) {
+        snprintf(why, whylen, "not a record: nested deeper than %d levels (column %ld)",
+                 DT_INPUT_MAX_DEPTH, deep + 1);
+        return NULL;
+    }
     obj = json_loadb(buf, len - 1, JSON_REJECT_DUPLICATES, &jerr);
     if (!obj) {
         snprintf(why, whylen, "not JSON: %s (column %d)", jerr.text, jerr.column);

@@ -3,6 +3,7 @@
 #include "dtune/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -187,6 +188,56 @@ FILE *dt_open_input(const char *path, const char *what, dt_error *err)
         close(fd);
     }
     return f;
+}
+
+int dt_read_input(const char *path, const char *what, dt_buf *out, dt_error *err)
+{
+    FILE *f = dt_open_input(path, what, err);
+    if (!f)
+        return err ? err->code : DT_EIO;
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+    while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (out->len + n > DT_INPUT_MAX_BYTES)
+            rc = dt_error_set(err, DT_EINVAL, "%s: the %s is over %d bytes; YAML and JSON inputs are "
+                              "at most %d MiB", path, what, DT_INPUT_MAX_BYTES, DT_INPUT_MAX_BYTES >> 20);
+        else if (dt_buf_append(out, chunk, n) != 0)
+            rc = dt_error_set(err, DT_ENOMEM, "%s: out of memory", path);
+    }
+    if (rc == 0 && ferror(f))
+        rc = dt_error_set(err, DT_EIO, "%s: cannot read the %s: %s", path, what, strerror(errno));
+    if (rc == 0 && dt_buf_reserve(out, 0) != 0)
+        rc = dt_error_set(err, DT_ENOMEM, "%s: out of memory", path);
+    else if (rc == 0)
+        out->data[out->len] = '\0';     /* an empty file too */
+    fclose(f);
+    if (rc)
+        dt_buf_free(out);
+    return rc;
+}
+
+long dt_json_too_deep(const char *text, size_t len, int max_depth)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return (long)i;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return -1;
 }
 
 void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len)

@@ -163,7 +163,7 @@ static void test_bad_models(void **state)
                  DT_EINVAL, "needs 'out_channels'");
     expect_error("name: m\nops:\n  - {kind: dense, input: [4, x8], weight: [5, 8]}\n",
                  DT_EINVAL, ":3:30: input: expected an integer from 0 to 1000000000, got 'x8'");
-    expect_error("name: m\nops: [\n", DT_EPARSE, ":3:1: did not find expected node content");
+    expect_error("name: m\nops: [\n", DT_EPARSE, ":3:1: YAML syntax error: did not find expected node content");
     expect_error("name: m\nopz: []\n", DT_EINVAL, ":2:1: unknown key 'opz'");
     expect_error("name: m\nops:\n  - {kind: conv2d, input: [1, 3, 4, 4], out_channels: 2, kernel: 7}\n",
                  DT_EINVAL, "does not fit");

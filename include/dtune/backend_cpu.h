@@ -50,4 +50,12 @@ int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *art
 /* The backend's runner (for its pid, restarts and cores). */
 dt_runner *dt_cpu_runner(void *state);
 
+/* The share of physical memory one task's tensors may take on the CPU (the
+ * daemon, the compilers and the system need the rest). */
+#define DT_CPU_MEMORY_SHARE 0.5
+
+/* The CPU target's task_memory (target.h): DT_CPU_MEMORY_SHARE of physical
+ * memory, read with sysconf. */
+void dt_cpu_task_memory(dt_model_memory *memory);
+
 #endif

@@ -19,7 +19,7 @@
  *        and DT_RESULT_TIMEOUT.
  *
  * The measurement process is the calling executable itself, started as
- * `EXE __cuda-runner FD` (EXE = /proc/self/exe, or $DTUNE_CUDA_RUNNER when
+ * `EXE __cuda-runner FD [--limits CPU_SECONDS FILES]` (EXE = /proc/self/exe, or $DTUNE_CUDA_RUNNER when
  * set). Every executable that opens this backend must therefore dispatch
  * argv[1] == DT_CUDA_RUNNER_ARG to dt_cuda_runner_main before anything else.
  */
@@ -28,6 +28,7 @@
 
 #include "dtune/backend.h"
 #include "dtune/error.h"
+#include "dtune/model.h"
 
 extern const dt_backend_i dt_backend_cuda;
 
@@ -38,5 +39,12 @@ extern const dt_backend_i dt_backend_cuda;
  * status (0 when the parent closed the socket, 3 after a lost context, 1 on
  * a protocol or start-up failure). */
 int dt_cuda_runner_main(int argc, char **argv);
+
+/* The share of device 0's memory one task's tensors may take. */
+#define DT_CUDA_MEMORY_SHARE 0.9
+
+/* The CUDA target's task_memory (target.h): DT_CUDA_MEMORY_SHARE of device
+ * 0's memory; nothing (unchecked) when no device can be probed. */
+void dt_cuda_task_memory(dt_model_memory *memory);
 
 #endif

@@ -68,6 +68,7 @@ typedef struct dt_cuda_driver {
     dt_cu_result (*device_get)(dt_cu_device *dev, int ordinal);
     dt_cu_result (*device_name)(char *name, int len, dt_cu_device dev);
     dt_cu_result (*device_attribute)(int *value, int attrib, dt_cu_device dev);
+    dt_cu_result (*device_total_mem)(size_t *bytes, dt_cu_device dev);
     dt_cu_result (*primary_ctx_retain)(dt_cu_context *ctx, dt_cu_device dev);
     dt_cu_result (*primary_ctx_release)(dt_cu_device dev);
     dt_cu_result (*ctx_set_current)(dt_cu_context ctx);
@@ -173,6 +174,7 @@ typedef struct dt_cuda_device_info {
     int max_shared_optin;      /* per block with the opt-in attribute */
     int max_grid_y, max_grid_z;
     int driver_version;        /* e.g. 13000 */
+    size_t memory_bytes;       /* global memory */
 } dt_cuda_device_info;
 
 /* Probes device 0 (driver load, cuInit, attributes; no context). Returns 0,

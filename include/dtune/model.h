@@ -13,6 +13,8 @@
 #ifndef DTUNE_MODEL_H
 #define DTUNE_MODEL_H
 
+#include <stdint.h>
+
 #include "dtune/error.h"
 
 typedef enum dt_op_kind {
@@ -30,6 +32,9 @@ typedef enum dt_op_kind {
  * DT_TENSOR_MAX_ELEMENTS elements, so every index a kernel computes fits an
  * int; a task's count (the ops merged into it) is at most DT_MODEL_INT_MAX. */
 #define DT_MODEL_INT_MAX 1000000000
+/* Ops in one model file: the largest networks have a few thousand, and the
+ * reader's checks (names, merging) compare each op with the earlier ones. */
+#define DT_MODEL_MAX_OPS 10000
 #define DT_TENSOR_MAX_ELEMENTS 2147483647LL
 
 /* Convolution geometry (conv2d and depthwise_conv2d). */
@@ -71,6 +76,20 @@ typedef struct dt_model {
  * DT_EINVAL (bad field) or DT_ENOMEM. *out is owned by the caller. */
 int dt_model_load(const char *path, dt_model **out, dt_error *err);
 
+/* What a target lets one task's tensors take (dt_target_task_memory fills
+ * it): task_bytes (0 = unknown, no check) and where that figure comes from,
+ * for messages ("half of this machine's 23.4 GiB"). */
+typedef struct dt_model_memory {
+    uint64_t task_bytes;
+    char source[128];
+} dt_model_memory;
+
+/* dt_model_load, and each task's dt_task_memory_bytes checked against
+ * memory (NULL: not checked): a task past it is DT_EINVAL at its op's
+ * file:line:column, before anything is allocated for it. */
+int dt_model_load_within(const char *path, const dt_model_memory *memory, dt_model **out,
+                         dt_error *err);
+
 void dt_model_free(dt_model *model);
 
 /* Index of the task called name, or -1. */
@@ -90,6 +109,10 @@ void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
 
 /* Element counts of the task's tensors: input (X or A), weight (W or B), output. */
 void dt_task_tensor_sizes(const dt_task *task, size_t *input, size_t *weight, size_t *output);
+
+/* Bytes a measurement of the task holds: its input, weight and output
+ * tensors and the reference output they are checked against (fp32). */
+uint64_t dt_task_memory_bytes(const dt_task *task);
 
 /* Similarity group of a task, for Ansor's gradient scheduler: tasks of the
  * same kind (and, for convolutions, the same kernel size) share a group. */

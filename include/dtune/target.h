@@ -35,6 +35,9 @@ typedef struct dt_target_i {
      * a target measured in process). */
     const char *runner_arg;
     int (*runner_main)(int argc, char **argv);
+    /* What one task's tensors may take on this target (optional: NULL, or
+     * task_bytes left 0, means unknown and unchecked). */
+    void (*task_memory)(dt_model_memory *memory);
 } dt_target_i;
 
 /* The table of target id, or NULL when id is none. */
@@ -50,6 +53,15 @@ const char *dt_target_at(int i);
  * targets without one are skipped. Every executable that measures calls
  * its runner_main with argv when this is not NULL, before anything else. */
 const dt_target_i *dt_target_for_runner(const char *arg);
+
+/* Fills *memory with what one task's tensors may take on target (its
+ * table's task_memory; zero, unchecked, when it has none): call it once per
+ * command, it may probe a device. */
+void dt_target_task_memory(dt_target target, dt_model_memory *memory);
+
+/* dt_model_load_within with target's dt_target_task_memory: a task too
+ * large for the target is refused at its op's file:line:column. */
+int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err);
 
 /* Builds the space of task on target with opts (NULL: every option 0) from
  * the target's row for the task's kind. Returns 0, DT_EINVAL (bad opts),

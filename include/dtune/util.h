@@ -75,6 +75,25 @@ int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap) __attribute__((format
 /* Frees the buffer's memory and zeroes it; accepts a zeroed buffer. */
 void dt_buf_free(dt_buf *b);
 
+/* Limits of every YAML and JSON input (config, model, best.json, a log
+ * record): its size in bytes and how deep its collections nest. Real files
+ * are kilobytes and nest 4 deep; the limits keep a hostile or broken file
+ * from costing more than a linear read. */
+#define DT_INPUT_MAX_BYTES (16 << 20)
+#define DT_INPUT_MAX_DEPTH 64
+
+/* Reads the whole input file path (dt_open_input's rules) into out (zeroed
+ * by the caller, NUL-terminated, freed with dt_buf_free). Returns 0, the
+ * codes of dt_open_input, DT_EINVAL "PATH: the WHAT is N bytes; YAML and
+ * JSON inputs are at most DT_INPUT_MAX_BYTES" when it is larger, DT_EIO or
+ * DT_ENOMEM. */
+int dt_read_input(const char *path, const char *what, dt_buf *out, dt_error *err);
+
+/* The byte offset of the first '[' or '{' of JSON text[0..len) nested
+ * deeper than max_depth (strings skipped), or -1 when none is: checked
+ * before a parse, so a deep document costs one linear scan. */
+long dt_json_too_deep(const char *text, size_t len, int max_depth);
+
 /* The i-th name of a module's table (policies, strategies, backends, ...),
  * NULL past the last: how a table tells others its names without a copy. */
 typedef const char *(*dt_name_at_fn)(int i);

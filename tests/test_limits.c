@@ -1,0 +1,261 @@
+/* test_limits.c — the input limits of issue 21: each hostile file of the
+ * issue refused when it is read, with FILE:LINE:COLUMN and exit 2, before
+ * anything is allocated for a run (the real binary for the issue's cases),
+ * and each limit's edge checked once in-process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtune/config.h"
+#include "dtune/model.h"
+#include "dtune/report.h"
+#include "dtune/runstate.h"
+#include "dtune/target.h"
+#include "dtune/tunelog.h"
+#include "dtune/util.h"
+#include "support/run_cmd.h"
+
+static char out[1 << 16];
+
+static void assert_contains(const char *text, const char *want)
+{
+    if (!strstr(text, want))
+        fail_msg("'%s' lacks '%s'", text, want);
+}
+
+/* The issue's model: a conv2d with input [1, 65536, 65536, 65536]. */
+#define HUGE_CONV "name: huge\nbatch: 1\nops:\n" \
+                  "  - {name: c, kind: conv2d, input: [1, 65536, 65536, 65536], out_channels: 8, kernel: 3}\n"
+
+/* dir/NAME written with text; its path into path. */
+static void write_in(const char *dir, const char *name, const char *text, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    assert_int_equal(dt_test_write_file(path, "%s", text), 0);
+}
+
+/* A config for model (a path) on the replay backend, written to dir/cfg.yaml. */
+static void write_config(const char *dir, const char *model, char *cfg, size_t len)
+{
+    char text[512];
+    snprintf(text, sizeof text, "model: %s\nbackend: replay\nserver: {listen: \"off\"}\n"
+             "output: {dir: %s/run}\n", model, dir);
+    write_in(dir, "cfg.yaml", text, cfg, len);
+}
+
+/* `dtune models`, `dtune check` and `dtune tune` each refuse the model
+ * with exit 2 and want in the message, and tune creates no run directory. */
+static void assert_refused_everywhere(const char *dir, const char *model, const char *want)
+{
+    char cfg[256], run[256];
+    write_config(dir, model, cfg, sizeof cfg);
+    char *const cmds[][6] = {
+        { "dtune", "models", (char *)model, NULL },
+        { "dtune", "check", cfg, NULL },
+        { "dtune", "tune", "-c", cfg, "--budget", NULL },
+    };
+    for (size_t i = 0; i < 3; i++) {
+        char *argv[8];
+        memcpy(argv, cmds[i], sizeof cmds[i]);
+        if (i == 2)
+            argv[5] = "60", argv[6] = NULL;
+        int rc = dt_test_run(argv, out, sizeof out);
+        if (rc != 2 || !strstr(out, want))
+            fail_msg("dtune %s: exit %d, want 2 and '%s': %s", argv[1], rc, want, out);
+    }
+    snprintf(run, sizeof run, "%s/run/tuning.jsonl", dir);
+    assert_int_not_equal(access(run, F_OK), 0);
+}
+
+static void test_huge_tensor_refused_by_every_command(void **state)
+{
+    (void)state;
+    char dir[64], model[128], want[256];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_in(dir, "huge.yaml", HUGE_CONV, model, sizeof model);
+    snprintf(want, sizeof want, "%s:4:5: c: the input tensor [1, 65536, 65536, 65536] is over "
+             "2147483647 elements", model);
+    assert_refused_everywhere(dir, model, want);
+    dt_test_remove_tree(dir);
+}
+
+/* Each tensor fits int indexing but the task is more than the target holds:
+ * refused against the target's memory, the figure's source named. */
+static void test_task_over_the_targets_memory(void **state)
+{
+    (void)state;
+    char dir[64], model[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    /* 3 tensors of 46000^2 floats and the reference: 31.5 GiB */
+    write_in(dir, "big.yaml", "name: big\nops:\n  - {name: fc, kind: dense, input: [46000, 46000], "
+             "weight: [46000, 46000]}\n", model, sizeof model);
+    dt_model_memory cpu;
+    dt_target_task_memory(DT_TARGET_CPU, &cpu);
+    if (cpu.task_bytes >= 4ULL * 4 * 46000 * 46000) {
+        dt_test_remove_tree(dir);
+        skip();     /* a machine with 64 GiB or more holds it */
+    }
+    assert_refused_everywhere(dir, model, ":3:5: fc: measuring it takes 31.5 GiB of tensors");
+    assert_refused_everywhere(dir, model, "of this machine's");
+    /* in-process, with a stated capacity: the edge is exact */
+    dt_model_memory mem = { .task_bytes = 4 * (64 * 256 + 32 * 256 + 2 * 64 * 32) };
+    snprintf(mem.source, sizeof mem.source, "a test's figure");
+    write_in(dir, "fc.yaml", "name: m\nops:\n  - {name: fc, kind: dense, input: [64, 256], "
+             "weight: [32, 256]}\n", model, sizeof model);
+    dt_model *m = NULL;
+    dt_error err;
+    assert_int_equal(dt_model_load_within(model, &mem, &m, &err), 0);
+    assert_int_equal(dt_task_memory_bytes(&m->tasks[0]), mem.task_bytes);
+    dt_model_free(m);
+    mem.task_bytes--;
+    assert_int_equal(dt_model_load_within(model, &mem, &m, &err), DT_EINVAL);
+    assert_contains(err.msg, ":3:5: fc: measuring it takes");
+    assert_contains(err.msg, "(a test's figure)");
+    dt_test_remove_tree(dir);
+}
+
+/* 200 KB of '[' after `ops:`: refused at the first level past the limit,
+ * at once (the old loader took half a minute), with the limit named. */
+static void test_deep_nesting_refused_at_the_limit(void **state)
+{
+    (void)state;
+    char dir[64], model[128], want[256];
+    dt_test_tmpdir(dir, sizeof dir);
+    size_t n = 200000;
+    char *text = malloc(n + 64);
+    assert_non_null(text);
+    int head = snprintf(text, 64, "name: deep\nbatch: 1\nops: ");
+    memset(text + head, '[', n);
+    strcpy(text + head + n, "\n");
+    write_in(dir, "deep.yaml", text, model, sizeof model);
+    /* the '[' that opens level DT_INPUT_MAX_DEPTH + 1 (the root mapping is level 1) */
+    snprintf(want, sizeof want, "%s:3:%d: collections nested deeper than %d levels", model,
+             6 + DT_INPUT_MAX_DEPTH - 1, DT_INPUT_MAX_DEPTH);
+    assert_refused_everywhere(dir, model, want);
+    /* a config nested as deep is refused the same way */
+    char cfg[128];
+    memcpy(text, "seed: ", 6);
+    memset(text + 6, '[', n);
+    strcpy(text + 6 + n, "\n");
+    write_in(dir, "deepcfg.yaml", text, cfg, sizeof cfg);
+    int rc = dt_test_run((char *[]){ "dtune", "check", cfg, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_contains(out, "deepcfg.yaml:1:");
+    assert_contains(out, "nested deeper than 64 levels");
+    free(text);
+    dt_test_remove_tree(dir);
+}
+
+/* `kernel: 3` and `kernel: 5` in one op: the second named, with the first. */
+static void test_duplicate_keys_refused(void **state)
+{
+    (void)state;
+    char dir[64], model[128], want[256];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_in(dir, "dup.yaml", "name: dup\nbatch: 1\nops:\n  - kind: conv2d\n    input: [1, 16, 14, 14]\n"
+             "    out_channels: 8\n    kernel: 3\n    kernel: 5\n", model, sizeof model);
+    snprintf(want, sizeof want, "%s:8:5: duplicate key 'kernel' (first at 7:5)", model);
+    assert_refused_everywhere(dir, model, want);
+    write_in(dir, "dup2.yaml", "name: a\nbatch: 1\nbatch: 2\nname: b\nops:\n  - {kind: dense, "
+             "input: [1, 4], weight: [2, 4]}\n", model, sizeof model);
+    int rc = dt_test_run((char *[]){ "dtune", "models", model, NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    /* of two keys written twice in a mapping, the earlier second occurrence */
+    assert_contains(out, "dup2.yaml:3:1: duplicate key 'batch' (first at 2:1)");
+    dt_test_remove_tree(dir);
+}
+
+/* Anchors, aliases, a second document, too many ops, a file over the size
+ * limit: each refused at its place. */
+static void test_other_yaml_limits(void **state)
+{
+    (void)state;
+    char dir[64], model[128];
+    dt_model *m = NULL;
+    dt_error err;
+    dt_test_tmpdir(dir, sizeof dir);
+    write_in(dir, "alias.yaml", "name: a\nops:\n  - &op {kind: dense, input: [1, 4], weight: [2, 4]}\n"
+             "  - *op\n", model, sizeof model);
+    assert_int_equal(dt_model_load(model, &m, &err), DT_EINVAL);
+    assert_contains(err.msg, ":3:5: anchor 'op': anchors and aliases are not supported");
+    write_in(dir, "two.yaml", "name: a\nops: [{kind: dense, input: [1, 4], weight: [2, 4]}]\n---\n"
+             "name: b\n", model, sizeof model);
+    assert_int_equal(dt_model_load(model, &m, &err), DT_EINVAL);
+    assert_contains(err.msg, ":3:1: a second YAML document");
+    dt_buf text = {0};
+    dt_buf_append(&text, "name: many\nops:\n", 16);
+    for (int i = 0; i <= DT_MODEL_MAX_OPS; i++)
+        dt_buf_append(&text, "  - {kind: dense, input: [1, 4], weight: [2, 4]}\n", 49);
+    assert_false(text.failed);
+    write_in(dir, "many.yaml", text.data, model, sizeof model);
+    assert_int_equal(dt_model_load(model, &m, &err), DT_EINVAL);
+    assert_contains(err.msg, ":3:3: 10001 ops; a model has at most 10000");
+    /* past DT_INPUT_MAX_BYTES: a comment is enough */
+    while (text.len <= DT_INPUT_MAX_BYTES)
+        dt_buf_append(&text, "# padding padding padding padding padding padding padding padding\n", 66);
+    assert_false(text.failed);
+    write_in(dir, "large.yaml", text.data, model, sizeof model);
+    assert_int_equal(dt_model_load(model, &m, &err), DT_EINVAL);
+    assert_contains(err.msg, "large.yaml: the model file is over 16777216 bytes; YAML and JSON "
+                    "inputs are at most 16 MiB");
+    assert_null(m);
+    dt_buf_free(&text);
+    dt_test_remove_tree(dir);
+}
+
+/* A log record and best.json nested past the limit: refused by line, and
+ * a key twice in best.json too. */
+static void test_json_depth_and_duplicates(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_error err;
+    dt_test_tmpdir(dir, sizeof dir);
+    char deep[DT_INPUT_MAX_DEPTH * 2 + 64];
+    int n = snprintf(deep, sizeof deep, "{\"type\":\"slot\",\"x\":");   /* 19 bytes */
+    for (int i = 0; i < DT_INPUT_MAX_DEPTH; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < DT_INPUT_MAX_DEPTH; i++)
+        deep[n++] = ']';
+    snprintf(deep + n, sizeof deep - (size_t)n, "}\n");
+    write_in(dir, "tuning.jsonl", deep, path, sizeof path);
+    dt_tunelog_stats stats;
+    assert_int_equal(dt_tunelog_replay(path, NULL, &stats, &err), DT_EPARSE);
+    assert_contains(err.msg, "tuning.jsonl:1: ");
+    assert_contains(err.msg, "nested deeper than 64 levels (column 83)");
+    /* the 64 levels of the array alone are within the limit; brackets in strings do not count */
+    assert_int_equal(dt_json_too_deep(deep + 19, 2 * DT_INPUT_MAX_DEPTH, DT_INPUT_MAX_DEPTH), -1);
+    assert_int_equal(dt_json_too_deep(deep + 19, 2 * DT_INPUT_MAX_DEPTH, DT_INPUT_MAX_DEPTH - 1), 63);
+    const char *quoted = "[\"[[[[\", {\"\\\"[[\": []}]";
+    assert_int_equal(dt_json_too_deep(quoted, strlen(quoted), 3), -1);
+    assert_int_equal(dt_json_too_deep(quoted, strlen(quoted), 2), 18);
+    assert_int_equal(dt_json_too_deep("[[[]]]", 6, 2), 2);
+    write_in(dir, "best.json", deep, path, sizeof path);
+    dt_run_state rs;
+    assert_int_equal(dt_report_load_best(dir, &rs, &err), DT_EPARSE);
+    assert_contains(err.msg, "best.json: byte 83: nested deeper than 64 levels");
+    write_in(dir, "best.json", "{\"tasks\": [], \"tasks\": []}", path, sizeof path);
+    assert_int_equal(dt_report_load_best(dir, &rs, &err), DT_EPARSE);
+    assert_contains(err.msg, "duplicate object key");
+    dt_test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_huge_tensor_refused_by_every_command),
+        cmocka_unit_test(test_task_over_the_targets_memory),
+        cmocka_unit_test(test_deep_nesting_refused_at_the_limit),
+        cmocka_unit_test(test_duplicate_keys_refused),
+        cmocka_unit_test(test_other_yaml_limits),
+        cmocka_unit_test(test_json_depth_and_duplicates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
