@@ -422,8 +422,10 @@ static struct MHD_Daemon *start_daemon(const struct addrinfo *ai, dt_server *s)
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, s, MHD_OPTION_SOCK_ADDR,
-                            ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+                            ai->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)DT_SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                            (size_t)DT_SERVER_CONNECTION_BYTES, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)DT_SERVER_MAX_CONNECTIONS, MHD_OPTION_END);
 }
 
 bool dt_server_listen_off(const char *listen)

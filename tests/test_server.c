@@ -1,14 +1,20 @@
 /* test_server.c — the status server on loopback: /status as JSON with the
  * run's numbers (and live updates), /metrics in Prometheus text format, /,
  * /latency.svg, 404 and 405, HEAD, concurrent clients, a port in use, bad
- * addresses, and `dtune status` against it. Only 127.0.0.1 and ::1 are used. */
+ * addresses, and `dtune status` against it; an idle connection cut off, an
+ * oversized request refused. Only 127.0.0.1 and ::1 are used. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -556,6 +562,113 @@ static void test_status_command(void **state)
     assert_non_null(strstr(out, "cannot connect"));
 }
 
+/* ---- bounds: idle connections and request size ------------------------------- */
+
+/* A raw TCP connection to the fixture's server. */
+static int connect_raw(const fixture *fx)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)dt_server_port(fx->server)) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Reads what the server sends until it closes (or resets) the connection;
+ * the first bytes go to head. Returns the seconds that took, or -1 when it
+ * was still open after limit_s. */
+static double wait_closed(int fd, char *head, size_t len, double limit_s)
+{
+    double t0 = seconds_now();
+    size_t used = 0;
+    head[0] = '\0';
+    for (;;) {
+        double left = limit_s - (seconds_now() - t0);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (left <= 0 || poll(&p, 1, (int)(left * 1e3) + 1) == 0)
+            return -1;
+        char chunk[4096];
+        ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+        if (n <= 0)
+            return seconds_now() - t0;
+        size_t take = (size_t)n < len - 1 - used ? (size_t)n : len - 1 - used;
+        memcpy(head + used, chunk, take);
+        used += take;
+        head[used] = '\0';
+    }
+}
+
+/* A client that sends half a request and then nothing is cut off after
+ * DT_SERVER_IDLE_TIMEOUT_S; other clients are answered meanwhile. */
+static void test_idle_connection_is_closed(void **state)
+{
+    fixture *fx = *state;
+    char head[256];
+    int fd = connect_raw(fx);
+    const char *partial = "GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    assert_int_equal(send(fd, partial, strlen(partial), MSG_NOSIGNAL), (ssize_t)strlen(partial));
+    dt_http_reply reply;
+    get(fx, "GET", "/status", &reply);
+    assert_int_equal(reply.status, 200);
+    dt_server_reply_free(&reply);
+    double took = wait_closed(fd, head, sizeof head, DT_SERVER_IDLE_TIMEOUT_S + 10);
+    close(fd);
+    if (took < 0)
+        fail_msg("an idle connection was still open after %d s", DT_SERVER_IDLE_TIMEOUT_S + 10);
+    assert_true(took > DT_SERVER_IDLE_TIMEOUT_S - 2);
+    assert_string_equal(head, "");     /* nothing answered to half a request */
+}
+
+/* A request line or header over DT_SERVER_CONNECTION_BYTES is refused and
+ * its connection closed, without the server reading it all; one well under
+ * it is answered; the server goes on answering. */
+static void test_request_size_is_limited(void **state)
+{
+    fixture *fx = *state;
+    char head[256];
+    size_t big = DT_SERVER_CONNECTION_BYTES + 4096;    /* under libmicrohttpd's own default */
+    char *text = malloc(big + 128);
+    assert_non_null(text);
+    for (int header = 0; header < 2; header++) {
+        int fd = connect_raw(fx);
+        int n = snprintf(text, 128, header ? "GET /status HTTP/1.1\r\nX-Big: " : "GET /");
+        memset(text + n, 'a', big);
+        snprintf(text + n + big, 128, header ? "\r\n\r\n" : " HTTP/1.1\r\nHost: x\r\n\r\n");
+        /* the server may stop reading (and close) before all of it is sent */
+        for (size_t sent = 0, len = strlen(text); sent < len;) {
+            ssize_t w = send(fd, text + sent, len - sent, MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            sent += (size_t)w;
+        }
+        double took = wait_closed(fd, head, sizeof head, 10);
+        close(fd);
+        if (took < 0)
+            fail_msg("a %zu-byte %s kept its connection open", big, header ? "header" : "path");
+        if (!strstr(head, header ? " 431 " : " 414 "))
+            fail_msg("a %zu-byte %s was answered: %.80s", big, header ? "header" : "path", head);
+    }
+    free(text);
+    dt_http_reply reply;
+    char path[900 + 2] = "/";          /* as long as dt_server_request sends */
+    memset(path + 1, 'b', 900);
+    path[901] = '\0';
+    get(fx, "GET", path, &reply);
+    assert_int_equal(reply.status, 404);
+    dt_server_reply_free(&reply);
+    get(fx, "GET", "/status", &reply);
+    assert_int_equal(reply.status, 200);
+    dt_server_reply_free(&reply);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +683,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_documented_endpoints_exist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_up_says_warm_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_connection_is_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_size_is_limited, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

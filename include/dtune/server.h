@@ -32,6 +32,16 @@ typedef struct dt_server dt_server;
 
 #define DT_SERVER_DEFAULT_LISTEN "127.0.0.1:8080"
 
+/* The server's bounds, so no client can hold it: a connection idle this
+ * many seconds is closed (a slow-loris client that trickles its request
+ * included); each connection's memory (request line, headers and the
+ * reply's head; the body is apart) is at most DT_SERVER_CONNECTION_BYTES, a
+ * longer request line or header answered 414 or 431 and closed; at most
+ * DT_SERVER_MAX_CONNECTIONS at once. */
+#define DT_SERVER_IDLE_TIMEOUT_S 10
+#define DT_SERVER_CONNECTION_BYTES (16 << 10)
+#define DT_SERVER_MAX_CONNECTIONS 64
+
 /* Starts serving rs at listen, "HOST:PORT" (an IPv4 or IPv6 literal, "[::1]:
  * PORT" for IPv6, or a host name), or just "PORT" for 127.0.0.1:PORT. Only
  * that address is bound, so the default is reachable from this machine
