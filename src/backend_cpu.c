@@ -5,7 +5,8 @@
  * compiler to a private temporary name which is renamed into place, so two
  * builders compiling the same source both end with a complete KEY.so and a
  * reader never sees half an object. The compiler is started with
- * posix_spawnp in a new process group and polled with waitpid(WNOHANG); on
+ * posix_spawn, through /bin/sh's ulimit under the measurement limits
+ * (proclimit.h), in a new process group and polled with waitpid(WNOHANG); on
  * timeout the whole group (driver, cc1, as, ld) is killed.
  *
  * The run side is single-threaded by contract but peak_gflops may come from
@@ -53,6 +54,7 @@ typedef struct cpu_backend {
     uint64_t seed;
     atomic_ulong tmp_counter;
     uint64_t cache_limit;        /* bytes; 0 = none */
+    dt_proclimit limits;         /* of the runner and each compiler */
     pthread_mutex_t cache_mu;    /* one pruning at a time */
 
     pthread_mutex_t runner_mu;
@@ -148,8 +150,11 @@ int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, voi
     dt_cpu_cache_clean_temps(b->cache_dir);
     b->cache_limit = (uint64_t)(b->measure.cache_mb > 0 ? b->measure.cache_mb : 0) << 20;
     dt_cpu_cache_prune(b->cache_dir, b->cache_limit);
+    b->limits = dt_proclimit_from_settings(b->measure.limit_memory_mb, b->measure.limit_cpu_seconds,
+                                           b->measure.limit_open_files);
     dt_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
-                            .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds };
+                            .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds,
+                            .limits = b->limits };
     if ((rc = dt_runner_new(&rp, &b->runner, err)) < 0)
         goto fail;
     *state = b;
@@ -240,7 +245,7 @@ static int spawn_compiler(const cpu_backend *b, char *const argv[], const char *
     if (rc == 0)
         rc = posix_spawnattr_setsigdefault(&attr, &defaults);
     if (rc == 0)
-        rc = posix_spawnp(pid, b->cc, &fa, &attr, argv, environ);
+        rc = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
@@ -278,25 +283,37 @@ static int run_compiler(cpu_backend *b, const char *cfile, const char *sofile, i
     char tmp_so[DT_PATH_MAX + 16], errfile[DT_PATH_MAX + 16];
     (void)fmt_str(tmp_so, sizeof tmp_so, "%s.so", tmp_base);
     (void)fmt_str(errfile, sizeof errfile, "%s.err", tmp_base);
-    char *argv[] = { b->cc, "-std=gnu11", "-O3", "-march=native", "-ffp-contract=fast",
-                     "-shared", "-fPIC", threads > 1 ? "-fopenmp" : "-w", "-o", tmp_so,
-                     (char *)cfile, NULL };
+    char *cc_argv[] = { b->cc, "-std=gnu11", "-O3", "-march=native", "-ffp-contract=fast",
+                        "-shared", "-fPIC", threads > 1 ? "-fopenmp" : "-w", "-o", tmp_so,
+                        (char *)cfile, NULL };
+    /* the compiler runs under the limits, through the shell's ulimit */
+    char *argv[32], numbers[96];
+    int n = dt_proclimit_shell_argv(&b->limits, argv, 32, numbers, sizeof numbers);
+    for (size_t i = 0; n > 0 && i < sizeof cc_argv / sizeof cc_argv[0]; i++)
+        argv[n++] = cc_argv[i];
     pid_t pid;
     double t0 = dt_now_seconds();
-    int rc = spawn_compiler(b, argv, errfile, &pid);
+    int rc = n > 0 ? spawn_compiler(b, argv, errfile, &pid) : E2BIG;
     if (rc != 0) {
         unlink(errfile);
         return dt_error_set(err, DT_EIO, "cannot run the C compiler '%s': %s", b->cc, strerror(rc));
     }
     int status = wait_compiler(pid, b->opts.compile_timeout_s);
     out->compile_ms = (dt_now_seconds() - t0) * 1e3;
-    if (status == -1) {
+    if (status >= 0 && WIFEXITED(status) && (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127)) {
+        /* the shell could not start the compiler: no candidate can build */
+        char why[256];
+        first_error_line(errfile, why, sizeof why);
+        rc = dt_error_set(err, DT_EIO, "cannot run the C compiler '%s': %s", b->cc, why);
+    } else if (status == -1) {
         out->result = DT_RESULT_COMPILE_TIMEOUT;
         snprintf(out->detail, sizeof out->detail, "compiler killed after %.3g s",
                  b->opts.compile_timeout_s);
     } else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         out->result = DT_RESULT_COMPILE_ERROR;
-        first_error_line(errfile, out->detail, sizeof out->detail);
+        dt_proclimit_explain(&b->limits, status < 0 ? 0 : status, out->detail, sizeof out->detail);
+        if (!out->detail[0])
+            first_error_line(errfile, out->detail, sizeof out->detail);
     } else if (rename(tmp_so, sofile) != 0) {
         rc = dt_error_set(err, DT_EIO, "rename %s: %s", tmp_so, strerror(errno));
     } else {

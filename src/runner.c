@@ -81,6 +81,7 @@ typedef struct child_state {
     size_t n_in, n_w, n_out;
     float *input, *weight, *reference;
     bool gomp_pinned;
+    dt_proclimit limits;
 } child_state;
 
 typedef struct loaded_kernel {
@@ -255,9 +256,13 @@ static int serve(child_state *c, const dt_runner_request *req)
     dt_measure_result res;
     memset(&res, 0, sizeof res);
     loaded_kernel k;
+    dt_proclimit_cpu_budget(&c->limits);
     if (ensure_data(c, req) < 0 || (req->check && ensure_reference(c) < 0)) {
+        char note[128];
+        dt_proclimit_memory_note(&c->limits, note, sizeof note);
         res.result = DT_RESULT_RUNNER_ERROR;
-        snprintf(res.detail, sizeof res.detail, "out of memory for the tensors");
+        snprintf(res.detail, sizeof res.detail, "out of memory for the tensors%s", note);
+        drop_data(c);
         return send_reply(c->fd, MSG_RESULT, &res);
     }
     if (send_reply(c->fd, MSG_READY, NULL) < 0)
@@ -308,8 +313,19 @@ int dt_runner_main(int argc, char **argv)
     static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
         signal(faults[i], SIG_DFL);
-    if (argc >= 5 && strcmp(argv[3], "--cpus") == 0)
-        pin_to(argv[4]);
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--cpus") == 0 && i + 1 < argc) {
+            pin_to(argv[++i]);
+        } else if (strcmp(argv[i], "--limits") == 0 && i + 3 < argc) {
+            c.limits = dt_proclimit_from_settings(0, 0, 0);
+            c.limits.memory_bytes = strtoull(argv[i + 1], NULL, 10);
+            c.limits.cpu_seconds = strtod(argv[i + 2], NULL);
+            c.limits.open_files = atoi(argv[i + 3]);
+            i += 3;
+            if (dt_proclimit_apply(&c.limits) != 0)
+                perror("dtune runner: setrlimit");
+        }
+    }
     request_msg m;
     while (dt_ipc_recv_all(c.fd, &m, sizeof m, -1) == 1) {
         if (m.magic != MSG_MAGIC || serve(&c, &m.req) < 0)
@@ -438,9 +454,17 @@ static int start_child(dt_runner *r, dt_error *err)
     if (rc == 0)
         rc = spawn_attrs(&attr) == 0 ? 0 : EINVAL;
     if (rc == 0) {
-        char fd_arg[8] = "3";
-        char *argv[] = { r->exe, (char *)DT_CPU_RUNNER_ARG, fd_arg,
-                         r->ncpus ? (char *)"--cpus" : NULL, r->cpu_list, NULL };
+        char fd_arg[8] = "3", bytes[32], seconds[32], files[16];
+        const dt_proclimit *l = &r->params.limits;
+        snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)l->memory_bytes);
+        snprintf(seconds, sizeof seconds, "%.17g", l->cpu_seconds);
+        snprintf(files, sizeof files, "%d", l->open_files);
+        char *argv[10] = { r->exe, (char *)DT_CPU_RUNNER_ARG, fd_arg };
+        int n = 3;
+        if (r->ncpus)
+            argv[n++] = (char *)"--cpus", argv[n++] = r->cpu_list;
+        argv[n++] = (char *)"--limits", argv[n++] = bytes, argv[n++] = seconds, argv[n++] = files;
+        argv[n] = NULL;
         rc = posix_spawn(&r->pid, r->exe, &actions, &attr, argv, environ);
         posix_spawnattr_destroy(&attr);
     }
@@ -455,9 +479,12 @@ static int start_child(dt_runner *r, dt_error *err)
     return 0;
 }
 
-static void class_of_death(int status, dt_measure_result *out)
+static void class_of_death(const dt_runner *r, int status, dt_measure_result *out)
 {
     out->result = DT_RESULT_CRASH;
+    dt_proclimit_explain(&r->params.limits, status, out->detail, sizeof out->detail);
+    if (out->detail[0])
+        return;
     if (WIFSIGNALED(status))
         snprintf(out->detail, sizeof out->detail, "killed by SIG%s",
                  sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
@@ -507,7 +534,7 @@ static int await(dt_runner *r, uint32_t type, double timeout_s, reply_msg *m,
             out->result = DT_RESULT_RUNNER_ERROR;
             snprintf(out->detail, sizeof out->detail, "garbled reply from the runner");
         } else {
-            class_of_death(status, out);
+            class_of_death(r, status, out);
         }
     }
     r->restarts++;

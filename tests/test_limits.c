@@ -1,7 +1,8 @@
 /* test_limits.c — the input limits of issue 21: each hostile file of the
  * issue refused when it is read, with FILE:LINE:COLUMN and exit 2, before
  * anything is allocated for a run (the real binary for the issue's cases),
- * and each limit's edge checked once in-process. */
+ * and each limit's edge checked once in-process; the measurement process and
+ * the compilers under their resource limits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,9 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtune/backend.h"
+#include "dtune/backend_cpu.h"
 #include "dtune/config.h"
+#include "dtune/measure.h"
+#include "dtune/proclimit.h"
+#include "dtune/runner.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
 #include "dtune/runstate.h"
@@ -247,8 +254,132 @@ static void test_json_depth_and_duplicates(void **state)
     dt_test_remove_tree(dir);
 }
 
-int main(void)
+/* ---- the runner and compilers under resource limits --------------------------------- */
+
+/* The soft and hard values of one limit ("Max open files") of pid, as text. */
+static void limit_of(pid_t pid, const char *name, char *buf, size_t len)
 {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    buf[0] = '\0';
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, strlen(name)) == 0)
+            snprintf(buf, len, "%.100s", line + 26);
+    fclose(f);
+}
+
+static dt_runner_request reference_request(const char *model_text, const char *dir)
+{
+    char path[128];
+    dt_model *m = NULL;
+    dt_error err;
+    write_in(dir, "m.yaml", model_text, path, sizeof path);
+    if (dt_model_load(path, &m, &err) != 0)
+        fail_msg("%s", err.msg);
+    dt_runner_request req = { .task = m->tasks[0], .seed = 5, .flops = m->tasks[0].flops,
+                              .reference = true, .min_batches = 1, .max_repeats = 1,
+                              .cv_threshold = 1, .micro_batch = 1, .threads = 1 };
+    dt_model_free(m);
+    return req;
+}
+
+/* The measurement process lives under the limits: they show in
+ * /proc/PID/limits; a task past its address space fails as "out of memory
+ * ... measure.limit_memory_mb", one past its CPU time as "CPU time limit
+ * ... reached", each a failed measurement, and the next request runs. */
+static void test_runner_limits(void **state)
+{
+    (void)state;
+    char dir[64], text[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    dt_runner_params params = { .threads = 1, .timeout_seconds = 60,
+                                .limits = dt_proclimit_from_settings(512, 1, 40) };
+    dt_runner *r;
+    dt_error err;
+    dt_measure_result res;
+    assert_int_equal(dt_runner_new(&params, &r, &err), 0);
+    dt_runner_request small = reference_request("name: s\nops: [{kind: dense, input: [4, 64], "
+                                                "weight: [8, 64]}]\n", dir);
+    assert_int_equal(dt_runner_run(r, &small, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_OK);
+    limit_of(dt_runner_pid(r), "Max open files", text, sizeof text);
+    assert_contains(text, "40                   40");
+    limit_of(dt_runner_pid(r), "Max core file size", text, sizeof text);
+    assert_contains(text, "0                    0");
+    char note[128];
+    dt_proclimit_memory_note(&params.limits, note, sizeof note);
+    if (note[0]) {     /* not under a sanitizer, whose shadow memory needs the address space */
+        limit_of(dt_runner_pid(r), "Max address space", text, sizeof text);
+        assert_contains(text, "536870912            536870912");
+        /* 1 GiB per tensor */
+        dt_runner_request big = reference_request("name: b\nops: [{kind: dense, input: [16384, 16384], "
+                                                  "weight: [16384, 16384]}]\n", dir);
+        assert_int_equal(dt_runner_run(r, &big, &res, &err), 0);
+        assert_int_equal(res.result, DT_RESULT_RUNNER_ERROR);
+        assert_contains(res.detail, "out of memory for the tensors (address space limited to 512 MiB, "
+                        "measure.limit_memory_mb)");
+    }
+    /* a naive 2048^3 reference takes far more than 1 s of CPU */
+    dt_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
+                                               "weight: [2048, 2048]}]\n", dir);
+    assert_int_equal(dt_runner_run(r, &slow, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_CRASH);
+    assert_string_equal(res.detail, "CPU time limit of 1 s reached (measure.limit_cpu_seconds)");
+    assert_int_equal(dt_runner_run(r, &small, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_OK);
+    dt_runner_free(r);
+    dt_test_remove_tree(dir);
+}
+
+/* Each compiler starts under the limits (a stand-in cc records its
+ * ulimits, then runs the real one); a compiler that cannot start is no
+ * failed candidate but an error of the run. */
+static void test_compiler_limits(void **state)
+{
+    (void)state;
+    char dir[64], script[128], seen[128], body[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(seen, sizeof seen, "%s/seen", dir);
+    snprintf(body, sizeof body, "#!/bin/sh\necho \"$(ulimit -v) $(ulimit -t) $(ulimit -n) $(ulimit -c)\" "
+             "> %s\nexec cc \"$@\"\n", seen);
+    write_in(dir, "cc.sh", body, script, sizeof script);
+    assert_int_equal(chmod(script, 0755), 0);
+    setenv("DTUNE_CC", script, 1);
+    dt_measure_params measure = dt_measure_params_default();
+    measure.limit_memory_mb = 3000;
+    measure.limit_cpu_seconds = 41.5;
+    measure.limit_open_files = 77;
+    dt_backend_params params = { .measure = &measure, .work_dir = dir, .seed = 1 };
+    dt_cpu_options opts;
+    dt_cpu_default_options(&measure, &opts);
+    void *cpu;
+    dt_error err;
+    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, &err), 0);
+    dt_artifact art;
+    assert_int_equal(dt_cpu_build_source(cpu, "int dt_limits_probe;\n", 1, &art, &err), 0);
+    assert_int_equal(art.result, DT_RESULT_OK);
+    char *got = dt_test_slurp(seen);
+    assert_non_null(got);
+    assert_string_equal(got, "3072000 42 77 0\n");
+    free(got);
+    dt_backend_i const *be = dt_backend_find("cpu");
+    assert_non_null(be);
+    be->close(cpu);
+    setenv("DTUNE_CC", "/nonexistent/cc", 1);
+    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, &err), 0);
+    assert_int_equal(dt_cpu_build_source(cpu, "int dt_limits_probe2;\n", 1, &art, &err), DT_EIO);
+    assert_contains(err.msg, "cannot run the C compiler '/nonexistent/cc'");
+    be->close(cpu);
+    unsetenv("DTUNE_CC");
+    dt_test_remove_tree(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
+        return dt_runner_main(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_tensor_refused_by_every_command),
         cmocka_unit_test(test_task_over_the_targets_memory),
@@ -256,6 +387,8 @@ int main(void)
         cmocka_unit_test(test_duplicate_keys_refused),
         cmocka_unit_test(test_other_yaml_limits),
         cmocka_unit_test(test_json_depth_and_duplicates),
+        cmocka_unit_test(test_runner_limits),
+        cmocka_unit_test(test_compiler_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

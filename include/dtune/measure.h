@@ -37,6 +37,10 @@ struct dt_measure_params {
     bool check_output;         /* check each output against the reference */
     double tolerance;          /* relative error the check allows */
     bool flush_l2;             /* cuda: flush L2 between micro-batches */
+    int limit_memory_mb;       /* address space of the runner and each compiler (proclimit.h);
+                                  0 = DT_PROCESS_MEMORY_SHARE of physical memory */
+    double limit_cpu_seconds;  /* CPU time of one candidate's compile or measurement; 0 = none */
+    int limit_open_files;      /* descriptors of the runner and each compiler; 0 = none */
 };
 
 /* The defaults (dtune check --help lists them). */

@@ -3,7 +3,8 @@
  * that crashes, hangs or scribbles over memory costs one restart of the
  * child and never the daemon.
  *
- * The child is `EXE __cpu-runner FD [--cpus LIST]`: EXE is /proc/self/exe
+ * The child is `EXE __cpu-runner FD [--cpus LIST] [--limits BYTES SECONDS
+ * FILES]` (proclimit.h: applied at its start, the CPU time per request): EXE is /proc/self/exe
  * (or $DTUNE_CPU_RUNNER when set), so every program that measures on the
  * CPU (dtune, the tests, the benches) must pass argv to dt_runner_main when
  * argv[1] is DT_CPU_RUNNER_ARG, before doing anything else. Parent and child
@@ -27,6 +28,7 @@
 
 #include "dtune/error.h"
 #include "dtune/model.h"
+#include "dtune/proclimit.h"
 #include "dtune/result.h"
 
 #define DT_CPU_RUNNER_ARG "__cpu-runner"
@@ -55,6 +57,7 @@ typedef struct dt_runner_params {
     int threads;                  /* cores the child keeps for kernels */
     bool pin;                     /* pin the child to the last `threads` allowed cores */
     double timeout_seconds;       /* one candidate, from "ready" to the result */
+    dt_proclimit limits;          /* the child's resource limits (zero: none) */
 } dt_runner_params;
 
 typedef struct dt_runner dt_runner;
