@@ -6,6 +6,7 @@
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make SAN=thread test  the same under ThreadSanitizer (data races)
 #   make bench      build the benchmarks in bench/
+#   make fuzz       build the libFuzzer harnesses of fuzz/ (clang, ASan + UBSan)
 #   make run        tune the default config.yaml (models/resnet18.yaml on the CPU)
 
 # ---- settings ---------------------------------------------------------------
@@ -52,7 +53,7 @@ else
 DTUNE     := bin/dtune
 endif
 
-.PHONY: all setup build test tests bench run clean bundle
+.PHONY: all setup build test tests bench run clean bundle fuzz
 all: setup
 	@$(MAKE) --no-print-directory build
 
@@ -83,7 +84,13 @@ $(DTUNE): $(BUILD)/obj/main.o $(LIB)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests -Isrc $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) -Itests -Isrc $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT) $(TEST_EXTRA) $(LIB) $(LDLIBS) -lcmocka
+
+# The fuzz harnesses, built with $(CC) into the corpus replay test.
+FUZZ_SRC := $(wildcard fuzz/*.c)
+$(BUILD)/tests/test_fuzz_corpus: $(FUZZ_SRC) fuzz/fuzz.h
+$(BUILD)/tests/test_fuzz_corpus: TEST_EXTRA := $(FUZZ_SRC)
+$(BUILD)/tests/test_fuzz_corpus: CPPFLAGS += -Ifuzz
 
 tests: $(DTUNE) $(TEST_BIN)
 
@@ -91,6 +98,34 @@ test: setup
 	@sh scripts/include_graph.sh
 	@$(MAKE) --no-print-directory -j2 tests
 	@DTUNE_BIN=$(abspath $(DTUNE)) sh scripts/run_tests.sh $(TEST_BIN)
+
+# ---- fuzzing: clang's libFuzzer under ASan + UBSan (make fuzz) ----------------
+# Only this target needs clang (scripts/setup.sh --fuzz installs it); the
+# corpus replay in `make test` is built with $(CC). README "Limits and
+# safety" says how to run the fuzzers.
+FUZZ_CC    ?= clang
+FUZZ_BUILD := build-fuzz
+FUZZ_NAMES := config model log http
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -O1 -g $(WARN) -pthread $(FUZZ_SAN)
+FUZZ_OBJ   := $(LIB_SRC:src/%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BIN   := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+
+$(FUZZ_BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(PKGCFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/libdtune.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/scratch.c fuzz/fuzz.h $(FUZZ_BUILD)/libdtune.a
+	$(FUZZ_CC) $(CPPFLAGS) -Ifuzz -DDT_LIBFUZZER $(PKGCFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
+	    -o $@ $< fuzz/scratch.c $(FUZZ_BUILD)/libdtune.a $(LDLIBS)
+
+fuzz:
+	@sh scripts/setup.sh --fuzz
+	@$(MAKE) --no-print-directory -j2 $(FUZZ_BIN)
 
 bin/%_bench: bench/%_bench.c $(LIB)
 	@mkdir -p bin
@@ -115,6 +150,6 @@ run: all
 	DTUNE_DB="$${DTUNE_DB:-runs/dtune.db}" ./bin/dtune tune -c config.yaml
 
 clean:
-	rm -rf build build-san build-tsan bin
+	rm -rf build build-san build-tsan build-fuzz bin
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(FUZZ_OBJ:.o=.d)

@@ -12,6 +12,11 @@ if [ "${1:-}" = "--bench" ]; then
     # wrk and jq: scripts/load_cv.sh loads the status server during a run.
     pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy wrk jq"
 fi
+# clang: only `make fuzz` (libFuzzer) needs it; `make test` replays the
+# corpora with the ordinary compiler.
+if [ "${1:-}" = "--fuzz" ]; then
+    pkgs="$pkgs clang"
+fi
 
 missing=""
 for p in $pkgs; do
