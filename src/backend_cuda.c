@@ -33,6 +33,7 @@
 #include "dtune/cuda_api.h"
 #include "dtune/cuda_runner.h"
 #include "dtune/measure.h"
+#include "dtune/proclimit.h"
 #include "dtune/util.h"
 
 extern char **environ;
@@ -345,6 +346,15 @@ int dt_cuda_runner_main(int argc, char **argv)
     signal(SIGINT, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     int fd = atoi(argv[2]);
+    /* CPU time and open files (proclimit.h); the address space stays free:
+     * the driver reserves far more of it than the process uses */
+    dt_proclimit limits = { 0 };
+    if (argc >= 6 && strcmp(argv[3], "--limits") == 0) {
+        limits.cpu_seconds = strtod(argv[4], NULL);
+        limits.open_files = atoi(argv[5]);
+        if (dt_proclimit_apply(&limits) != 0)
+            perror("dtune CUDA runner: setrlimit");
+    }
     dt_cuda_session *s = NULL;
     if (child_hello(fd, &s) != 0) {
         dt_cuda_session_close(s);
@@ -358,6 +368,7 @@ int dt_cuda_runner_main(int argc, char **argv)
             status = 1;
             break;
         }
+        dt_proclimit_cpu_budget(&limits);
         if (!serve_request(s, &c, &req)) {
             status = 3;
             break;
@@ -399,7 +410,11 @@ static int spawn_child(cuda_backend *b, int child_end, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "posix_spawn_file_actions_init failed");
     char fd_arg[16];
     snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_FD);
-    char *argv[] = { b->runner_exe, (char *)DT_CUDA_RUNNER_ARG, fd_arg, NULL };
+    char seconds[32], files[16];
+    snprintf(seconds, sizeof seconds, "%.17g", b->measure.limit_cpu_seconds);
+    snprintf(files, sizeof files, "%d", b->measure.limit_open_files);
+    char *argv[] = { b->runner_exe, (char *)DT_CUDA_RUNNER_ARG, fd_arg, "--limits", seconds, files,
+                     NULL };
     int rc = posix_spawn_file_actions_adddup2(&actions, child_end, CHILD_FD);
     if (rc == 0)
         rc = posix_spawn(&b->child, b->runner_exe, &actions, NULL, argv, environ);
@@ -465,9 +480,12 @@ static void child_gone(cuda_backend *b, dt_measure_result *out)
     b->sock = -1;
     b->child = -1;
     if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFSIGNALED(status)) {
+        dt_proclimit limits = { .cpu_seconds = b->measure.limit_cpu_seconds };
         out->result = DT_RESULT_CRASH;
-        snprintf(out->detail, sizeof out->detail, "measurement process killed by signal %d (%s)",
-                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+        dt_proclimit_explain(&limits, status, out->detail, sizeof out->detail);
+        if (!out->detail[0])
+            snprintf(out->detail, sizeof out->detail, "measurement process killed by signal %d (%s)",
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
         return;
     }
     out->result = DT_RESULT_RUNNER_ERROR;

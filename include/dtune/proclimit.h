@@ -9,7 +9,9 @@
  * gets SIGXCPU, an allocation past its address space fails.
  *
  * The runner applies them to itself when it starts (it is this program), and
- * raises its CPU limit by the budget before each candidate. A compiler is
+ * raises its CPU limit by the budget before each candidate; the CUDA
+ * measurement process takes CPU time and open files only (the driver
+ * reserves far more address space than it uses). A compiler is
  * started through /bin/sh's ulimit, so the limits hold from its first
  * instruction and pass to cc1, as and ld.
  */
