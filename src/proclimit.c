@@ -93,9 +93,13 @@ int dt_proclimit_shell_argv(const dt_proclimit *limits, char **argv, int max, ch
 void dt_proclimit_explain(const dt_proclimit *limits, int status, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGXCPU)
+        return;
+    if (limits->cpu_seconds > 0)
         snprintf(buf, len, "CPU time limit of %.0f s reached (measure.limit_cpu_seconds)",
                  ceil(limits->cpu_seconds));
+    else
+        snprintf(buf, len, "CPU time limit reached (the limit dtune was started under, ulimit -t)");
 }
 
 void dt_proclimit_memory_note(const dt_proclimit *limits, char *buf, size_t len)

@@ -317,10 +317,8 @@ int dt_runner_main(int argc, char **argv)
         if (strcmp(argv[i], "--cpus") == 0 && i + 1 < argc) {
             pin_to(argv[++i]);
         } else if (strcmp(argv[i], "--limits") == 0 && i + 3 < argc) {
-            c.limits = dt_proclimit_from_settings(0, 0, 0);
-            c.limits.memory_bytes = strtoull(argv[i + 1], NULL, 10);
-            c.limits.cpu_seconds = strtod(argv[i + 2], NULL);
-            c.limits.open_files = atoi(argv[i + 3]);
+            c.limits = (dt_proclimit){ strtoull(argv[i + 1], NULL, 10), strtod(argv[i + 2], NULL),
+                                       atoi(argv[i + 3]) };
             i += 3;
             if (dt_proclimit_apply(&c.limits) != 0)
                 perror("dtune runner: setrlimit");

@@ -57,7 +57,8 @@ int dt_proclimit_shell_argv(const dt_proclimit *limits, char **argv, int max, ch
 
 /* Why a process under limits ended with wait status `status`, when a limit
  * explains it (SIGXCPU: "CPU time limit of N s reached
- * (measure.limit_cpu_seconds)"); "" otherwise. */
+ * (measure.limit_cpu_seconds)", or the inherited limit's when none is set);
+ * "" otherwise. */
 void dt_proclimit_explain(const dt_proclimit *limits, int status, char *buf, size_t len);
 
 /* Text naming the memory limit for an allocation failure: " (address space
