@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dtune/backend.h"
@@ -125,6 +126,33 @@ static void test_task_over_the_targets_memory(void **state)
     assert_int_equal(dt_model_load_within(model, &mem, &m, &err), DT_EINVAL);
     assert_contains(err.msg, ":3:5: fc: measuring it takes");
     assert_contains(err.msg, "(a test's figure)");
+    dt_test_remove_tree(dir);
+}
+
+/* On CUDA the capacity is the device's memory: the stand-in driver of
+ * tests/cuda reports a 24 GiB "Fake GPU"; without any driver nothing is
+ * checked beyond the tensor limits. */
+static void test_task_over_the_devices_memory(void **state)
+{
+    (void)state;
+    char dir[64], model[128], cmd[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o %s/libcuda.so.1 tests/cuda/fake_libcuda.c", dir);
+    if (system(cmd) != 0) {
+        dt_test_remove_tree(dir);
+        skip();     /* no C compiler */
+    }
+    write_in(dir, "big.yaml", "name: big\nops:\n  - {name: fc, kind: dense, input: [46000, 46000], "
+             "weight: [46000, 46000]}\n", model, sizeof model);
+    snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH=%s %s models --target cuda %s 2>&1", dir, dt_test_dtune(),
+             model);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = '\0';
+    assert_int_equal(WEXITSTATUS(pclose(p)), 2);
+    assert_contains(out, ":3:5: fc: measuring it takes 31.5 GiB of tensors (input, weight, output and its "
+                    "reference); the target allows a task 21.6 GiB (0.9 of the 24 GiB of Fake GPU)");
     dt_test_remove_tree(dir);
 }
 
@@ -383,6 +411,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_tensor_refused_by_every_command),
         cmocka_unit_test(test_task_over_the_targets_memory),
+        cmocka_unit_test(test_task_over_the_devices_memory),
         cmocka_unit_test(test_deep_nesting_refused_at_the_limit),
         cmocka_unit_test(test_duplicate_keys_refused),
         cmocka_unit_test(test_other_yaml_limits),

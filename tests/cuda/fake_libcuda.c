@@ -63,7 +63,7 @@ CUresult cuDeviceGetName(char *name, int len, int dev);
 CUresult cuDeviceGetName(char *name, int len, int dev) { snprintf(name, (size_t)len, "Fake GPU"); return 0; }
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev);
-CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) { *bytes = (size_t)40 << 30; return 0; }
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) { *bytes = (size_t)24 << 30; return 0; }
 
 CUresult cuDeviceGetAttribute(int *v, int attrib, int dev);
 CUresult cuDeviceGetAttribute(int *v, int attrib, int dev)
