@@ -721,8 +721,10 @@ static int check_readme_row(const char *row, const dt_config *defaults, char cov
     dt_error err;
     int n = 0;
     for (; next_quoted(&keys, key, sizeof key); n++) {
-        if (strchr(key, '*'))
+        if (strchr(key, '*')) {
+            free(want);
             return 0;
+        }
         if (n == 0)
             snprintf(first, sizeof first, "%s", key);
         const char *dot = strrchr(first, '.');
