@@ -361,6 +361,37 @@ static void test_runner_limits(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* A whole run whose every candidate passes the address space: each is a
+ * failed measurement naming the limit, the task is marked failed with that
+ * reason, and the run ends with exit 1 and the reason, not a crash or the
+ * kernel's out-of-memory killer. */
+static void test_run_past_the_memory_limit(void **state)
+{
+    (void)state;
+    dt_proclimit probe = dt_proclimit_from_settings(200, 0, 0);
+    char note[128], dir[64], model[128], cfg[128], text[512];
+    dt_proclimit_memory_note(&probe, note, sizeof note);
+    if (!note[0])
+        skip();     /* a sanitizer build leaves the runner's address space free */
+    dt_test_tmpdir(dir, sizeof dir);
+    /* a 256 MiB weight */
+    write_in(dir, "oom.yaml", "name: oom\nops:\n  - {name: fc, kind: dense, input: [256, 8192], "
+             "weight: [8192, 8192]}\n", model, sizeof model);
+    snprintf(text, sizeof text, "model: %s\nserver: {listen: \"off\"}\noutput: {dir: %s/run}\n"
+             "measure: {limit_memory_mb: 200}\ntuner: {strategy: random}\n", model, dir);
+    write_in(dir, "cfg.yaml", text, cfg, sizeof cfg);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "120", "--slot-trials", "8",
+                                     NULL }, out, sizeof out);
+    if (rc != 1)
+        fail_msg("exit %d, want 1: %s", rc, out);
+    assert_contains(out, "task fc failed: no valid config in 64 trials: 64 runner_error (last failure: "
+                    "out of memory for the tensors (address space limited to 200 MiB, "
+                    "measure.limit_memory_mb))");
+    snprintf(text, sizeof text, "%s/run/tuning.jsonl", dir);
+    assert_int_equal(dt_test_count_lines(text, "\"result\":\"runner_error\""), 64);
+    dt_test_remove_tree(dir);
+}
+
 /* Each compiler starts under the limits (a stand-in cc records its
  * ulimits, then runs the real one); a compiler that cannot start is no
  * failed candidate but an error of the run. */
@@ -418,6 +449,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_json_depth_and_duplicates),
         cmocka_unit_test(test_runner_limits),
         cmocka_unit_test(test_compiler_limits),
+        cmocka_unit_test(test_run_past_the_memory_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
