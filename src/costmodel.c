@@ -8,7 +8,7 @@
  * fresh DMatrix per call and copy XGBoost's float buffer into the caller's
  * doubles before the DMatrix is freed.
  */
-#include "dtune/costmodel.h"
+#include "costmodel_internal.h"
 #include "dtune/util.h"
 
 #include <limits.h>

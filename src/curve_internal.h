@@ -11,4 +11,7 @@
 void dt_curve_gradient(dt_curve_family family, const double *theta, double x,
                        double *grad);
 
+/* Sets *family from its name; 0, or DT_EINVAL (message lists the names). */
+int dt_curve_parse(const char *name, dt_curve_family *family, dt_error *err);
+
 #endif

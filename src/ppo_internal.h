@@ -10,4 +10,12 @@
 /* Log-probability of actions at state under the current policy. */
 double dt_ppo_log_prob(dt_ppo *p, const double *state, const int *actions);
 
+/* Steps in the rollout. */
+int dt_ppo_episode_length(const dt_ppo *p);
+
+/* The flat parameter vector θ (W1, b1, Wp, bp, wv, bv), owned by the agent;
+ * writes through it change the network. */
+int dt_ppo_ntheta(const dt_ppo *p);
+double *dt_ppo_theta(dt_ppo *p);
+
 #endif

@@ -15,7 +15,7 @@
  * libgomp is loaded once with RTLD_NODELETE before the first OpenMP kernel:
  * unloading it with a kernel would unmap the code its idle threads sleep in.
  */
-#include "dtune/runner.h"
+#include "runner_internal.h"
 #include "ipc.h"
 
 #include <dlfcn.h>

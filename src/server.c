@@ -13,7 +13,7 @@
  * (poll with a timeout), sends an HTTP/1.0 request with "Connection: close"
  * and reads until the server closes, so no chunked decoding is needed.
  */
-#include "dtune/server.h"
+#include "server_internal.h"
 
 #include <ctype.h>
 #include <errno.h>

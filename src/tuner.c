@@ -19,6 +19,7 @@
  * path is the plain tuner's, step for step.
  */
 #include "tuner_impl.h"
+#include "tuner_internal.h"
 
 #include <limits.h>
 #include <math.h>

@@ -15,7 +15,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "dtune/backend.h"
-#include "dtune/costmodel.h"
+#include "costmodel_internal.h"
 #include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */

@@ -21,7 +21,7 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/proclimit.h"
-#include "dtune/runner.h"
+#include "runner_internal.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
 #include "dtune/runstate.h"

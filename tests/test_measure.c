@@ -24,7 +24,7 @@
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
-#include "dtune/runner.h"
+#include "runner_internal.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 

@@ -26,7 +26,7 @@
 
 #include "dtune/cli.h"
 #include "dtune/report.h"
-#include "dtune/server.h"
+#include "server_internal.h"
 #include "support/run_cmd.h"
 
 #define TIMEOUT_MS 3000

@@ -22,7 +22,7 @@
 
 #include "dtune/backend.h"
 #include "dtune/sampling.h"
-#include "dtune/tuner.h"
+#include "tuner_internal.h"
 #include "dtune/target.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */

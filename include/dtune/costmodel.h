@@ -89,9 +89,6 @@ typedef struct dt_costmodel_rows {
 int dt_costmodel_fit_rows(dt_costmodel *cm, const dt_costmodel_rows *rows, const double *gflops,
                           dt_error *err);
 
-/* The number of features a row of this model has. */
-int dt_costmodel_nfeatures(const dt_costmodel *cm);
-
 /* Whether a booster has been trained (predictions mean something). */
 bool dt_costmodel_trained(const dt_costmodel *cm);
 

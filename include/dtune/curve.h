@@ -43,9 +43,6 @@ const char *dt_curve_name(dt_curve_family family);
 /* The name of family i, NULL past the last (a dt_name_at_fn). */
 const char *dt_curve_family_at(int i);
 
-/* Sets *family from its name; 0, or DT_EINVAL (message lists the names). */
-int dt_curve_parse(const char *name, dt_curve_family *family, dt_error *err);
-
 /* Number of parameters θ of the family (3, 4, 2); 0 for an unknown one. */
 int dt_curve_param_count(dt_curve_family family);
 

@@ -76,9 +76,6 @@ void dt_ppo_episode_begin(dt_ppo *p);
  * rollout. Returns 0, or DT_EINVAL when the rollout already holds max_steps. */
 int dt_ppo_act(dt_ppo *p, const double *state, int *actions);
 
-/* Steps in the rollout. */
-int dt_ppo_episode_length(const dt_ppo *p);
-
 /* The critic's value of a state (used to bootstrap a truncated episode). */
 double dt_ppo_value(dt_ppo *p, const double *state);
 
@@ -124,12 +121,7 @@ typedef struct dt_ppo_batch {
 } dt_ppo_batch;
 
 /* The PPO loss L above over the batch at the current parameters; when grad is
- * non-NULL it receives dL/dθ (dt_ppo_ntheta doubles). Breakdown may be NULL. */
+ * non-NULL it receives dL/dθ (one double per parameter). Breakdown may be NULL. */
 double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update_stats *breakdown);
-
-/* The flat parameter vector θ (W1, b1, Wp, bp, wv, bv), owned by the agent;
- * writes through it change the network. */
-int dt_ppo_ntheta(const dt_ppo *p);
-double *dt_ppo_theta(dt_ppo *p);
 
 #endif

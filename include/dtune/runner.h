@@ -77,13 +77,8 @@ void dt_runner_free(dt_runner *r);
 int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result *out,
                   dt_error *err);
 
-/* Process id of the current child (0 when none runs); times it was replaced. */
-int dt_runner_pid(const dt_runner *r);
-int dt_runner_restarts(const dt_runner *r);
-
 /* The cores the child is pinned to; returns how many (0: not pinned). */
 int dt_runner_cpus(const dt_runner *r, int *cpus, int max);
-
 
 /* Deterministic values in [-1, 1) from seed. */
 void dt_runner_fill(float *data, size_t n, uint64_t seed);

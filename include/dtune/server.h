@@ -81,9 +81,4 @@ int dt_server_request(const char *addr, const char *method, const char *path, in
 
 void dt_server_reply_free(dt_http_reply *reply);
 
-/* Value of the header called name (case-insensitive) in reply, copied into
- * buf; returns 0, or -1 when there is no such header. */
-int dt_server_reply_header(const dt_http_reply *reply, const char *name, char *buf,
-                           size_t len);
-
 #endif

@@ -143,9 +143,6 @@ int dt_tuner_trials(const dt_tuner *t);
  * point comes back empty). */
 bool dt_tuner_exhausted(const dt_tuner *t);
 
-/* The strategy's name ("chameleon", ...). */
-const char *dt_tuner_strategy(const dt_tuner *t);
-
 /* The i-th strategy's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_tuner_strategy_at(int i);
 
