@@ -1,7 +1,8 @@
 # dtune — one hand-written Makefile.
 #
 #   make            build bin/dtune (installs missing Debian packages first)
-#   make test       set-up, no file circles (scripts/include_graph.sh), build,
+#   make test       set-up, no file circles (scripts/include_graph.sh), no public
+#                   function only tests call (scripts/public_api.sh), build,
 #                   run every cmocka test; the summary is the last line
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make SAN=thread test  the same under ThreadSanitizer (data races)
@@ -96,6 +97,7 @@ tests: $(DTUNE) $(TEST_BIN)
 
 test: setup
 	@sh scripts/include_graph.sh
+	@sh scripts/public_api.sh
 	@$(MAKE) --no-print-directory -j2 tests
 	@DTUNE_BIN=$(abspath $(DTUNE)) sh scripts/run_tests.sh $(TEST_BIN)
 
