@@ -394,7 +394,7 @@ static void print_best(dt_db *db, const dt_model *model, const dt_space *spaces,
 static int cmd_best(const db_args *a)
 {
     dt_error err = { 0 };
-    dt_target target = DT_TARGET_CPU;
+    dt_target target = DT_TARGET_DEFAULT;
     char machine[DT_MACHINE_MAX];
     if (!a->arg)
         return usage_error("%s", "best needs MODEL.yaml");

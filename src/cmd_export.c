@@ -148,9 +148,8 @@ int dt_cmd_export(int argc, char **argv)
     }
     printf("dtune: exported %d kernels of %s (%d tuned, %d reference loops) to %s\n", n, model,
            n - untuned, untuned, out_dir);
-    if (params.target == DT_TARGET_CPU)
-        printf("dtune: build and check them: make -C %s test\n", out_dir);
-    else
-        printf("dtune: build the loader: make -C %s\n", out_dir);
+    fputs("dtune: ", stdout);
+    printf(dt_export_build_hint(params.target), out_dir);
+    fputc('\n', stdout);
     return 0;
 }

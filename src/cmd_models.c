@@ -6,6 +6,7 @@
 #include "dtune/model.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
+#include "dtune/util.h"
 
 static void usage(FILE *f)
 {
@@ -39,14 +40,16 @@ static int print_task(const dt_task *t, dt_target target)
 int dt_cmd_models(int argc, char **argv)
 {
     const char *path = NULL;
-    dt_target target = DT_TARGET_CPU;
+    dt_target target = DT_TARGET_DEFAULT;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) {
             if (dt_target_parse(argv[++i], &target) != 0) {
-                fprintf(stderr, "dtune models: unknown target '%s' (cpu, cuda)\n", argv[i]);
+                char names[128];
+                dt_names_join(dt_target_at, names, sizeof names);
+                fprintf(stderr, "dtune models: unknown target '%s' (%s)\n", argv[i], names);
                 return 2;
             }
         } else if (argv[i][0] == '-' || path) {

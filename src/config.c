@@ -886,7 +886,7 @@ static void check_model_file(loader *ld)
 /* The run's own defaults; the modules give theirs. */
 static void run_defaults(dt_config *cfg)
 {
-    cfg->target = DT_TARGET_CPU;
+    cfg->target = DT_TARGET_DEFAULT;
     cfg->seed = 1;
     cfg->budget = (dt_budget_params){ .total_seconds = 600, .slot_seconds = 10 };
     snprintf(cfg->output_dir, sizeof cfg->output_dir, "runs/latest");

@@ -17,6 +17,7 @@
 #include "export_internal.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@
 
 dt_export_params dt_export_default_params(void)
 {
-    return (dt_export_params){ .target = DT_TARGET_CPU, .measure = dt_measure_params_default() };
+    return (dt_export_params){ .target = DT_TARGET_DEFAULT,
+                               .measure = dt_measure_params_default() };
 }
 
 /* name as a C identifier: other characters become '_', a leading digit gets
@@ -360,6 +362,36 @@ static int write_cpu(const export_job *job, dt_error *err)
     return rc ? rc : write_makefile(job, err);
 }
 
+/* What an export is on each target that has one: how it is written, whether
+ * its space depends on the vector width the run's space offered, and how a
+ * user builds it (a format of the export's folder). */
+typedef struct export_form {
+    dt_target target;
+    int (*write)(const export_job *job, dt_error *err);
+    bool vector_widths;
+    const char *build_hint;
+} export_form;
+
+static const export_form forms[] = {
+    { DT_TARGET_CPU, write_cpu, true, "build and check them: make -C %s test" },
+    { DT_TARGET_CUDA, export_write_cuda, false,
+      "build the loader and its test: make -C %s (the test runs on a machine with the GPU)" },
+};
+
+static const export_form *form_of(dt_target target)
+{
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (forms[i].target == target)
+            return &forms[i];
+    return NULL;
+}
+
+const char *dt_export_build_hint(dt_target target)
+{
+    const export_form *form = form_of(target);
+    return form ? form->build_hint : NULL;
+}
+
 int dt_export_write(const dt_export_params *params, const char *name,
                     const dt_export_choice *choices, int n, const char *out_dir, dt_error *err)
 {
@@ -380,8 +412,11 @@ int dt_export_write(const dt_export_params *params, const char *name,
     snprintf(kernels, sizeof kernels, "%s/kernels", out_dir);
     int rc = check_names(&job, err);
     rc = rc ? rc : dt_mkdir_p(kernels, err);
+    const export_form *form = form_of(params->target);
+    if (rc == 0 && !form)
+        rc = dt_error_set(err, DT_ENOTSUP, "target %s has no export", dt_target_name(params->target));
     if (rc == 0)
-        rc = params->target == DT_TARGET_CUDA ? export_write_cuda(&job, err) : write_cpu(&job, err);
+        rc = form->write(&job, err);
     free(job.task);
     return rc;
 }
@@ -472,7 +507,8 @@ static int find_space(dt_export_params *params, const dt_export_choice *choices,
                       const char *best, dt_error *err)
 {
     static const int widths[] = { 0, 16, 8, 4 };
-    int nwidths = params->target == DT_TARGET_CPU ? 4 : 1, bad = 0, first_bad = 0;
+    const export_form *form = form_of(params->target);
+    int nwidths = form && form->vector_widths ? 4 : 1, bad = 0, first_bad = 0;
     for (int w = 0; w < nwidths; w++) {
         params->cpu_max_vec = widths[w];
         if (knobs_match(params, choices, n, &bad))

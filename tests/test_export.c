@@ -89,6 +89,7 @@ static void test_tiny_export_builds_and_checks(void **state)
     if (rc != 0)
         fail_msg("dtune export exited %d: %s", rc, out);
     assert_non_null(strstr(out, "exported 3 kernels of tiny (3 tuned, 0 reference loops)"));
+    assert_non_null(strstr(out, "build and check them: make -C"));
     /* nothing of dtune is needed: no dtune header named, no include path given */
     snprintf(cmd, sizeof cmd, "grep -rl 'dtune/' %s", exp);
     assert_int_equal(shell(cmd), 1);
@@ -361,7 +362,7 @@ static void test_cuda_run_exported(void **state)
     int rc = dt_test_run((char *[]){ "dtune", "export", dir, "-o", dst, NULL }, out, sizeof out);
     if (rc != 0)
         fail_msg("dtune export of a CUDA run exited %d: %s", rc, out);
-    assert_non_null(strstr(out, "build the loader: make -C"));
+    assert_non_null(strstr(out, "build the loader and its test: make -C"));
     snprintf(cmd, sizeof cmd, "ls %s/kernels/*.cu | wc -l && make -C %s", dst, dst);
     if (shell(cmd) != 0)
         fail_msg("the CUDA export does not build: %s", out);

@@ -95,11 +95,16 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
                        char *model_name, size_t name_len, dt_export_choice **choices,
                        int *n_choices, dt_error *err);
 
+/* How a user builds an export for target: a printf format of the export's
+ * folder; NULL for a target without an export. */
+const char *dt_export_build_hint(dt_target target);
+
 /* Writes the export of n choices, library named after name, into out_dir
  * (created with its parents). An untuned choice gets the reference loops
  * (see above). Returns 0, DT_EINVAL (a config outside its space, a plan
  * the generator refuses, two tasks with the same C name, no choices, an
- * out_dir of DT_PATH_MAX bytes or more), DT_EIO, DT_ENOMEM. */
+ * out_dir of DT_PATH_MAX bytes or more), DT_ENOTSUP (a target without an
+ * export), DT_EIO, DT_ENOMEM. */
 int dt_export_write(const dt_export_params *params, const char *name,
                     const dt_export_choice *choices, int n, const char *out_dir, dt_error *err);
 

@@ -40,6 +40,9 @@ typedef struct dt_target_i {
     void (*task_memory)(dt_model_memory *memory);
 } dt_target_i;
 
+/* The target of a run, a model listing or a database query that names none. */
+#define DT_TARGET_DEFAULT DT_TARGET_CPU
+
 /* The table of target id, or NULL when id is none. */
 const dt_target_i *dt_target_get(dt_target id);
 
