@@ -135,7 +135,7 @@ int dt_belief_new(const dt_belief_params *params, dt_belief **out, dt_error *err
         return dt_error_set(err, DT_ENOMEM, "belief: out of memory");
     b->params = *params;
     b->p = dt_curve_param_count(params->family);
-    dt_mcmc_params mp = dt_mcmc_default_params();
+    dt_mcmc_params mp = dt_mcmc_params_default();
     mp.walkers = params->walkers;
     mp.ndim = b->p + 1;
     mp.max_steps = params->steps;

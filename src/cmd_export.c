@@ -54,7 +54,7 @@ static int usage_error(const char *what, const char *arg)
 static int parse_args(int argc, char **argv, export_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->threads = dt_export_default_params().measure.threads;
+    a->threads = dt_export_params_default().measure.threads;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
@@ -118,7 +118,7 @@ int dt_cmd_export(int argc, char **argv)
     int status = parse_args(argc, argv, &a);
     if (status >= 0)
         return status;
-    dt_export_params params = dt_export_default_params();
+    dt_export_params params = dt_export_params_default();
     params.measure.threads = a.threads;
     params.source = a.run_dir;
     char model[DT_NAME_MAX], out_dir[DT_PATH_MAX];

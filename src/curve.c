@@ -526,7 +526,7 @@ struct dt_curve_fitter {
     double lo[DT_CURVE_MAX_PARAMS], hi[DT_CURVE_MAX_PARAMS];
 };
 
-dt_curve_fit_params dt_curve_fit_default_params(void)
+dt_curve_fit_params dt_curve_fit_params_default(void)
 {
     return (dt_curve_fit_params){ .max_iter = 100, .starts = 1, .xtol = 1e-8,
                                   .gtol = 1e-8 };
@@ -621,7 +621,7 @@ int dt_curve_fitter_new(dt_curve_family family, int capacity,
         return dt_error_set(err, DT_ENOMEM, "curve fitter: out of memory");
     ft->family = family;
     ft->p = dt_curve_param_count(family);
-    ft->params = params ? *params : dt_curve_fit_default_params();
+    ft->params = params ? *params : dt_curve_fit_params_default();
     ft->fdf = (gsl_multifit_nlinear_fdf){ .f = fit_residuals, .df = fit_jacobian,
                                           .p = (size_t)ft->p, .params = ft };
     ft->u0 = gsl_vector_alloc((size_t)ft->p);

@@ -30,7 +30,7 @@
 #include "dtune/target.h"
 #include "dtune/tunelog.h"
 
-dt_export_params dt_export_default_params(void)
+dt_export_params dt_export_params_default(void)
 {
     return (dt_export_params){ .target = DT_TARGET_DEFAULT,
                                .measure = dt_measure_params_default() };

@@ -42,7 +42,7 @@ struct dt_mcmc {
     double *acf_sum;      /* max_steps */
 };
 
-dt_mcmc_params dt_mcmc_default_params(void)
+dt_mcmc_params dt_mcmc_params_default(void)
 {
     return (dt_mcmc_params){ .walkers = 32, .ndim = 1, .max_steps = 2000,
                              .stretch = 2.0, .randomize_split = true,

@@ -284,7 +284,7 @@ static void test_cuda_export_written(void **state)
         dt_space_free(&space);
     }
     gsl_rng_free(rng);
-    dt_export_params params = dt_export_default_params();
+    dt_export_params params = dt_export_params_default();
     params.target = DT_TARGET_CUDA;
     char dir[64], cmd[512];
     dt_test_tmpdir(dir, sizeof dir);
@@ -385,7 +385,7 @@ static void test_clashing_names(void **state)
     snprintf(choices[1].task.name, sizeof choices[1].task.name, "block.1");
     char dir[64];
     dt_test_tmpdir(dir, sizeof dir);
-    dt_export_params params = dt_export_default_params();
+    dt_export_params params = dt_export_params_default();
     assert_int_equal(dt_export_write(&params, "tiny", choices, 2, dir, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "tasks block-1 and block.1 give clashing C names"));
     dt_model_free(model);

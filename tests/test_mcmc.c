@@ -69,7 +69,7 @@ static double uniform01_cdf(double x)
 
 static dt_mcmc *new_sampler(int walkers, int ndim, int steps, uint64_t seed)
 {
-    dt_mcmc_params p = dt_mcmc_default_params();
+    dt_mcmc_params p = dt_mcmc_params_default();
     p.walkers = walkers;
     p.ndim = ndim;
     p.max_steps = steps;
@@ -325,7 +325,7 @@ static void test_affine_invariance(void **state)
 static void test_bad_input(void **state)
 {
     (void)state;
-    dt_mcmc_params p = dt_mcmc_default_params();
+    dt_mcmc_params p = dt_mcmc_params_default();
     p.walkers = 6;
     p.ndim = 4;
     dt_mcmc *s = NULL;

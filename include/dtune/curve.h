@@ -103,7 +103,7 @@ typedef struct dt_curve_fit_params {
     double gtol;     /* GSL gradient tolerance (1e-8) */
 } dt_curve_fit_params;
 
-dt_curve_fit_params dt_curve_fit_default_params(void);
+dt_curve_fit_params dt_curve_fit_params_default(void);
 
 typedef struct dt_curve_fit_result {
     double theta[DT_CURVE_MAX_PARAMS];

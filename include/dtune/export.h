@@ -78,7 +78,7 @@ typedef struct dt_export_params {
 } dt_export_params;
 
 /* Target cpu, dtune's measure defaults, this machine's vector width. */
-dt_export_params dt_export_default_params(void);
+dt_export_params dt_export_params_default(void);
 
 /* Reads a run's choices: RUN_DIR/best.json (per task the best config, its
  * knobs and latency, or why it failed) and the model the run tuned, from

@@ -36,7 +36,7 @@ typedef struct dt_mcmc_params {
     uint64_t seed;        /* seeds the sampler's gsl_rng (1) */
 } dt_mcmc_params;
 
-dt_mcmc_params dt_mcmc_default_params(void);
+dt_mcmc_params dt_mcmc_params_default(void);
 
 typedef struct dt_mcmc dt_mcmc;
 
