@@ -6,6 +6,7 @@
 #                   run every cmocka test; the summary is the last line
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make SAN=thread test  the same under ThreadSanitizer (data races)
+#   make MPI=off test     the same without Open MPI (found by pkg-config otherwise)
 #   make bench      build the benchmarks in bench/
 #   make fuzz       build the libFuzzer harnesses of fuzz/ (clang, ASan + UBSan)
 #   make run        tune the default config.yaml (models/resnet18.yaml on the CPU)
@@ -39,8 +40,23 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 CPPFLAGS += -DDT_HAVE_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
+# Open MPI is optional: where pkg-config finds it (ompi-c, else mpi) the MPI
+# transport (src/mpi_run.c) is built and DT_HAVE_MPI defined; `make MPI=off`
+# builds without it on a machine that has it (into BUILD-nompi/, dtune too).
+MPI      ?= auto
+MPI_SRC  := src/mpi_run.c
+ifeq ($(MPI),off)
+BUILD    := $(BUILD)-nompi
+else
+MPI_PKG  := $(firstword $(foreach p,ompi-c mpi,$(shell pkg-config --exists $(p) && echo $(p))))
+endif
+ifneq ($(MPI_PKG),)
+PKGS     += $(MPI_PKG)
+CPPFLAGS += -DDT_HAVE_MPI
+endif
+
 # ---- sources ----------------------------------------------------------------
-LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRC   := $(filter-out src/main.c $(if $(MPI_PKG),,$(MPI_SRC)),$(wildcard src/*.c))
 LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB       := $(BUILD)/libdtune.a
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -48,7 +64,7 @@ TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(wildcard tests/support/*.c)
 BENCH_SRC := $(wildcard bench/*_bench.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=bin/%)
-ifneq ($(SAN),)
+ifneq ($(SAN)$(filter off,$(MPI)),)
 DTUNE     := $(BUILD)/dtune
 else
 DTUNE     := bin/dtune
@@ -152,6 +168,6 @@ run: all
 	DTUNE_DB="$${DTUNE_DB:-runs/dtune.db}" ./bin/dtune tune -c config.yaml
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz bin
+	rm -rf build build-san build-tsan build-fuzz build-nompi build-san-nompi build-tsan-nompi bin
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(FUZZ_OBJ:.o=.d)

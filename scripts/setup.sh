@@ -5,9 +5,12 @@
 set -eu
 
 # prometheus: its promtool checks the status server's /metrics in the tests;
-# chromium: the tests load the live page and report.html in a headless browser.
+# chromium: the tests load the live page and report.html in a headless browser;
+# openmpi-bin, libopenmpi-dev: one run over many ranks (`mpirun ... dtune tune`),
+# optional at build time (the Makefile builds without them).
 pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
-libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium"
+libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium
+openmpi-bin libopenmpi-dev"
 if [ "${1:-}" = "--bench" ]; then
     # wrk and jq: scripts/load_cv.sh loads the status server during a run.
     pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy wrk jq"

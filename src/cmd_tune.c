@@ -1,11 +1,13 @@
 /* cmd_tune.c — `dtune tune`: the config, command-line overrides, the run. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "daemon.h"
+#include "mpi_run.h"
 
 static void usage(FILE *f)
 {
@@ -79,6 +81,17 @@ static int load_config(int argc, char **argv, dt_config *cfg)
     return 0;
 }
 
+/* The ranks of the MPI job that started this process (Open MPI's mpirun,
+ * or a PMI launcher such as Slurm's srun), 0 when none did: then the run is
+ * today's one-process run and MPI is never initialised. */
+static int mpi_ranks(void)
+{
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!size)
+        size = getenv("PMI_SIZE");
+    return size ? atoi(size) : 0;
+}
+
 int dt_cmd_tune(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -94,7 +107,20 @@ int dt_cmd_tune(int argc, char **argv)
     dt_daemon_result res;
     dt_error err;
     dt_error_clear(&err);
-    int rc = dt_daemon_run(&cfg, &res, &err);
+    int rc, ranks = mpi_ranks();
+#ifdef DT_HAVE_MPI
+    bool worker = false;
+    rc = ranks > 0 ? dt_mpi_tune(&cfg, &res, &worker, &err) : dt_daemon_run(&cfg, &res, &err);
+    if (worker)
+        return dt_error_exit_status(rc);
+#else
+    if (ranks > 1) {
+        fprintf(stderr, "dtune tune: started as one of %d MPI ranks, but this dtune was built "
+                "without MPI; install libopenmpi-dev and rebuild\n", ranks);
+        return 1;
+    }
+    rc = dt_daemon_run(&cfg, &res, &err);
+#endif
     if (rc) {
         fprintf(stderr, "dtune tune: %s\n", err.msg);
         return dt_error_exit_status(rc);

@@ -102,7 +102,9 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
 {
     measure_ctx *mc = ctx;
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = (const volatile int *)&stop_requested };
-    int measured = dt_measurer_run_until(mc->run->measurer, space, points, n, results, &limit, err);
+    const dt_daemon_remote *remote = mc->run->remote;
+    int measured = remote ? remote->measure(remote->ctx, mc->task, space, points, n, results, &limit, err)
+                          : dt_measurer_run_until(mc->run->measurer, space, points, n, results, &limit, err);
     dt_transfer *x = mc->run->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
         int rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
@@ -446,11 +448,18 @@ static void install_signals(struct sigaction *old_int, struct sigaction *old_ter
 
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
 {
+    return dt_daemon_run_remote(cfg, NULL, res, err);
+}
+
+int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
+                         dt_daemon_result *res, dt_error *err)
+{
     memset(res, 0, sizeof *res);
     dt_run *r = NULL;
     int rc = dt_run_open(cfg, &r, err);
     if (rc)
         return rc;
+    r->remote = remote;
     res->resumed_records = r->resumed_records;
     struct sigaction old_int, old_term;
     install_signals(&old_int, &old_term);

@@ -41,6 +41,20 @@ typedef struct dt_daemon_result {
  * DT_ENODEV (no CUDA device), others for runtime failures. */
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *result, dt_error *err);
 
+/* A measurer in another process (an MPI worker, mpi_run.c): measure has
+ * dt_measurer_run_until's contract for a batch of points of task k's
+ * space. */
+typedef struct dt_daemon_remote {
+    int (*measure)(void *ctx, int task, const dt_space *space, const dt_point *points, int n,
+                   dt_measure_result *results, const dt_measure_limit *limit, dt_error *err);
+    void *ctx;
+} dt_daemon_remote;
+
+/* dt_daemon_run with every batch measured by remote (NULL: by the run's own
+ * measurer, which still times failed tasks' references and gives peaks). */
+int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
+                         dt_daemon_result *result, dt_error *err);
+
 /* Reads cfg's model, builds every task's knob space and reads
  * output.warm_start (when set) exactly as dt_daemon_run would, measuring
  * nothing: 0, or the error (and message) `dtune tune` would stop with. For

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
@@ -79,9 +80,17 @@ typedef struct dt_run {
                                   back to it at close */
     dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
     struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
+    const dt_daemon_remote *remote; /* measures the batches instead of measurer; NULL: none */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
+
+/* The parts of dt_run_open an MPI worker shares with rank 0 (it measures
+ * rank 0's tasks in the same spaces): every task's space, r->tasks
+ * allocated here (needs r->cfg and r->model), and the measurer of the
+ * config's backend with its work under r->run_dir. */
+int dt_run_open_spaces(dt_run *r, dt_error *err);
+int dt_run_open_measurer(dt_run *r, dt_error *err);
 void dt_run_close(dt_run *r);
 
 /* ---- daemon_run.c ---- */

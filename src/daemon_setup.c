@@ -28,8 +28,7 @@
 #include "dtune/util.h"
 #include "dtune/target.h"
 
-/* The spaces of every task (r->tasks allocated here). */
-static int open_spaces(dt_run *r, dt_error *err)
+int dt_run_open_spaces(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
@@ -49,7 +48,7 @@ static int open_spaces(dt_run *r, dt_error *err)
 static int open_tasks(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
-    int rc = open_spaces(r, err);
+    int rc = dt_run_open_spaces(r, err);
     if (rc == 0 && r->cfg->tuner.transfer)
         rc = dt_transfer_new(&r->transfer, err);
     if (rc)
@@ -398,7 +397,7 @@ static void fill_state_header(dt_run *r)
     s->target_latency_ms = c->budget.target_latency_ms;
 }
 
-static int open_measurer(dt_run *r, dt_error *err)
+int dt_run_open_measurer(dt_run *r, dt_error *err)
 {
     const char *name = r->cfg->backend[0] ? r->cfg->backend : dt_target_name(r->cfg->target);
     const dt_backend_i *b = dt_backend_choose(r->cfg->target, r->cfg->backend);
@@ -462,7 +461,7 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
     if (rc == 0) {
         r->state_ready = true;
         fill_state_header(r);
-        rc = open_measurer(r, err);
+        rc = dt_run_open_measurer(r, err);
     }
     if (rc == 0)
         pin_off_timing(r);
@@ -517,7 +516,7 @@ int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err)
     dt_run r = { .cfg = cfg, .slot = -1 };
     int rc = dt_model_load_target(cfg->model, cfg->target, &r.model, err);
     if (rc == 0)
-        rc = open_spaces(&r, err);
+        rc = dt_run_open_spaces(&r, err);
     if (rc == 0 && cfg->warm_start[0])
         rc = replay_log(&r, cfg->warm_start, false, true, err);
     for (int k = 0; r.tasks && k < r.model->ntasks; k++)

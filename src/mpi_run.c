@@ -1,0 +1,568 @@
+/* mpi_run.c — one tuning run over the ranks of an MPI job (see mpi_run.h).
+ *
+ * `mpirun -np N dtune tune -c config.yaml` starts N copies of dtune. Rank 0
+ * is today's daemon: scheduler, beliefs, tuners, the log, the reports and
+ * the status server. Every other rank is a measurement worker: it reads the
+ * same config, builds the same model and knob spaces, opens the config's
+ * backend (its own builders and runner) on its own machine, says HELLO (its
+ * machine fingerprint, dtune version and space version) and then answers
+ * each MEASURE (configs of one task) with RESULTS, or with ERROR when its
+ * backend fails, until STOP. Rank 0 refuses a worker whose HELLO differs
+ * from its own (dt_wire_hello_check). Messages are mpi_wire.c's bytes; here
+ * they only travel: MPI_Send, then MPI_Probe + MPI_Recv on one tag of
+ * MPI_COMM_WORLD, with MPI errors returned rather than fatal. Only each
+ * rank's main thread calls MPI (MPI_THREAD_FUNNELED): on rank 0 the
+ * scheduler thread, inside the daemon's measure callback.
+ *
+ * Built so far: N = 2. Rank 0's daemon sends every batch to rank 1
+ * (dt_daemon_remote) and logs the results as if measured at home: one slot
+ * in flight, the scheduler, tuners and log unchanged. Rank 0 still opens its
+ * own measurer for the peaks and for timing a failed task's reference. A
+ * worker that does not answer a request within its measurement limit (each
+ * config its compile and run limits, none started past the deadline, plus
+ * slack) ends the
+ * job with a message after everything answered before is logged: rank 0
+ * calls MPI_Abort, as MPI cannot finalise beside a rank that hangs.
+ *
+ * Design of N − 1 slots in flight (not built yet):
+ *  - Rank 0 keeps a table of workers, each idle or holding one slot (task
+ *    k, slot number s). While a worker is idle and a task is free, the
+ *    scheduler picks among the tasks no slot holds (a held task is passed to
+ *    dt_scheduler_pick as unavailable, like an exhausted one), so the top
+ *    UCB scores get the slots and a task never holds two.
+ *  - Each slot in flight runs its task's tuner on a slot thread of rank 0
+ *    (one per worker). Its measure callback posts the batch to the main
+ *    thread and waits on its own condition variable; the main thread, the
+ *    only one calling MPI, sends MEASURE to the slot's worker and waits on
+ *    every worker at once (MPI_Iprobe over the busy ones), handing each
+ *    RESULTS to its slot thread. Tuners are per task, so two slot threads
+ *    never share one; what they do share (the log append and fsync,
+ *    dt_run_account's curves and run state, the transfer store) is taken
+ *    under one run mutex in log_measurement.
+ *  - A slot ends by its own trial or seconds budget; the main thread joins
+ *    it, writes its slot record and publishes, then refills the worker.
+ *    Slot records are written at slot end, so two slots' measure records
+ *    interleave in the log; resume counts each task's trials by task, which
+ *    a task never being in two slots keeps exact.
+ *  - Stop rules: at a stop no slot starts; slots in flight end after their
+ *    current point (the measurement limit's stop flag), their results are
+ *    logged, then every worker gets STOP.
+ *  - Faults: the hang limit above applies to each busy worker; a worker
+ *    that dies is reported by mpirun, which ends the job; the restart
+ *    resumes from the log (each record was fsync'd before it was used).
+ */
+#include "mpi_run.h"
+
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_internal.h"
+#include "dtune/backend.h"
+#include "dtune/model.h"
+#include "dtune/mpi_wire.h"
+#include "dtune/target.h"
+#include "dtune/util.h"
+#include "dtune/version.h"
+
+/* The one tag every dtune message travels on. */
+#define WIRE_TAG 18
+
+/* What a worker's signal handler may touch: SIGTERM ends its batch after the
+ * config being timed; rank 0, whose daemon has its own handlers, then sends
+ * STOP. */
+static volatile sig_atomic_t worker_stop;
+
+static void on_worker_signal(int sig)
+{
+    (void)sig;
+    worker_stop = 1;
+}
+
+/* ---- MPI ------------------------------------------------------------------- */
+
+static int mpi_failed(int code, const char *what, dt_error *err)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "MPI error %d", code);
+    return dt_error_set(err, DT_EIO, "mpi: %s: %s", what, text);
+}
+
+/* One message to rank dest; buf is the sender's reusable buffer. */
+static int send_msg(const dt_wire_msg *msg, int dest, dt_buf *buf, dt_error *err)
+{
+    buf->len = 0;
+    int rc = dt_wire_encode(msg, buf, err);
+    if (rc)
+        return rc;
+    rc = MPI_Send(buf->data, (int)buf->len, MPI_BYTE, dest, WIRE_TAG, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "sending a message", err);
+}
+
+/* Waits for a message from rank source until monotonic second give_up (0:
+ * for ever): 0 with *st filled, DT_EIO with *hung set when none came, or
+ * an MPI failure. */
+static int wait_msg(int source, double give_up, MPI_Status *st, bool *hung, dt_error *err)
+{
+    if (give_up <= 0) {
+        int rc = MPI_Probe(source, WIRE_TAG, MPI_COMM_WORLD, st);
+        return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "waiting for a message", err);
+    }
+    double start = dt_now_seconds();
+    for (;;) {
+        int arrived = 0;
+        int rc = MPI_Iprobe(source, WIRE_TAG, MPI_COMM_WORLD, &arrived, st);
+        if (rc != MPI_SUCCESS)
+            return mpi_failed(rc, "waiting for a message", err);
+        if (arrived)
+            return 0;
+        if (dt_now_seconds() >= give_up) {
+            *hung = true;
+            return dt_error_set(err, DT_EIO, "mpi rank %d did not answer within %.0f s (its "
+                                "measurement limit): it hangs or its machine is gone; what was "
+                                "measured before is logged, and running the same command again "
+                                "resumes", source, give_up - start);
+        }
+        struct timespec pause = { 0, 1000000 };     /* 1 ms: answers come per batch */
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* The next message from rank source into *msg, waited for until give_up
+ * (see wait_msg); a message longer than any valid one is refused before it
+ * is received. */
+static int recv_msg(int source, double give_up, bool *hung, dt_buf *buf, dt_wire_msg *msg,
+                    dt_error *err)
+{
+    MPI_Status st;
+    int count = 0;
+    int rc = wait_msg(source, give_up, &st, hung, err);
+    if (rc)
+        return rc;
+    rc = MPI_Get_count(&st, MPI_BYTE, &count);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(rc, "reading a message's length", err);
+    if (count < 0 || (size_t)count > DT_WIRE_HEADER_BYTES + (size_t)DT_WIRE_MAX_PAYLOAD)
+        return dt_error_set(err, DT_EINVAL, "mpi message from rank %d: %d bytes, over the %u-byte "
+                            "limit", source, count, DT_WIRE_HEADER_BYTES + DT_WIRE_MAX_PAYLOAD);
+    buf->len = 0;
+    if (dt_buf_reserve(buf, (size_t)count))
+        return dt_error_set(err, DT_ENOMEM, "out of memory receiving an mpi message");
+    rc = MPI_Recv(buf->data, count, MPI_BYTE, source, WIRE_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(rc, "receiving a message", err);
+    return dt_wire_decode(buf->data, (size_t)count, msg, err);
+}
+
+/* ---- what a rank says in its HELLO ---------------------------------------- */
+
+/* The first value of key in /proc/cpuinfo, or "" (cpuinfo names, not
+ * numbers, differ between architectures). */
+static void cpuinfo_value(const char *key, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    size_t klen = strlen(key);
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon || strncmp(line, key, klen) != 0 || strspn(line + klen, " \t") != (size_t)(colon - line) - klen)
+            continue;
+        snprintf(buf, len, "%s", colon + 1 + strspn(colon + 1, " \t"));
+        buf[strcspn(buf, "\n")] = '\0';
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
+/* The machine the config's backend measures on: the replay surface is no
+ * machine's and depends on the seed; the CPU is named by model, family,
+ * model number, stepping, the SIMD flags the kernels use and its cores. */
+static int machine_fingerprint(const dt_config *cfg, char *buf, size_t len, dt_error *err)
+{
+    if (strcmp(cfg->backend, dt_backend_replay.name) == 0) {
+        snprintf(buf, len, "replay seed %llu", (unsigned long long)cfg->seed);
+        return 0;
+    }
+    if (cfg->target != DT_TARGET_CPU)
+        return dt_error_set(err, DT_ENOTSUP, "mpi runs measure on the cpu or replay backend so "
+                            "far, not on %s", dt_target_name(cfg->target));
+    char model[256], family[32], number[32], stepping[32], flags[4096], simd[128] = "";
+    cpuinfo_value("model name", model, sizeof model);
+    cpuinfo_value("cpu family", family, sizeof family);
+    cpuinfo_value("model", number, sizeof number);
+    cpuinfo_value("stepping", stepping, sizeof stepping);
+    cpuinfo_value("flags", flags, sizeof flags);
+    static const char *const wanted[] = { "avx512f", "avx2", "fma" };
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        char word[32];
+        snprintf(word, sizeof word, " %s ", wanted[i]);
+        char padded[sizeof flags + 2];
+        snprintf(padded, sizeof padded, " %s ", flags);
+        if (strstr(padded, word))
+            snprintf(simd + strlen(simd), sizeof simd - strlen(simd), "%s%s", simd[0] ? " " : "", wanted[i]);
+    }
+    int n = snprintf(buf, len, "%s, family %s model %s stepping %s, %s, nproc %ld", model, family,
+                     number, stepping, simd[0] ? simd : "no simd", sysconf(_SC_NPROCESSORS_ONLN));
+    return n >= 0 && (size_t)n < len ? 0 : dt_error_set(err, DT_EINVAL, "the machine's fingerprint "
+                                                         "is longer than %zu bytes", len - 1);
+}
+
+static void fnv1a(uint64_t *h, const void *bytes, size_t n)
+{
+    const unsigned char *b = bytes;
+    for (size_t i = 0; i < n; i++)
+        *h = (*h ^ b[i]) * 1099511628211ULL;
+}
+
+/* A hash of every task's knob space as the ranks build it: a config index
+ * names the same config on two ranks only where these agree. */
+static void space_version(const dt_run *r, char *buf, size_t len)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (int k = 0; k < r->model->ntasks; k++) {
+        const dt_space *s = &r->tasks[k].space;
+        int head[] = { (int)s->target, s->cpu_max_vec, s->nknobs };
+        fnv1a(&h, head, sizeof head);
+        for (int i = 0; i < s->nknobs; i++) {
+            const dt_knob *kn = &s->knobs[i];
+            int shape[] = { (int)kn->type, kn->parts, kn->axis_len, kn->noptions };
+            fnv1a(&h, kn->name, strlen(kn->name));
+            fnv1a(&h, shape, sizeof shape);
+            fnv1a(&h, kn->options, (size_t)kn->noptions * (size_t)kn->parts * sizeof *kn->options);
+        }
+    }
+    snprintf(buf, len, "%016llx", (unsigned long long)h);
+}
+
+/* ---- the model and spaces every rank builds -------------------------------- */
+
+/* Model, spaces and (for a worker, work under work_dir) a measurer: the
+ * parts of a run a rank needs to name configs and measure them. */
+static int open_view(const dt_config *cfg, const char *work_dir, dt_run *view, dt_error *err)
+{
+    memset(view, 0, sizeof *view);
+    view->cfg = cfg;
+    view->slot = -1;
+    view->lock_fd = -1;
+    int rc = dt_model_load(cfg->model, &view->model, err);
+    if (rc == 0)
+        rc = dt_run_open_spaces(view, err);
+    if (rc == 0 && work_dir) {
+        snprintf(view->run_dir, sizeof view->run_dir, "%s", work_dir);
+        rc = dt_mkdir_p(work_dir, err);
+        if (rc == 0)
+            rc = dt_run_open_measurer(view, err);
+    }
+    return rc;
+}
+
+static void close_view(dt_run *view)
+{
+    dt_measurer_free(view->measurer);
+    for (int k = 0; view->tasks && k < view->model->ntasks; k++)
+        dt_space_free(&view->tasks[k].space);
+    free(view->tasks);
+    dt_model_free(view->model);
+}
+
+static int fill_hello(const dt_run *view, dt_wire_hello *h, dt_error *err)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_VERSION);
+    space_version(view, h->space_version, sizeof h->space_version);
+    return machine_fingerprint(view->cfg, h->fingerprint, sizeof h->fingerprint, err);
+}
+
+/* ---- the worker ------------------------------------------------------------ */
+
+typedef struct worker {
+    int rank;
+    dt_run view;
+    dt_buf buf;
+    dt_wire_msg *in, *out;
+    dt_point *points;
+    long measured;             /* configs measured for rank 0 */
+} worker;
+
+/* Answers one MEASURE into w->out: RESULTS, or ERROR for a request that
+ * names no task or config of the spaces or a backend that failed. */
+static void answer_measure(worker *w, const dt_wire_measure *q)
+{
+    dt_wire_msg *out = w->out;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = 0;
+    if (q->task >= (uint32_t)w->view.model->ntasks)
+        rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: task %u of a model of %d tasks", w->rank,
+                          q->task, w->view.model->ntasks);
+    const dt_space *space = rc ? NULL : &w->view.tasks[q->task].space;
+    for (int i = 0; rc == 0 && i < q->n; i++) {
+        if (q->configs[i] >= space->size)
+            rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: config %llu of task %u is outside its "
+                              "space of %llu", w->rank, (unsigned long long)q->configs[i], q->task,
+                              (unsigned long long)space->size);
+        else
+            dt_space_point(space, q->configs[i], &w->points[i]);
+    }
+    int measured = 0;
+    if (rc == 0) {
+        dt_measure_limit limit = { .deadline = q->seconds > 0 ? dt_now_seconds() + q->seconds : 0,
+                                   .stop = (const volatile int *)&worker_stop };
+        measured = dt_measurer_run_until(w->view.measurer, space, w->points, q->n,
+                                         out->u.results.results, &limit, &err);
+        rc = measured < 0 ? measured : 0;
+    }
+    if (rc) {
+        out->type = DT_WIRE_ERROR;
+        out->u.failure.code = rc;
+        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", err.msg);
+        return;
+    }
+    out->type = DT_WIRE_RESULTS;
+    out->u.results.request = q->request;
+    out->u.results.n = measured;
+    w->measured += measured;
+}
+
+/* Says HELLO (or ERROR when this rank could not open its part), then answers
+ * rank 0 until STOP. */
+static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_error *err)
+{
+    dt_wire_msg *out = w->out;
+    if (open_rc) {
+        out->type = DT_WIRE_ERROR;
+        out->u.failure.code = open_rc;
+        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", open_err->msg);
+    }
+    int rc = send_msg(out, 0, &w->buf, err);
+    while (rc == 0) {
+        bool hung = false;                  /* a worker waits on rank 0 for ever */
+        if ((rc = recv_msg(0, 0, &hung, &w->buf, w->in, err)))
+            break;
+        if (w->in->type == DT_WIRE_STOP)
+            return open_rc;
+        if (w->in->type != DT_WIRE_MEASURE) {
+            rc = dt_error_set(err, DT_EINVAL, "mpi rank %d: rank 0 sent %s, expected MEASURE or "
+                              "STOP", w->rank, dt_wire_type_name(w->in->type));
+            break;
+        }
+        if (open_rc)
+            out->type = DT_WIRE_ERROR;      /* out still holds the opening's error */
+        else
+            answer_measure(w, &w->in->u.measure);
+        rc = send_msg(out, 0, &w->buf, err);
+    }
+    return rc;
+}
+
+static int run_worker(const dt_config *cfg, int rank, dt_error *err)
+{
+    worker w = { .rank = rank };
+    char work_dir[DT_PATH_MAX];
+    int len = snprintf(work_dir, sizeof work_dir, "%s/rank-%d", cfg->output_dir, rank);
+    w.in = malloc(sizeof *w.in);
+    w.out = malloc(sizeof *w.out);
+    w.points = calloc(DT_WIRE_MAX_CONFIGS, sizeof *w.points);
+    dt_error open_err;
+    dt_error_clear(&open_err);
+    int open_rc = 0;
+    if (!w.in || !w.out || !w.points)
+        open_rc = dt_error_set(&open_err, DT_ENOMEM, "out of memory");
+    else if (len < 0 || (size_t)len >= sizeof work_dir)
+        open_rc = dt_error_set(&open_err, DT_EINVAL, "output.dir is too long for a worker's "
+                               "directory below it");
+    else
+        open_rc = open_view(cfg, work_dir, &w.view, &open_err);
+    if (open_rc == 0) {
+        w.out->type = DT_WIRE_HELLO;
+        open_rc = fill_hello(&w.view, &w.out->u.hello, &open_err);
+    }
+    if (open_rc)
+        fprintf(stderr, "dtune rank %d: %s\n", rank, open_err.msg);
+    else
+        fprintf(stderr, "dtune rank %d: measuring for rank 0 (pid %ld)\n", rank, (long)getpid());
+    signal(SIGTERM, on_worker_signal);
+    signal(SIGINT, on_worker_signal);
+    int rc = w.out ? worker_loop(&w, open_rc, &open_err, err) : open_rc;
+    if (rc == 0)
+        fprintf(stderr, "dtune rank %d: measured %ld configs for rank 0\n", rank, w.measured);
+    else if (rc == open_rc)
+        *err = open_err;                    /* said above */
+    else
+        fprintf(stderr, "dtune rank %d: %s\n", rank, err->msg);
+    close_view(&w.view);
+    dt_buf_free(&w.buf);
+    free(w.in);
+    free(w.out);
+    free(w.points);
+    return rc;
+}
+
+/* ---- rank 0 ---------------------------------------------------------------- */
+
+typedef struct remote {
+    int worker;                /* the rank that measures */
+    uint32_t next_request;
+    double config_limit;       /* seconds one config may take: compile + run limits */
+    bool hung;                 /* the worker did not answer in time */
+    dt_buf buf;
+    dt_wire_msg *msg;
+} remote;
+
+/* Slack on top of a request's measurement limit for the message and the
+ * worker's bookkeeping. */
+#define ANSWER_SLACK_SECONDS 5.0
+
+/* When a worker that has not answered a request of n configs is hung: each
+ * config may take the config limit, and none starts past the deadline. */
+static double give_up_at(const remote *rm, double deadline, int n)
+{
+    double end = dt_now_seconds() + n * rm->config_limit;
+    if (deadline > 0 && deadline + rm->config_limit < end)
+        end = deadline + rm->config_limit;
+    return end + ANSWER_SLACK_SECONDS;
+}
+
+/* Sends up to DT_WIRE_MAX_CONFIGS points as one MEASURE and reads its
+ * RESULTS: how many were measured, or a negative DT_E*. */
+static int measure_chunk(remote *rm, int task, const dt_space *space, const dt_point *points,
+                         int n, dt_measure_result *results, double deadline, dt_error *err)
+{
+    dt_wire_measure *q = &rm->msg->u.measure;
+    rm->msg->type = DT_WIRE_MEASURE;
+    q->request = ++rm->next_request;
+    q->task = (uint32_t)task;
+    double left = deadline - dt_now_seconds();
+    q->seconds = deadline <= 0 ? 0 : left > 1e-6 ? left : 1e-6;   /* 0 would mean no limit */
+    q->n = n;
+    for (int i = 0; i < n; i++)
+        q->configs[i] = dt_space_index(space, &points[i]);
+    uint32_t request = q->request;
+    int rc = send_msg(rm->msg, rm->worker, &rm->buf, err);
+    if (rc == 0)
+        rc = recv_msg(rm->worker, give_up_at(rm, deadline, n), &rm->hung, &rm->buf, rm->msg, err);
+    if (rc)
+        return rc;
+    if (rm->msg->type == DT_WIRE_ERROR)
+        return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
+                            "mpi rank %d: %s", rm->worker, rm->msg->u.failure.message);
+    const dt_wire_results *a = &rm->msg->u.results;
+    if (rm->msg->type != DT_WIRE_RESULTS || a->request != request || a->n > n)
+        return dt_error_set(err, DT_EINVAL, "mpi rank %d answered request %u of %d configs with %s "
+                            "(request %u, %d results)", rm->worker, request, n,
+                            dt_wire_type_name(rm->msg->type), a->request, a->n);
+    memcpy(results, a->results, (size_t)a->n * sizeof *results);
+    return a->n;
+}
+
+/* dt_daemon_remote's measure: the batch in chunks the wire carries, on the
+ * one worker, until a chunk comes back short (the limit ended it). */
+static int measure_remote(void *ctx, int task, const dt_space *space, const dt_point *points,
+                          int n, dt_measure_result *results, const dt_measure_limit *limit,
+                          dt_error *err)
+{
+    remote *rm = ctx;
+    double deadline = limit ? limit->deadline : 0;
+    int done = 0;
+    while (done < n) {
+        if ((limit && limit->stop && *limit->stop) || (deadline > 0 && dt_now_seconds() >= deadline))
+            break;
+        int chunk = n - done < DT_WIRE_MAX_CONFIGS ? n - done : DT_WIRE_MAX_CONFIGS;
+        int got = measure_chunk(rm, task, space, points + done, chunk, results + done, deadline, err);
+        if (got < 0)
+            return got;
+        done += got;
+        if (got < chunk)
+            break;
+    }
+    return done;
+}
+
+/* Reads the worker's HELLO and checks it against rank 0's own. */
+static int greet_worker(const dt_config *cfg, remote *rm, dt_error *err)
+{
+    dt_run view;
+    dt_wire_hello mine;
+    int rc = open_view(cfg, NULL, &view, err);
+    if (rc == 0)
+        rc = fill_hello(&view, &mine, err);
+    close_view(&view);
+    if (rc == 0)            /* opening a worker is loading a model and building spaces */
+        rc = recv_msg(rm->worker, give_up_at(rm, 0, 1), &rm->hung, &rm->buf, rm->msg, err);
+    if (rc)
+        return rc;
+    if (rm->msg->type == DT_WIRE_ERROR)
+        return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
+                            "mpi rank %d could not start: %s", rm->worker, rm->msg->u.failure.message);
+    if (rm->msg->type != DT_WIRE_HELLO)
+        return dt_error_set(err, DT_EINVAL, "mpi rank %d sent %s before its HELLO", rm->worker,
+                            dt_wire_type_name(rm->msg->type));
+    if ((rc = dt_wire_hello_check(&mine, &rm->msg->u.hello, rm->worker, err)))
+        return rc;
+    fprintf(stderr, "dtune: mpi: rank %d measures (%s)\n", rm->worker, rm->msg->u.hello.fingerprint);
+    return 0;
+}
+
+static int run_rank0(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
+{
+    remote rm = { .worker = 1, .config_limit = dt_measure_compile_timeout(&cfg->measure) +
+                                               cfg->measure.timeout_seconds };
+    rm.msg = malloc(sizeof *rm.msg);
+    if (!rm.msg)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    int rc = greet_worker(cfg, &rm, err);
+    dt_daemon_remote via = { measure_remote, &rm };
+    if (rc == 0)
+        rc = dt_daemon_run_remote(cfg, &via, res, err);
+    if (rm.hung) {
+        /* MPI cannot finalise beside a rank that does not answer: the log is
+         * complete, so end the job (mpirun stops every rank) */
+        fprintf(stderr, "dtune tune: %s\n", err->msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* the worker waits for STOP whatever happened here */
+    dt_error stop_err;
+    rm.msg->type = DT_WIRE_STOP;
+    int stop_rc = send_msg(rm.msg, rm.worker, &rm.buf, &stop_err);
+    if (rc == 0 && stop_rc)
+        rc = stop_rc, *err = stop_err;
+    dt_buf_free(&rm.buf);
+    free(rm.msg);
+    return rc;
+}
+
+int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *res, bool *is_worker, dt_error *err)
+{
+    memset(res, 0, sizeof *res);
+    *is_worker = false;
+    int provided, rank = 0, size = 1;
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(rc, "MPI_Init_thread", err);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    *is_worker = rank > 0;
+    if (size == 1)
+        rc = dt_daemon_run(cfg, res, err);
+    else if (size > 2 && rank == 0)
+        rc = dt_error_set(err, DT_ENOTSUP, "mpirun -np %d: this dtune keeps one slot in flight on "
+                          "one worker so far; run it with -np 2", size);
+    else if (size > 2)
+        rc = DT_ENOTSUP;                    /* rank 0 says why */
+    else if (rank == 0)
+        rc = run_rank0(cfg, res, err);
+    else
+        rc = run_worker(cfg, rank, err);
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,280 @@
+/* test_mpi.c — `mpirun -np 2 dtune tune` on the replay backend: rank 1
+ * measures every config, rank 0 logs and reports them, and the run equals
+ * the one-process run of the same command (the replay surface and the
+ * random strategy are deterministic); a worker that stops answering ends
+ * the job with a message and the same command resumes. Skipped, with one
+ * line, where dtune was built without MPI or mpirun is not installed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dtune/util.h"
+#include "support/run_cmd.h"
+
+static char out[1 << 16];
+
+/* Whether mpirun is on PATH. */
+static bool have_mpirun(void)
+{
+    return system("command -v mpirun >/dev/null 2>&1") == 0;
+}
+
+/* Runs a shell command line with stdout and stderr into out; returns its
+ * exit status. */
+static int run_shell(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The tuning command on dir: on 2 ranks under mpirun, or one process. */
+static int tune(bool two_ranks, const char *dir)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s%s tune --model models/tiny.yaml --backend replay --strategy random --out %s "
+             "--listen off --budget 60 --slot-trials 16 --max-slots 4 2>&1",
+             two_ranks ? "mpirun --allow-run-as-root --oversubscribe -np 2 " : "", dt_test_dtune(),
+             dir);
+    return run_shell(cmd);
+}
+
+/* "task#config#result#gflops" of every measure record of dir's log, in order. */
+static json_t *measure_records(const char *dir)
+{
+    char path[256], line[8192];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    json_t *list = json_array();
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        assert_non_null(rec);
+        if (strcmp(json_string_value(json_object_get(rec, "type")), "measure") == 0) {
+            json_t *key = json_pack("[O,O,O,O]", json_object_get(rec, "task"),
+                                    json_object_get(rec, "config"), json_object_get(rec, "result"),
+                                    json_object_get(rec, "gflops"));
+            assert_non_null(key);
+            json_array_append_new(list, key);
+        }
+        json_decref(rec);
+    }
+    fclose(f);
+    return list;
+}
+
+/* Skips the test, saying why in one line, where no MPI run can happen. */
+static void skip_without_mpi(const char *test)
+{
+#ifdef DT_HAVE_MPI
+    const bool built_with_mpi = true;
+#else
+    const bool built_with_mpi = false;
+#endif
+    if (!built_with_mpi) {
+        printf("%s: dtune built without MPI (no libopenmpi-dev found); skipping\n", test);
+        skip();
+    }
+    if (!have_mpirun()) {
+        printf("%s: mpirun not installed; skipping\n", test);
+        skip();
+    }
+}
+
+static void test_two_ranks_equal_one_process(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char mpi_dir[64], one_dir[64], path[128];
+    dt_test_tmpdir(mpi_dir, sizeof mpi_dir);
+    dt_test_tmpdir(one_dir, sizeof one_dir);
+    int rc = tune(true, mpi_dir);
+    if (rc != 0)
+        fail_msg("mpirun exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "dtune: mpi: rank 1 measures (replay seed 1)"));
+    assert_non_null(strstr(out, "stopped: max_slots reached after 4 slots"));
+    long worker_measured = -1;
+    const char *said = strstr(out, "dtune rank 1: measured ");
+    assert_non_null(said);
+    assert_int_equal(sscanf(said, "dtune rank 1: measured %ld configs", &worker_measured), 1);
+
+    json_t *mpi_recs = measure_records(mpi_dir);
+    assert_true(json_array_size(mpi_recs) >= 4 * 16);
+    assert_int_equal((long)json_array_size(mpi_recs), worker_measured);
+
+    rc = tune(false, one_dir);
+    if (rc != 0)
+        fail_msg("one-process exit %d: %s", rc, out);
+    json_t *one_recs = measure_records(one_dir);
+    if (!json_equal(mpi_recs, one_recs))
+        fail_msg("the 2-rank run measured other configs or speeds than the one-process run");
+
+    snprintf(path, sizeof path, "%s/best.json", mpi_dir);
+    json_error_t jerr;
+    json_t *best = json_load_file(path, 0, &jerr);
+    assert_non_null(best);
+    assert_int_equal(json_array_size(json_object_get(best, "tasks")), 3);
+    snprintf(path, sizeof path, "%s/best.json", one_dir);
+    json_t *one_best = json_load_file(path, 0, &jerr);
+    assert_non_null(one_best);
+    double mpi_ms = json_number_value(json_object_get(best, "model_latency_ms"));
+    assert_true(mpi_ms > 0);
+    assert_true(mpi_ms == json_number_value(json_object_get(one_best, "model_latency_ms")));
+    json_decref(best);
+    json_decref(one_best);
+    json_decref(mpi_recs);
+    json_decref(one_recs);
+    dt_test_remove_tree(mpi_dir);
+    dt_test_remove_tree(one_dir);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots 3` with its output in
+ * log; returns mpirun's pid. */
+static pid_t spawn_mpi_tune(const char *cfg, const char *log)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+               dt_test_dtune(), "tune", "-c", cfg, "--max-slots", "3", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits up to timeout_ms for pid; its exit status, or -1 when it is still running. */
+static int wait_exit(pid_t pid, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sleep_ms(50);
+    }
+    return -1;
+}
+
+/* The pid rank 1 says it runs as in log, 0 until it has said it. */
+static pid_t worker_pid(const char *log)
+{
+    char *text = dt_test_slurp(log);
+    const char *said = text ? strstr(text, "dtune rank 1: measuring for rank 0 (pid ") : NULL;
+    long pid = 0;
+    if (said)
+        sscanf(said, "dtune rank 1: measuring for rank 0 (pid %ld)", &pid);
+    free(text);
+    return (pid_t)pid;
+}
+
+/* Every measure record of dir's log is another (task, config) and each line
+ * is whole JSON; returns how many there are. */
+static size_t assert_log_whole_without_repeats(const char *dir)
+{
+    json_t *recs = measure_records(dir);
+    size_t n = json_array_size(recs);
+    json_t *seen = json_object();
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(recs, i);
+        char key[160];
+        snprintf(key, sizeof key, "%s#%lld", json_string_value(json_array_get(r, 0)),
+                 (long long)json_integer_value(json_array_get(r, 1)));
+        if (json_object_get(seen, key))
+            fail_msg("%s measured twice", key);
+        json_object_set_new(seen, key, json_true());
+    }
+    json_decref(seen);
+    json_decref(recs);
+    return n;
+}
+
+/* A worker that stops answering (SIGSTOP) ends the job within its
+ * measurement limit with a message, everything measured before it logged;
+ * the same command then resumes with nothing measured twice. */
+static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], log[128], run[128], path[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
+    snprintf(log, sizeof log, "%s/mpirun.log", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    /* each config may take 0.25 + 0.25 s: a batch of 8 is hung after 8 + 5 s */
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "budget: {total_seconds: 300, slot_trials: 400}\n"
+                                        "tuner: {strategy: random, batch_size: 8}\n"
+                                        "measure: {timeout_seconds: 0.25, "
+                                        "compile_timeout_seconds: 0.25}\n", cwd, run), 0);
+    pid_t mpirun = spawn_mpi_tune(cfg, log);
+    pid_t worker = 0;
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run);
+    for (int waited = 0; waited < 30000 && dt_test_count_lines(path, "\"measure\"") < 40; waited += 20)
+        sleep_ms(20);
+    worker = worker_pid(log);
+    assert_true(worker > 0);
+    assert_int_equal(kill(worker, SIGSTOP), 0);
+    int rc = wait_exit(mpirun, 40000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        kill(worker, SIGKILL);
+        fail_msg("mpirun still runs 40 s after its worker stopped: %s", text);
+    }
+    if (rc == 0 || !strstr(text, "mpi rank 1 did not answer within 9 s"))
+        fail_msg("exit %d, expected the hung worker's message: %s", rc, text);
+    free(text);
+    size_t before = assert_log_whole_without_repeats(run);
+    assert_true(before >= 40);
+
+    mpirun = spawn_mpi_tune(cfg, log);
+    rc = wait_exit(mpirun, 60000);
+    text = dt_test_slurp(log);
+    if (rc != 0)
+        fail_msg("the restart exited %d: %s", rc, text);
+    assert_non_null(strstr(text, "dtune: resuming "));
+    assert_non_null(strstr(text, "stopped: max_slots reached after 3 slots"));
+    free(text);
+    assert_true(assert_log_whole_without_repeats(run) > before);
+    dt_test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_ranks_equal_one_process),
+        cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
