@@ -26,6 +26,11 @@
 
 static char out[1 << 16];
 
+/* Two ranks on this machine: as root too, more ranks than cores allowed,
+ * and the ranks talk through shared memory (Open MPI's TCP transport takes
+ * its locks in an order ThreadSanitizer reports, in Open MPI's own code). */
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2"
+
 /* Whether mpirun is on PATH. */
 static bool have_mpirun(void)
 {
@@ -51,7 +56,7 @@ static int tune(bool two_ranks, const char *dir)
     snprintf(cmd, sizeof cmd,
              "%s%s tune --model models/tiny.yaml --backend replay --strategy random --out %s "
              "--listen off --budget 60 --slot-trials 16 --max-slots 4 2>&1",
-             two_ranks ? "mpirun --allow-run-as-root --oversubscribe -np 2 " : "", dt_test_dtune(),
+             two_ranks ? MPIRUN " " : "", dt_test_dtune(),
              dir);
     return run_shell(cmd);
 }
@@ -164,8 +169,9 @@ static pid_t spawn_mpi_tune(const char *cfg, const char *log)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-               dt_test_dtune(), "tune", "-c", cfg, "--max-slots", "3", (char *)NULL);
+        execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+               "self,vader", "-np", "2", dt_test_dtune(), "tune", "-c", cfg, "--max-slots", "3",
+               (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -272,6 +278,14 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
 
 int main(void)
 {
+    /* Open MPI keeps memory in components it unloads at MPI_Finalize, before
+     * LeakSanitizer looks: their frames cannot be named, so not suppressed.
+     * The ranks run without leak detection (under AddressSanitizer, every
+     * other check stays on; mpi_wire's own test checks its leaks). */
+    const char *asan = getenv("ASAN_OPTIONS");
+    char options[1024];
+    snprintf(options, sizeof options, "%s%sdetect_leaks=0", asan ? asan : "", asan ? ":" : "");
+    setenv("ASAN_OPTIONS", options, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_process),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
