@@ -327,28 +327,20 @@ int dt_db_task_parse(const char *signature, dt_task *task, dt_error *err)
     return dt_task_finish(task, err);
 }
 
-static void fnv(uint64_t *h, const void *bytes, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        *h ^= ((const unsigned char *)bytes)[i];
-        *h *= 1099511628211ull;
-    }
-}
-
 void dt_db_space_hash(const dt_space *space, char *buf, size_t len)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = DT_FNV1A_INIT;
     const char *target = dt_target_name(space->target), *kind = dt_op_kind_name(space->task.kind);
-    fnv(&h, target, strlen(target) + 1);
-    fnv(&h, kind, strlen(kind) + 1);
+    h = dt_fnv1a(h, target, strlen(target) + 1);
+    h = dt_fnv1a(h, kind, strlen(kind) + 1);
     for (int k = 0; k < space->nknobs; k++) {
         const dt_knob *knob = &space->knobs[k];
         int32_t head[2] = { (int32_t)knob->type, knob->parts };
-        fnv(&h, knob->name, strlen(knob->name) + 1);
-        fnv(&h, head, sizeof head);
+        h = dt_fnv1a(h, knob->name, strlen(knob->name) + 1);
+        h = dt_fnv1a(h, head, sizeof head);
         for (int o = 0; knob->type == DT_KNOB_CHOICE && o < knob->noptions; o++) {
             int32_t v = knob->options[o];
-            fnv(&h, &v, sizeof v);
+            h = dt_fnv1a(h, &v, sizeof v);
         }
     }
     snprintf(buf, len, "%016" PRIx64, h);

@@ -64,11 +64,11 @@
 
 #include "daemon_internal.h"
 #include "dtune/backend.h"
+#include "dtune/db.h"
+#include "dtune/machine.h"
 #include "dtune/model.h"
 #include "dtune/mpi_wire.h"
-#include "dtune/target.h"
 #include "dtune/util.h"
-#include "dtune/version.h"
 
 /* The one tag every dtune message travels on. */
 #define WIRE_TAG 18
@@ -163,82 +163,27 @@ static int recv_msg(int source, double give_up, bool *hung, dt_buf *buf, dt_wire
 
 /* ---- what a rank says in its HELLO ---------------------------------------- */
 
-/* The first value of key in /proc/cpuinfo, or "" (cpuinfo names, not
- * numbers, differ between architectures). */
-static void cpuinfo_value(const char *key, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[4096];
-    size_t klen = strlen(key);
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon || strncmp(line, key, klen) != 0 || strspn(line + klen, " \t") != (size_t)(colon - line) - klen)
-            continue;
-        snprintf(buf, len, "%s", colon + 1 + strspn(colon + 1, " \t"));
-        buf[strcspn(buf, "\n")] = '\0';
-        break;
-    }
-    if (f)
-        fclose(f);
-}
-
-/* The machine the config's backend measures on: the replay surface is no
- * machine's and depends on the seed; the CPU is named by model, family,
- * model number, stepping, the SIMD flags the kernels use and its cores. */
+/* The machine the run's backend measures on (machine.c's fingerprint). */
 static int machine_fingerprint(const dt_config *cfg, char *buf, size_t len, dt_error *err)
 {
-    if (strcmp(cfg->backend, dt_backend_replay.name) == 0) {
-        snprintf(buf, len, "replay seed %llu", (unsigned long long)cfg->seed);
-        return 0;
-    }
-    if (cfg->target != DT_TARGET_CPU)
-        return dt_error_set(err, DT_ENOTSUP, "mpi runs measure on the cpu or replay backend so "
-                            "far, not on %s", dt_target_name(cfg->target));
-    char model[256], family[32], number[32], stepping[32], flags[4096], simd[128] = "";
-    cpuinfo_value("model name", model, sizeof model);
-    cpuinfo_value("cpu family", family, sizeof family);
-    cpuinfo_value("model", number, sizeof number);
-    cpuinfo_value("stepping", stepping, sizeof stepping);
-    cpuinfo_value("flags", flags, sizeof flags);
-    static const char *const wanted[] = { "avx512f", "avx2", "fma" };
-    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
-        char word[32];
-        snprintf(word, sizeof word, " %s ", wanted[i]);
-        char padded[sizeof flags + 2];
-        snprintf(padded, sizeof padded, " %s ", flags);
-        if (strstr(padded, word))
-            snprintf(simd + strlen(simd), sizeof simd - strlen(simd), "%s%s", simd[0] ? " " : "", wanted[i]);
-    }
-    int n = snprintf(buf, len, "%s, family %s model %s stepping %s, %s, nproc %ld", model, family,
-                     number, stepping, simd[0] ? simd : "no simd", sysconf(_SC_NPROCESSORS_ONLN));
-    return n >= 0 && (size_t)n < len ? 0 : dt_error_set(err, DT_EINVAL, "the machine's fingerprint "
-                                                         "is longer than %zu bytes", len - 1);
+    const dt_backend_i *b = dt_backend_choose(cfg->target, cfg->backend);
+    if (!b)
+        return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", cfg->backend);
+    return dt_machine_fingerprint(b->name, cfg->seed, buf, len, err);
 }
 
-static void fnv1a(uint64_t *h, const void *bytes, size_t n)
-{
-    const unsigned char *b = bytes;
-    for (size_t i = 0; i < n; i++)
-        *h = (*h ^ b[i]) * 1099511628211ULL;
-}
-
-/* A hash of every task's knob space as the ranks build it: a config index
+/* A hash over every task of its signature (kind and shape) and its space's
+ * schema hash, the keys the database files records under: a config index
  * names the same config on two ranks only where these agree. */
 static void space_version(const dt_run *r, char *buf, size_t len)
 {
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = DT_FNV1A_INIT;
     for (int k = 0; k < r->model->ntasks; k++) {
-        const dt_space *s = &r->tasks[k].space;
-        int head[] = { (int)s->target, s->cpu_max_vec, s->nknobs };
-        fnv1a(&h, head, sizeof head);
-        for (int i = 0; i < s->nknobs; i++) {
-            const dt_knob *kn = &s->knobs[i];
-            int shape[] = { (int)kn->type, kn->parts, kn->axis_len, kn->noptions };
-            fnv1a(&h, kn->name, strlen(kn->name));
-            fnv1a(&h, shape, sizeof shape);
-            fnv1a(&h, kn->options, (size_t)kn->noptions * (size_t)kn->parts * sizeof *kn->options);
-        }
+        char signature[DT_DB_SIGNATURE_MAX], schema[32];
+        dt_db_task_signature(&r->model->tasks[k], signature, sizeof signature);
+        dt_db_space_hash(&r->tasks[k].space, schema, sizeof schema);
+        h = dt_fnv1a(h, signature, strlen(signature) + 1);
+        h = dt_fnv1a(h, schema, strlen(schema) + 1);
     }
     snprintf(buf, len, "%016llx", (unsigned long long)h);
 }
@@ -277,7 +222,7 @@ static void close_view(dt_run *view)
 static int fill_hello(const dt_run *view, dt_wire_hello *h, dt_error *err)
 {
     memset(h, 0, sizeof *h);
-    snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_VERSION);
+    snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_DB_DTUNE_VERSION);
     space_version(view, h->space_version, sizeof h->space_version);
     return machine_fingerprint(view->cfg, h->fingerprint, sizeof h->fingerprint, err);
 }

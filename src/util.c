@@ -249,3 +249,12 @@ void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len)
         used += n > 0 ? (size_t)n : 0;
     }
 }
+
+uint64_t dt_fnv1a(uint64_t h, const void *bytes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= ((const unsigned char *)bytes)[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}

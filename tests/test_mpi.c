@@ -55,7 +55,7 @@ static int tune(bool two_ranks, const char *dir)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "%s%s tune --model models/tiny.yaml --backend replay --strategy random --out %s "
-             "--listen off --budget 60 --slot-trials 16 --max-slots 4 2>&1",
+             "--listen off --db off --budget 60 --slot-trials 16 --max-slots 4 2>&1",
              two_ranks ? MPIRUN " " : "", dt_test_dtune(),
              dir);
     return run_shell(cmd);
@@ -157,8 +157,8 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots 3` with its output in
- * log; returns mpirun's pid. */
+/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots 3 --db off` with its
+ * output in log; returns mpirun's pid. */
 static pid_t spawn_mpi_tune(const char *cfg, const char *log)
 {
     pid_t pid = fork();
@@ -171,7 +171,7 @@ static pid_t spawn_mpi_tune(const char *cfg, const char *log)
         }
         execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
                "self,vader", "-np", "2", dt_test_dtune(), "tune", "-c", cfg, "--max-slots", "3",
-               (char *)NULL);
+               "--db", "off", (char *)NULL);
         _exit(127);
     }
     return pid;

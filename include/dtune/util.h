@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dtune/error.h"
@@ -93,6 +94,12 @@ int dt_read_input(const char *path, const char *what, dt_buf *out, dt_error *err
  * deeper than max_depth (strings skipped), or -1 when none is: checked
  * before a parse, so a deep document costs one linear scan. */
 long dt_json_too_deep(const char *text, size_t len, int max_depth);
+
+/* FNV-1a: the hash h (start from DT_FNV1A_INIT) continued over n bytes; for
+ * short texts that must compare equal across processes and machines (a
+ * knob schema, a set of spaces), not for security. */
+#define DT_FNV1A_INIT 14695981039346656037ull
+uint64_t dt_fnv1a(uint64_t h, const void *bytes, size_t n);
 
 /* The i-th name of a module's table (policies, strategies, backends, ...),
  * NULL past the last: how a table tells others its names without a copy. */
