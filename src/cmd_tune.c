@@ -81,6 +81,27 @@ static int load_config(int argc, char **argv, dt_config *cfg)
     return 0;
 }
 
+/* Prints how the run ended (or its error); returns the exit status. */
+static int say_result(const dt_config *cfg, const dt_daemon_result *res, int rc, const dt_error *err)
+{
+    if (rc) {
+        fprintf(stderr, "dtune tune: %s\n", err->msg);
+        return dt_error_exit_status(rc);
+    }
+    if (isfinite(res->latency_ms))
+        printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
+               dt_stop_reason_name(res->reason), res->slots, res->elapsed, res->latency_ms,
+               res->start_latency_ms, res->latency_ms > 0 ? res->start_latency_ms / res->latency_ms : 0.0);
+    else
+        printf("dtune: stopped: %s in the warm-up, %.1f s; model latency not known yet (a task has "
+               "no measurement); run again on the same --out to resume\n",
+               dt_stop_reason_name(res->reason), res->elapsed);
+    if (res->reason == DT_STOP_TARGET)
+        printf("dtune: target latency %.4f ms reached\n", cfg->budget.target_latency_ms);
+    printf("dtune: reports in %s (report.html, latency.csv, latency.svg, best.json)\n", cfg->output_dir);
+    return 0;
+}
+
 /* The ranks of the MPI job that started this process (Open MPI's mpirun,
  * or a PMI launcher such as Slurm's srun), 0 when none did: then the run is
  * today's one-process run and MPI is never initialised. */
@@ -109,32 +130,20 @@ int dt_cmd_tune(int argc, char **argv)
     dt_error_clear(&err);
     int rc, ranks = mpi_ranks();
 #ifdef DT_HAVE_MPI
-    bool worker = false;
-    rc = ranks > 0 ? dt_mpi_tune(&cfg, &res, &worker, &err) : dt_daemon_run(&cfg, &res, &err);
-    if (worker)
-        return dt_error_exit_status(rc);
+    if (ranks > 0) {
+        bool worker = false;
+        rc = dt_mpi_tune(&cfg, &res, &worker, &err);
+        int exit_status = worker ? dt_error_exit_status(rc) : say_result(&cfg, &res, rc, &err);
+        dt_mpi_finish();
+        return exit_status;
+    }
 #else
     if (ranks > 1) {
         fprintf(stderr, "dtune tune: started as one of %d MPI ranks, but this dtune was built "
                 "without MPI; install libopenmpi-dev and rebuild\n", ranks);
         return 1;
     }
-    rc = dt_daemon_run(&cfg, &res, &err);
 #endif
-    if (rc) {
-        fprintf(stderr, "dtune tune: %s\n", err.msg);
-        return dt_error_exit_status(rc);
-    }
-    if (isfinite(res.latency_ms))
-        printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
-               dt_stop_reason_name(res.reason), res.slots, res.elapsed, res.latency_ms,
-               res.start_latency_ms, res.latency_ms > 0 ? res.start_latency_ms / res.latency_ms : 0.0);
-    else
-        printf("dtune: stopped: %s in the warm-up, %.1f s; model latency not known yet (a task has "
-               "no measurement); run again on the same --out to resume\n",
-               dt_stop_reason_name(res.reason), res.elapsed);
-    if (res.reason == DT_STOP_TARGET)
-        printf("dtune: target latency %.4f ms reached\n", cfg.budget.target_latency_ms);
-    printf("dtune: reports in %s (report.html, latency.csv, latency.svg, best.json)\n", cfg.output_dir);
-    return 0;
+    rc = dt_daemon_run(&cfg, &res, &err);
+    return say_result(&cfg, &res, rc, &err);
 }

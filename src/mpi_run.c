@@ -20,9 +20,13 @@
  * own measurer for the peaks and for timing a failed task's reference. A
  * worker that does not answer a request within its measurement limit (each
  * config its compile and run limits, none started past the deadline, plus
- * slack) ends the
- * job with a message after everything answered before is logged: rank 0
- * calls MPI_Abort, as MPI cannot finalise beside a rank that hangs.
+ * slack) ends the job with a message after everything answered before is
+ * logged: rank 0 calls MPI_Abort, as MPI cannot finalise beside a rank that
+ * hangs.
+ * SIGTERM to mpirun reaches every rank: a worker ends its batch after the
+ * config being timed, rank 0's daemon stops as on one machine and sends
+ * STOP, and rank 0 prints its summary before MPI_Finalize (dt_mpi_finish),
+ * inside which mpirun may end the ranks.
  *
  * Design of N − 1 slots in flight (not built yet):
  *  - Rank 0 keeps a table of workers, each idle or holding one slot (task
@@ -36,9 +40,9 @@
  *    only one calling MPI, sends MEASURE to the slot's worker and waits on
  *    every worker at once (MPI_Iprobe over the busy ones), handing each
  *    RESULTS to its slot thread. Tuners are per task, so two slot threads
- *    never share one; what they do share (the log append and fsync,
- *    dt_run_account's curves and run state, the transfer store) is taken
- *    under one run mutex in log_measurement.
+ *    never share one; what they do share (the log append and fsync, the
+ *    database insert, dt_run_account's curves and run state, the transfer
+ *    store) is taken under one run mutex in log_measurement.
  *  - A slot ends by its own trial or seconds budget; the main thread joins
  *    it, writes its slot record and publishes, then refills the worker.
  *    Slot records are written at slot end, so two slots' measure records
@@ -50,6 +54,9 @@
  *  - Faults: the hang limit above applies to each busy worker; a worker
  *    that dies is reported by mpirun, which ends the job; the restart
  *    resumes from the log (each record was fsync'd before it was used).
+ *  - A failed task's reference and the peaks are asked of a worker (a
+ *    REFERENCE message answered by RESULTS), so rank 0 needs no measurer;
+ *    on CUDA each worker takes the GPU of its local rank.
  */
 #include "mpi_run.h"
 
@@ -508,6 +515,18 @@ int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *res, bool *is_worker, dt
         rc = run_rank0(cfg, res, err);
     else
         rc = run_worker(cfg, rank, err);
-    MPI_Finalize();
     return rc;
+}
+
+void dt_mpi_finish(void)
+{
+    /* what the rank said goes out first: an mpirun that was sent SIGTERM
+     * may end its ranks inside MPI_Finalize */
+    fflush(stdout);
+    fflush(stderr);
+    int initialised = 0, finalised = 0;
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalised);
+    if (initialised && !finalised)
+        MPI_Finalize();
 }

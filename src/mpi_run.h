@@ -11,11 +11,17 @@
  * rank 0 runs the daemon (result filled as dt_daemon_run fills it) and
  * measures on the workers; every other rank measures for rank 0 until told
  * to stop, sets *worker and prints its own messages ("dtune rank N: ...").
- * Initialises and finalises MPI itself. Returns 0 or a DT_E* code (on rank
+ * Initialises MPI and leaves it initialised (even when it fails after
+ * that), so that rank 0 can print its summary before dt_mpi_finish. Returns
+ * 0 or a DT_E* code (on rank
  * 0 with err filled): DT_EINVAL where a worker is refused (other machine,
  * dtune or spaces) or a message is malformed, DT_ENOTSUP for a job size or
  * target not supported yet, DT_EIO where MPI itself failed, or the daemon's
  * error. */
 int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *result, bool *worker, dt_error *err);
+
+/* Flushes stdout and stderr and finalises MPI where dt_mpi_tune
+ * initialised it: once, after dt_mpi_tune, whatever it returned. */
+void dt_mpi_finish(void);
 
 #endif

@@ -1,8 +1,9 @@
 /* test_mpi.c — `mpirun -np 2 dtune tune` on the replay backend: rank 1
  * measures every config, rank 0 logs and reports them, and the run equals
  * the one-process run of the same command (the replay surface and the
- * random strategy are deterministic); a worker that stops answering ends
- * the job with a message and the same command resumes. Skipped, with one
+ * random strategy are deterministic); SIGTERM to mpirun stops both ranks
+ * with everything logged; a worker that stops answering ends the job with
+ * a message and the same command resumes. Skipped, with one
  * line, where dtune was built without MPI or mpirun is not installed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,15 +152,33 @@ static void test_two_ranks_equal_one_process(void **state)
     dt_test_remove_tree(one_dir);
 }
 
+/* Three ranks would need N - 1 = 2 slots in flight, not built yet: rank 0
+ * says so and every rank ends (none waits for the others for ever). */
+static void test_three_ranks_refused(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cmd[1024];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd,
+             "timeout 60 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 3 "
+             "%s tune --model models/tiny.yaml --backend replay --out %s/run --listen off "
+             "--db off --max-slots 2 2>&1", dt_test_dtune(), dir);
+    int rc = run_shell(cmd);
+    if (rc == 0 || rc == 124 || !strstr(out, "mpirun -np 3: this dtune keeps one slot in flight"))
+        fail_msg("exit %d, expected the refusal: %s", rc, out);
+    dt_test_remove_tree(dir);
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
 
-/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots 3 --db off` with its
- * output in log; returns mpirun's pid. */
-static pid_t spawn_mpi_tune(const char *cfg, const char *log)
+/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots MAX_SLOTS --db off`
+ * with its output in log; returns mpirun's pid. */
+static pid_t spawn_mpi_tune(const char *cfg, const char *max_slots, const char *log)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -170,7 +189,7 @@ static pid_t spawn_mpi_tune(const char *cfg, const char *log)
             dup2(fd, 2);
         }
         execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
-               "self,vader", "-np", "2", dt_test_dtune(), "tune", "-c", cfg, "--max-slots", "3",
+               "self,vader", "-np", "2", dt_test_dtune(), "tune", "-c", cfg, "--max-slots", max_slots,
                "--db", "off", (char *)NULL);
         _exit(127);
     }
@@ -222,6 +241,61 @@ static size_t assert_log_whole_without_repeats(const char *dir)
     return n;
 }
 
+/* A replay run of tiny with 400-trial slots in dir run; each config may
+ * take 0.25 + 0.25 s, so a batch of 8 is hung after 8 + 5 s. */
+static void write_config(const char *cfg, const char *run)
+{
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "budget: {total_seconds: 300, slot_trials: 400}\n"
+                                        "tuner: {strategy: random, batch_size: 8}\n"
+                                        "measure: {timeout_seconds: 0.25, "
+                                        "compile_timeout_seconds: 0.25}\n", cwd, run), 0);
+}
+
+/* Waits (30 s at most) until log has at least n measure records. */
+static void wait_measured(const char *log, int n)
+{
+    for (int waited = 0; waited < 30000 && dt_test_count_lines(log, "\"measure\"") < n; waited += 20)
+        sleep_ms(20);
+}
+
+/* SIGTERM to mpirun (a run far from its end): both ranks stop after the
+ * batch in flight, every measured config is logged and rank 0 says how the
+ * run ended. */
+static void test_sigterm_to_mpirun_stops_both_ranks(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], log[128], run[128], path[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
+    snprintf(log, sizeof log, "%s/mpirun.log", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    write_config(cfg, run);
+    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run);
+    wait_measured(path, 40);
+    assert_int_equal(kill(mpirun, SIGTERM), 0);
+    int rc = wait_exit(mpirun, 30000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        fail_msg("mpirun still runs 30 s after SIGTERM: %s", text);
+    }
+    if (!strstr(text, "dtune: stopped: signal"))
+        fail_msg("rank 0 did not say it stopped on the signal (exit %d): %s", rc, text);
+    const char *said = strstr(text, "dtune rank 1: measured ");
+    long worker_measured = -1;
+    assert_non_null(said);
+    assert_int_equal(sscanf(said, "dtune rank 1: measured %ld configs", &worker_measured), 1);
+    assert_int_equal((long)assert_log_whole_without_repeats(run), worker_measured);
+    free(text);
+    dt_test_remove_tree(dir);
+}
+
 /* A worker that stops answering (SIGSTOP) ends the job within its
  * measurement limit with a message, everything measured before it logged;
  * the same command then resumes with nothing measured twice. */
@@ -234,21 +308,11 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
     snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
     snprintf(log, sizeof log, "%s/mpirun.log", dir);
     snprintf(run, sizeof run, "%s/run", dir);
-    char cwd[512];
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    /* each config may take 0.25 + 0.25 s: a batch of 8 is hung after 8 + 5 s */
-    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
-                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
-                                        "budget: {total_seconds: 300, slot_trials: 400}\n"
-                                        "tuner: {strategy: random, batch_size: 8}\n"
-                                        "measure: {timeout_seconds: 0.25, "
-                                        "compile_timeout_seconds: 0.25}\n", cwd, run), 0);
-    pid_t mpirun = spawn_mpi_tune(cfg, log);
-    pid_t worker = 0;
+    write_config(cfg, run);
+    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
     snprintf(path, sizeof path, "%s/tuning.jsonl", run);
-    for (int waited = 0; waited < 30000 && dt_test_count_lines(path, "\"measure\"") < 40; waited += 20)
-        sleep_ms(20);
-    worker = worker_pid(log);
+    wait_measured(path, 40);
+    pid_t worker = worker_pid(log);
     assert_true(worker > 0);
     assert_int_equal(kill(worker, SIGSTOP), 0);
     int rc = wait_exit(mpirun, 40000);
@@ -264,15 +328,22 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
     size_t before = assert_log_whole_without_repeats(run);
     assert_true(before >= 40);
 
-    mpirun = spawn_mpi_tune(cfg, log);
-    rc = wait_exit(mpirun, 60000);
+    /* the same command again: it resumes and measures on; SIGTERM ends it */
+    mpirun = spawn_mpi_tune(cfg, "1000", log);
+    wait_measured(path, (int)before + 40);
+    assert_int_equal(kill(mpirun, SIGTERM), 0);
+    rc = wait_exit(mpirun, 30000);
     text = dt_test_slurp(log);
-    if (rc != 0)
-        fail_msg("the restart exited %d: %s", rc, text);
-    assert_non_null(strstr(text, "dtune: resuming "));
-    assert_non_null(strstr(text, "stopped: max_slots reached after 3 slots"));
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        fail_msg("the restart still runs 30 s after SIGTERM: %s", text);
+    }
+    char resumed[256];
+    snprintf(resumed, sizeof resumed, "dtune: resuming %s/tuning.jsonl: %zu measurements", run, before);
+    if (!strstr(text, resumed) || !strstr(text, "dtune: stopped: signal"))
+        fail_msg("expected '%s' and a stop on the signal: %s", resumed, text);
     free(text);
-    assert_true(assert_log_whole_without_repeats(run) > before);
+    assert_true(assert_log_whole_without_repeats(run) >= before + 40);
     dt_test_remove_tree(dir);
 }
 
@@ -288,6 +359,8 @@ int main(void)
     setenv("ASAN_OPTIONS", options, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_process),
+        cmocka_unit_test(test_three_ranks_refused),
+        cmocka_unit_test(test_sigterm_to_mpirun_stops_both_ranks),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
