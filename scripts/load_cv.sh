@@ -3,7 +3,9 @@
 # the timing? Two real CPU runs of models/MODEL.yaml with the same seed and
 # budget, one after the other: OUTDIR/quiet with nobody asking the status
 # server, OUTDIR/loaded with wrk (8 connections, one thread) asking /status
-# and /metrics in turn for the whole run. Prints per run the measurements,
+# and /metrics in turn for the whole run. wrk is pinned off the last core,
+# where dtune times kernels: the question is whether the server disturbs the
+# timing, not whether a load generator on the timing core does. Prints per run the measurements,
 # the median and 90th percentile of their coefficient of variation (the
 # runner's CV over a measurement's batches) and the median GFLOPS of the
 # configs both runs measured; then wrk's requests and errors. The cores must
@@ -40,7 +42,9 @@ LUA
 run loaded &
 pid=$!
 sleep 2
-wrk -t1 -c8 -d"$((seconds - 4))s" -s "$outdir/paths.lua" "http://127.0.0.1:$port" \
+others=0-$(( $(nproc) - 2 ))
+[ "$(nproc)" -gt 1 ] || others=0
+taskset -c "$others" wrk -t1 -c8 -d"$((seconds - 4))s" -s "$outdir/paths.lua" "http://127.0.0.1:$port" \
     > "$outdir/wrk.txt" 2>&1 || true
 wait "$pid"
 
