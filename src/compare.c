@@ -305,23 +305,6 @@ static int draw(const run_curve *runs, int n, const char *out, double level, dt_
     return rc;
 }
 
-/* The whole file at path, NUL-terminated, or NULL. */
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    dt_buf b = { 0 };
-    char chunk[8192];
-    size_t got;
-    while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        dt_buf_append(&b, chunk, got);
-    bool ok = f && !ferror(f) && !b.failed && b.data;
-    if (f)
-        fclose(f);
-    if (!ok)
-        dt_buf_free(&b);
-    return ok ? b.data : NULL;
-}
-
 int dt_compare_open(const char *const *dirs, int n, dt_compare **out, dt_error *err)
 {
     *out = NULL;
@@ -380,13 +363,13 @@ int dt_compare_svg(const dt_compare *c, const char *path, dt_error *err)
 
 int dt_compare_html(FILE *f, const dt_compare *c, const char *scratch_path, dt_error *err)
 {
+    dt_buf chart = { 0 };
     int rc = dt_compare_svg(c, scratch_path, err);
-    char *svg = rc ? NULL : read_all(scratch_path);
+    rc = rc ? rc : dt_read_input(scratch_path, "chart", &chart, err);
     unlink(scratch_path);
     if (rc)
         return rc;
-    if (!svg)
-        return dt_error_set(err, DT_EIO, "%s: %s", scratch_path, strerror(errno));
+    char *svg = chart.data;
     char *table = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&table, &len);

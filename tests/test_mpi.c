@@ -262,6 +262,23 @@ static void wait_measured(const char *log, int n)
         sleep_ms(20);
 }
 
+/* A 2-rank run far from its end in a new folder dir (config cfg, mpirun's
+ * output log, run folder run, its tuning.jsonl path), once it has measured
+ * 40 configs; returns mpirun's pid. */
+static pid_t start_long_run(char dir[64], char cfg[128], char log[128], char run[128],
+                            char path[160])
+{
+    dt_test_tmpdir(dir, 64);
+    snprintf(cfg, 128, "%s/config.yaml", dir);
+    snprintf(log, 128, "%s/mpirun.log", dir);
+    snprintf(run, 128, "%s/run", dir);
+    write_config(cfg, run);
+    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
+    snprintf(path, 160, "%s/tuning.jsonl", run);
+    wait_measured(path, 40);
+    return mpirun;
+}
+
 /* SIGTERM to mpirun (a run far from its end): both ranks stop after the
  * batch in flight, every measured config is logged and rank 0 says how the
  * run ended. */
@@ -270,14 +287,7 @@ static void test_sigterm_to_mpirun_stops_both_ranks(void **state)
     (void)state;
     skip_without_mpi(__func__);
     char dir[64], cfg[128], log[128], run[128], path[160];
-    dt_test_tmpdir(dir, sizeof dir);
-    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
-    snprintf(log, sizeof log, "%s/mpirun.log", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    write_config(cfg, run);
-    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
-    snprintf(path, sizeof path, "%s/tuning.jsonl", run);
-    wait_measured(path, 40);
+    pid_t mpirun = start_long_run(dir, cfg, log, run, path);
     assert_int_equal(kill(mpirun, SIGTERM), 0);
     int rc = wait_exit(mpirun, 30000);
     char *text = dt_test_slurp(log);
@@ -304,14 +314,7 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
     (void)state;
     skip_without_mpi(__func__);
     char dir[64], cfg[128], log[128], run[128], path[160];
-    dt_test_tmpdir(dir, sizeof dir);
-    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
-    snprintf(log, sizeof log, "%s/mpirun.log", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    write_config(cfg, run);
-    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
-    snprintf(path, sizeof path, "%s/tuning.jsonl", run);
-    wait_measured(path, 40);
+    pid_t mpirun = start_long_run(dir, cfg, log, run, path);
     pid_t worker = worker_pid(log);
     assert_true(worker > 0);
     assert_int_equal(kill(worker, SIGSTOP), 0);
