@@ -37,6 +37,7 @@
  *
  *   bin/sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] [--threads T]
  *                   [--ucb-c C] [--prior-slots M0] [--policies A,B] [--hazard H | --lomo]
+ *                   [--staleness G | "" | fit (with --lomo: fitted with the prior)]
  *                   [--fit-hazard] [--csv FILE] [--verbose] [--out DIR]
  *                   [--overhead A.csv,B.csv,...] TRACE.csv...
  * Traces of one model (same name before -sSEED) are grouped.
@@ -210,7 +211,12 @@ typedef struct sim {
     double clock;                /* run seconds */
     int slot;
     double trial_frac;           /* (0, 1): each task stops after this share of its trials */
+    FILE *decisions;             /* --decisions: one row per task per judged decision, or NULL */
+    const char *trace_id, *policy;
+    int seed;
 } sim;
+
+static void trace_name(const trace *t, char *buf, size_t len);
 
 /* Trials task k may use: all of its trace, or the first trial_frac of them
  * (AutoTVM's n_trial per task fitted to a shorter budget). */
@@ -295,6 +301,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
                                  .measured_slots = ts->measured_slots,
+                                 .stale_trials = ts->pos - ts->last_improvement,
                                  .finished = ts->pos - ts->last_improvement >= finish_after,
                                  .exhausted = ts->pos >= task_len(s, k), .nhistory = ts->nhistory };
         memcpy(st[k].latency_history, ts->latency_history, sizeof st[k].latency_history);
@@ -419,6 +426,17 @@ static void judge_belief(const sim *s, const dt_scheduler *sched, const dt_sched
         truth[m] = true_reduction(s, k, slot_seconds);
         rt = fmax(rt, truth[m++]);
     }
+    for (int k = 0, i = 0; s->decisions && k < n; k++) {
+        if (st[k].exhausted || st[k].finished)
+            continue;
+        const task_trace *t = &s->tr->tasks[k];
+        fprintf(s->decisions, "%s,%s,%s,%d,%d,%s,%.6g,%.6g,%d,%d,%d,%.6g,%.6g,%.6g,%d\n", s->tr->model,
+                s->trace_id, s->policy, s->seed, s->slot + 1, t->name, pred[i], truth[i], st[k].measured_slots,
+                st[k].stale_trials, s->ts[k].last_slot_trials,
+                t->count * task_latency_ms(t, st[k].best_gflops), st[k].best_gflops,
+                t->flops / (t->bytes > 0 ? t->bytes : NAN), k == chosen);
+        i++;
+    }
     if (chosen < 0 || rt <= 0)
         return;
     q->decisions++;
@@ -502,10 +520,13 @@ typedef struct bench_opts {
     const char *out_dir, *overhead;
     const char *hazard;          /* NULL: the config default */
     const char *prior_hazard;    /* NULL: the config default */
+    const char *staleness;       /* NULL: the config default; "" none; "fit": fitted (--lomo) */
     double ceiling;              /* < 0: the config default */
     double bandwidth;            /* GB/s; < 0: the config default */
     bool over_seconds;           /* belief curves over tuning seconds, not trials */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
+    const char *decisions_path;  /* --decisions FILE */
+    FILE *decisions;             /* its rows (DECISION_COLUMNS); may be NULL */
 } bench_opts;
 
 static void print_decision(const char *policy, uint64_t seed, const sim *s, const dt_sched_task *st,
@@ -552,6 +573,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         snprintf(cfg.scheduler.hazard, sizeof cfg.scheduler.hazard, "%s", o->hazard);
     if (o->prior_hazard)
         snprintf(cfg.scheduler.prior_hazard, sizeof cfg.scheduler.prior_hazard, "%s", o->prior_hazard);
+    if (o->staleness)
+        snprintf(cfg.scheduler.staleness, sizeof cfg.scheduler.staleness, "%s", o->staleness);
     if (o->ceiling >= 0)
         cfg.scheduler.ceiling = o->ceiling;
     if (o->bandwidth >= 0)
@@ -563,7 +586,11 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     dt_error err = { 0 };
     dt_scheduler *sched = NULL;
     dt_belief_pool *pool = NULL;
-    sim s = { .tr = tr, .ts = calloc((size_t)n, sizeof(task_sim)), .trial_frac = trial_frac };
+    char trace_id[128];
+    trace_name(tr, trace_id, sizeof trace_id);
+    sim s = { .tr = tr, .ts = calloc((size_t)n, sizeof(task_sim)), .trial_frac = trial_frac,
+              .decisions = policy ? o->decisions : NULL, .trace_id = trace_id, .policy = policy,
+              .seed = (int)seed };
     dt_sched_task *st = calloc((size_t)n, sizeof *st);
     double *scores = calloc((size_t)n, sizeof *scores);
     dt_belief_history *hist = calloc((size_t)n, sizeof *hist);
@@ -767,7 +794,7 @@ static void print_curve_shape(const trace *traces, int ntraces)
  * array holds *nslots + 1 entries (trials: *nslots); the caller frees them.
  * *warm gets the task's warm-up seconds. */
 static int task_slots(const trace *tr, int k, double slot_seconds, double **lat, double **cost,
-                      int **trials, int *nslots, double *warm)
+                      int **trials, int **stale, int *nslots, double *warm)
 {
     const task_trace *t = &tr->tasks[k];
     task_sim *ts = calloc((size_t)tr->ntasks, sizeof *ts);
@@ -776,8 +803,10 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
     *lat = malloc((size_t)(cap + 1) * sizeof **lat);
     *cost = malloc((size_t)(cap + 1) * sizeof **cost);
     *trials = malloc((size_t)(cap + 1) * sizeof **trials);
-    if (!ts || !*lat || !*cost || !*trials) {
+    int *st = malloc((size_t)(cap + 1) * sizeof *st);
+    if (!ts || !*lat || !*cost || !*trials || !st) {
         free(ts);
+        free(st);
         return -1;
     }
     *warm = advance(&s, k, t->seconds[first_valid(t)]);
@@ -786,6 +815,7 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
     (*cost)[0] = 0;
     while (ts[k].pos < t->n && n < cap) {
         int before = ts[k].pos;
+        st[n] = before - ts[k].last_improvement;
         double spent = advance(&s, k, ts[k].clock + slot_seconds);
         (*trials)[n++] = ts[k].pos - before;
         (*lat)[n] = t->count * task_latency_ms(t, ts[k].best);
@@ -793,6 +823,10 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
     }
     *nslots = n;
     free(ts);
+    if (stale)
+        *stale = st;
+    else
+        free(st);
     return 0;
 }
 
@@ -809,7 +843,8 @@ static int optimum_times(const trace *tr, double slot_seconds, const double *tar
         rc = -1;
     for (int k = 0; rc == 0 && k < n; k++) {
         double w;
-        rc = task_slots(tr, k, slot_seconds, &lat[k], &cost[k], &trials[k], &curves[k].nslots, &w);
+        rc = task_slots(tr, k, slot_seconds, &lat[k], &cost[k], &trials[k], NULL, &curves[k].nslots,
+                        &w);
         curves[k].latency = lat[k];
         curves[k].cost = cost[k];
         warm += w;
@@ -833,46 +868,106 @@ static int optimum_times(const trace *tr, double slot_seconds, const double *tar
 
 #define HAZARD_ENTRIES 8         /* fitted entries; the last averages every later slot */
 
+#define STALE_ENTRIES 5          /* fitted staleness buckets; the last holds for staler tasks */
+#define FIT_ROUNDS 50            /* alternating least-squares rounds of the joint fit */
+
+typedef struct cut_sample {
+    int entry, bucket;           /* hazard entry (measured slots) and staleness bucket */
+    double x, y;                 /* headroom and the share of its latency the slot cut */
+} cut_sample;
+
 /* The hazard table from traces (all but those of model `skip`, may be NULL):
  * entry m is the least-squares factor h(m) of y = h(m) x over every task's
  * (m+1)-th slot that measured at least one trial, y the share of its
  * latency the slot cut and x its headroom dt_sched_prior_share(h = 1,
  * ceiling) (1 without a ceiling: h(m) is then the mean share); into text,
- * comma-separated. */
+ * comma-separated. With stale_text, y = h(m) g(b) x is fitted instead, b
+ * the task's staleness bucket at the slot's start (dt_sched_stale_bucket),
+ * by alternating least squares; g is scaled so that its largest entry is 1
+ * (h takes the scale) and goes into stale_text. */
 static int fit_hazard(const trace *traces, int ntraces, const char *skip, double slot_seconds,
-                      double ceiling, double bandwidth, char *text, size_t len)
+                      double ceiling, double bandwidth, char *text, size_t len, char *stale_text,
+                      size_t stale_len)
 {
-    double xy[HAZARD_ENTRIES] = { 0 }, xx[HAZARD_ENTRIES] = { 0 }, one = 1;
+    cut_sample *smp = NULL;
+    size_t ns = 0, cap = 0;
+    double one = 1;
     for (int t = 0; t < ntraces; t++) {
         if (skip && strcmp(traces[t].model, skip) == 0)
             continue;
         for (int k = 0; k < traces[t].ntasks; k++) {
             const task_trace *tt = &traces[t].tasks[k];
             double *lat, *cost, warm;
-            int *trials, nslots, m = 0;
-            if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &nslots, &warm))
+            int *trials, *stale, nslots, m = 0;
+            if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &stale, &nslots, &warm)) {
+                free(smp);
                 return -1;
+            }
             for (int j = 0; j < nslots; j++) {
                 if (trials[j] == 0)
                     continue;
                 dt_sched_task st = { .weight = tt->count, .flops = tt->flops, .peak_gflops = tt->peak,
                                      .bytes = tt->bytes,
                                      .best_gflops = tt->flops / (lat[j] / tt->count * 1e6) };
-                int e = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1;
-                double x = dt_sched_prior_share(&st, &one, 1, ceiling, bandwidth);
-                xy[e] += x * (lat[j] - lat[j + 1]) / lat[j];
-                xx[e] += x * x;
+                if (ns == cap) {
+                    cap = cap ? 2 * cap : 1024;
+                    cut_sample *grown = realloc(smp, cap * sizeof *smp);
+                    if (!grown) {
+                        free(smp);
+                        return -1;
+                    }
+                    smp = grown;
+                }
+                int b = dt_sched_stale_bucket(stale[j]);
+                smp[ns++] = (cut_sample){
+                    .entry = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1,
+                    .bucket = b < STALE_ENTRIES ? b : STALE_ENTRIES - 1,
+                    .x = dt_sched_prior_share(&st, &one, 1, NULL, 0, ceiling, bandwidth),
+                    .y = (lat[j] - lat[j + 1]) / lat[j],
+                };
                 m++;
             }
             free(lat);
             free(cost);
             free(trials);
+            free(stale);
         }
     }
+    double h[HAZARD_ENTRIES] = { 0 }, g[STALE_ENTRIES];
+    for (int b = 0; b < STALE_ENTRIES; b++)
+        g[b] = 1;
+    for (int round = 0; round < (stale_text ? FIT_ROUNDS : 1); round++) {
+        double xy[HAZARD_ENTRIES] = { 0 }, xx[HAZARD_ENTRIES] = { 0 };
+        for (size_t i = 0; i < ns; i++) {
+            double x = smp[i].x * g[smp[i].bucket];
+            xy[smp[i].entry] += x * smp[i].y;
+            xx[smp[i].entry] += x * x;
+        }
+        for (int e = 0; e < HAZARD_ENTRIES; e++)
+            h[e] = xx[e] > 0 ? xy[e] / xx[e] : 0;
+        if (!stale_text)
+            break;
+        double gy[STALE_ENTRIES] = { 0 }, gx[STALE_ENTRIES] = { 0 }, gmax = 0;
+        for (size_t i = 0; i < ns; i++) {
+            double x = smp[i].x * h[smp[i].entry];
+            gy[smp[i].bucket] += x * smp[i].y;
+            gx[smp[i].bucket] += x * x;
+        }
+        for (int b = 0; b < STALE_ENTRIES; b++)
+            gmax = fmax(gmax, g[b] = gx[b] > 0 ? fmax(gy[b] / gx[b], 0) : g[b]);
+        for (int b = 0; gmax > 0 && b < STALE_ENTRIES; b++)
+            g[b] /= gmax;
+    }
+    free(smp);
+    if (ns == 0 || h[0] <= 0)
+        return -1;
     size_t at = 0;
-    for (int e = 0; e < HAZARD_ENTRIES && xx[e] > 0 && at < len; e++)
-        at += (size_t)snprintf(text + at, len - at, "%s%.4f", e ? "," : "", xy[e] / xx[e]);
-    return xx[0] > 0 ? 0 : -1;
+    for (int e = 0; e < HAZARD_ENTRIES && h[e] > 0 && at < len; e++)
+        at += (size_t)snprintf(text + at, len - at, "%s%.4f", e ? "," : "", fmin(h[e], 1));
+    at = 0;
+    for (int b = 0; stale_text && b < STALE_ENTRIES && at < stale_len; b++)
+        at += (size_t)snprintf(stale_text + at, stale_len - at, "%s%.4f", b ? "," : "", g[b]);
+    return 0;
 }
 
 /* ---- metrics ------------------------------------------------------------------------ */
@@ -1081,20 +1176,24 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
     snprintf(rows[np + 1], sizeof rows[np + 1], "optimum");
     int nrows = np + 2, nruns = ntraces * o->seeds;
     bench_opts mo = *o;
-    char hazard[160], prior[160];
+    char hazard[160], prior[160], stale[160];
     if (o->lomo) {
         dt_config cfg;
         dt_config_defaults(&cfg);
         double ceiling = o->ceiling >= 0 ? o->ceiling : cfg.scheduler.ceiling;
         double bandwidth = o->bandwidth >= 0 ? o->bandwidth : cfg.scheduler.bandwidth_gbs;
-        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, hazard, sizeof hazard) ||
+        bool with_stale = o->staleness && strcmp(o->staleness, "fit") == 0;
+        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, hazard, sizeof hazard,
+                       NULL, 0) ||
             fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, bandwidth, prior,
-                       sizeof prior)) {
+                       sizeof prior, with_stale ? stale : NULL, sizeof stale)) {
             fprintf(stderr, "sched_bench: --lomo: no other model's traces to fit the hazard table on\n");
             return -1;
         }
         mo.hazard = hazard;
         mo.prior_hazard = prior;
+        if (with_stale)
+            mo.staleness = stale;
     }
     double *vals = malloc((size_t)nrows * NMETRICS * (size_t)nruns * sizeof *vals);
     run_result first[MAX_POLICIES + 1];
@@ -1148,8 +1247,10 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
         printf("\nmodel %s: %d tasks, %d trace(s), %d scheduler seeds, slot %g s, finish_after %d\n",
                traces[0].model, traces[0].ntasks, ntraces, o->seeds, o->slot_seconds, o->finish_after);
         printf("  machine: %s\n", traces[0].machine);
-        printf("  hazard table %s, dynatune's prior %s%s\n", mo.hazard ? mo.hazard : "config default",
+        printf("  hazard table %s, dynatune's prior %s, staleness %s%s\n",
+               mo.hazard ? mo.hazard : "config default",
                mo.prior_hazard ? mo.prior_hazard : "config default",
+               !mo.staleness ? "config default" : mo.staleness[0] ? mo.staleness : "none",
                o->lomo ? " (fitted on the other models' traces)" : "");
         printf("  L* = sequential's final latency on each trace (first trace: %.4f ms at %.0f s);\n"
                "  median [2.5th, 97.5th percentile] over %d runs (trace seeds x scheduler seeds)\n",
@@ -1249,6 +1350,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->hazard = argv[++i];
         else if (strcmp(argv[i], "--prior-hazard") == 0 && v)
             o->prior_hazard = argv[++i];
+        else if (strcmp(argv[i], "--staleness") == 0 && v)
+            o->staleness = argv[++i];
         else if (strcmp(argv[i], "--ceiling") == 0 && v)
             o->ceiling = atof(argv[++i]);
         else if (strcmp(argv[i], "--belief-seconds") == 0)
@@ -1263,6 +1366,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->fit_hazard = true;
         else if (strcmp(argv[i], "--csv") == 0 && v)
             o->csv_path = argv[++i];
+        else if (strcmp(argv[i], "--decisions") == 0 && v)
+            o->decisions_path = argv[++i];
         else if (argv[i][0] != '-' && *npaths < MAX_TRACES)
             paths[(*npaths)++] = argv[i];
         else
@@ -1270,6 +1375,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
     }
     if (o->slot_seconds <= 0 || o->seeds < 1 || o->finish_after < 1 || o->threads < 1)
         return -1;
+    if (o->staleness && strcmp(o->staleness, "fit") == 0 && !o->lomo)
+        return -1;  /* only --lomo fits tables per model */
     return *npaths > 0 || o->overhead ? 0 : -1;
 }
 
@@ -1281,8 +1388,8 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
                         "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
-                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--ceiling C] [--bandwidth GBS] [--belief-seconds] [--lomo] [--fit-hazard] "
-                        "[--overhead A.csv,B.csv,...] TRACE.csv...\n");
+                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--staleness G1,G2,...|\"\"|fit] [--ceiling C] [--bandwidth GBS] [--belief-seconds] [--lomo] [--fit-hazard] "
+                        "[--decisions FILE] [--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
     dt_error err;
@@ -1294,15 +1401,27 @@ int main(int argc, char **argv)
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
     if (rc == 0 && o.fit_hazard) {
-        char table[160], prior[160];
+        char table[160], prior[160], stale[160];
         dt_config cfg;
         dt_config_defaults(&cfg);
         double ceiling = o.ceiling >= 0 ? o.ceiling : cfg.scheduler.ceiling;
         double bandwidth = o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs;
-        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, table, sizeof table) == 0 &&
-            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, prior, sizeof prior) == 0)
+        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, table, sizeof table, NULL, 0) == 0 &&
+            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, prior, sizeof prior,
+                       stale, sizeof stale) == 0)
             printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g, "
-                   "bandwidth %g GB/s) %s\n", npaths, o.slot_seconds, table, ceiling, bandwidth, prior);
+                   "bandwidth %g GB/s) %s, staleness %s\n", npaths, o.slot_seconds, table, ceiling,
+                   bandwidth, prior, stale);
+    }
+    if (rc == 0 && o.decisions_path) {
+        if (!(o.decisions = fopen(o.decisions_path, "w"))) {
+            fprintf(stderr, "sched_bench: cannot write %s\n", o.decisions_path);
+            rc = -1;
+        } else {
+            fprintf(o.decisions, "model,trace,policy,seed,slot,task,predicted_cut_ms,true_cut_ms,"
+                                 "measured_slots,stale_trials,last_slot_trials,latency_ms,"
+                                 "best_gflops,flops_per_byte,chosen\n");
+        }
     }
     if (rc == 0 && o.csv_path) {
         if (!(o.csv = fopen(o.csv_path, "w"))) {
@@ -1337,6 +1456,10 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && npaths > 0)
         print_summary(&sum);
+    if (o.decisions && fclose(o.decisions) != 0 && rc == 0) {
+        fprintf(stderr, "sched_bench: cannot write %s\n", o.decisions_path);
+        rc = -1;
+    }
     if (o.csv && fclose(o.csv) != 0 && rc == 0) {
         fprintf(stderr, "sched_bench: cannot write %s\n", o.csv_path);
         rc = -1;

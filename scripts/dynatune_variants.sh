@@ -16,11 +16,14 @@ row() {  # LABEL FLAGS...
     label=$1
     shift
     # shellcheck disable=SC2086  # the trace paths, split on spaces
-    line=$(bin/sched_bench --lomo --policies dynatune "$@" $traces 2>&1 | grep '^  dynatune ' | tail -1)
+    line=$(bin/sched_bench --lomo --policies dynatune --out "$charts" "$@" $traces 2>&1 |
+        grep '^  dynatune ' | tail -1)
     printf '%-58s %s\n' "$label" "${line#  }"
 }
 
 traces=$*
+charts=$(mktemp -d)   # the replays' charts are not the README's
+trap 'rm -rf "$charts"' EXIT
 machine=$(grep -h -m1 '^# machine:' "$1" | sed 's/^# machine: //')
 echo "# dynatune variants, sched_bench --lomo (tables fitted on the other models' traces), traces: $traces"
 echo "# trace machine: $machine; $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -36,3 +39,4 @@ row "default, prior alone (--prior-slots 1e9)" --prior-slots 1e9
 row "default, curve weighs more (--prior-slots 3)" --prior-slots 3
 row "default, curve over seconds (--belief-seconds)" --belief-seconds
 row "default, no bonus (--ucb-c 0)" --ucb-c 0
+row "default + staleness factor, fitted (--staleness fit)" --staleness fit

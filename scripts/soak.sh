@@ -2,8 +2,9 @@
 # soak.sh SECONDS OUTDIR [MODEL] [PORT] — a long replay run that should not
 # leak. `dtune tune` on the replay backend (no kernel is timed, so the run is
 # a soak of the daemon itself: scheduler, beliefs, tuners, log, reports,
-# status server) with quarter-second slots, so a two-hour run has well over
-# 10,000 slots. Every SAMPLE seconds (default 30) it records the process's
+# status server) with slots of 8 measured configs and a light PPO agent (16
+# episodes of at most 100 steps), so a two-hour run has well over 10,000
+# slots and every slot measures. Every SAMPLE seconds (default 30) it records the process's
 # resident memory, open file descriptors, the log's size and records, and
 # the slot and trial counts the status server reports (asking /status and
 # /metrics, so the server is soaked too) into OUTDIR/samples.csv. At the end
@@ -36,7 +37,11 @@ backend: replay
 seed: 1
 budget:
   total_seconds: $seconds
-  slot_seconds: 0.25
+  slot_trials: 8
+tuner:
+  ppo:
+    episodes: 16
+    max_steps: 100
 output:
   dir: $root/$outdir/run
 server:

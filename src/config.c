@@ -110,6 +110,8 @@ static const key_def keys[] = {
           "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
     K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6,
           "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = none"),
+    K_TYPED("scheduler.staleness", KT_STRING, scheduler.staleness, 0,
+            "dynatune's prior: factor on the cut of a task whose best last improved <16, 16-31, 32-63, 64-127, ... trials ago (last holds on); \"\" = none"),
     K_ENUM("scheduler.belief.curve", belief.family, dt_curve_family_at, "learning-curve family"),
     K_INT("scheduler.belief.walkers", belief.walkers, 2, 10000, "MCMC walkers"),
     K_INT("scheduler.belief.steps", belief.steps, 1, 1e7, "MCMC steps per walker"),
@@ -559,10 +561,17 @@ static int prior_table_valid(const dt_config *cfg, char *why, size_t len)
     return table_broken("scheduler.prior_hazard", cfg->scheduler.prior_hazard, why, len);
 }
 
+static int staleness_table_valid(const dt_config *cfg, char *why, size_t len)
+{
+    return cfg->scheduler.staleness[0] &&
+           table_broken("scheduler.staleness", cfg->scheduler.staleness, why, len);
+}
+
 static const rule rules[] = {
     { { "scheduler.belief.burn_in", "scheduler.belief.steps" }, burn_in_below_steps },
     { { "scheduler.hazard", "scheduler.policy" }, hazard_table_valid },
     { { "scheduler.prior_hazard", "scheduler.policy" }, prior_table_valid },
+    { { "scheduler.staleness", "scheduler.policy" }, staleness_table_valid },
     { { "measure.min_batches", "measure.max_repeats" }, min_batches_within_repeats },
     { { "budget.slot_trials", "budget.slot_seconds" }, slot_size_set },
     { { "budget.slot_seconds", "budget.total_seconds" }, slot_within_total },

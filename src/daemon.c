@@ -133,6 +133,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->pred_ok = tr->pred_ok;
         s->slots = tr->slots;
         s->measured_slots = tr->measured_slots;
+        s->stale_trials = tr->trials - tr->last_improvement;
         s->finished = dt_run_task_finished(r, k);
         s->exhausted = tr->dead || dt_tuner_exhausted(tr->tuner);
         s->nhistory = tr->nhistory;

@@ -34,6 +34,8 @@ struct dt_scheduler {
     double hazard[DT_SCHED_HAZARD_MAX];   /* h(m), parsed from cfg.hazard */
     int nhazard;
     double prior[DT_SCHED_HAZARD_MAX];    /* dynatune's h'(m), from cfg.prior_hazard */
+    double stale[DT_SCHED_HAZARD_MAX];    /* dynatune's g(bucket), from cfg.staleness */
+    int nstale;                           /* 0: no staleness factor */
     int nprior;
 };
 
@@ -123,7 +125,8 @@ static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
     double m0 = s->cfg.prior_slots, m = k->measured_slots;
     if (m0 <= 0)
         return k->pred_ok ? capped_reduction(s, k) : NAN;
-    double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->cfg.ceiling, s->cfg.bandwidth_gbs) *
+    double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->stale, s->nstale, s->cfg.ceiling,
+                                        s->cfg.bandwidth_gbs) *
                    task_latency(k);
     if (!k->pred_ok)
         return prior;
@@ -369,12 +372,24 @@ double dt_sched_roofline_level(const dt_sched_task *k, double ceiling, double ba
     return level;
 }
 
-double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, double ceiling,
-                            double bandwidth_gbs)
+int dt_sched_stale_bucket(int stale_trials)
+{
+    int b = 0;
+    for (long edge = DT_SCHED_STALE_FIRST; stale_trials >= edge; edge *= 2)
+        b++;
+    return b;
+}
+
+double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, const double *g,
+                            int ng, double ceiling, double bandwidth_gbs)
 {
     if (n <= 0)
         return 0;
     double share = h[k->measured_slots < n ? k->measured_slots : n - 1];
+    if (ng > 0) {
+        int b = dt_sched_stale_bucket(k->stale_trials);
+        share *= g[b < ng ? b : ng - 1];
+    }
     double level = dt_sched_roofline_level(k, ceiling, bandwidth_gbs);
     if (level <= 0)
         return share;
@@ -383,7 +398,7 @@ double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, doub
 
 double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
 {
-    return dt_sched_prior_share(k, h, n, 0, 0) * task_latency(k);
+    return dt_sched_prior_share(k, h, n, NULL, 0, 0, 0) * task_latency(k);
 }
 
 static int pick_hazard(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
@@ -475,9 +490,10 @@ int dt_scheduler_new(const char *name, const dt_scheduler_params *cfg, uint64_t 
         return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
                             known);
     }
-    double hazard[DT_SCHED_HAZARD_MAX], prior[DT_SCHED_HAZARD_MAX];
-    int nhazard, nprior, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
-    if (rc || (rc = dt_sched_hazard_parse(cfg->prior_hazard, prior, &nprior, err)))
+    double hazard[DT_SCHED_HAZARD_MAX], prior[DT_SCHED_HAZARD_MAX], stale[DT_SCHED_HAZARD_MAX];
+    int nhazard, nprior, nstale = 0, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
+    if (rc || (rc = dt_sched_hazard_parse(cfg->prior_hazard, prior, &nprior, err)) ||
+        (cfg->staleness[0] && (rc = dt_sched_hazard_parse(cfg->staleness, stale, &nstale, err))))
         return rc;
     dt_scheduler *s = calloc(1, sizeof *s);
     if (!s || !(s->rng = gsl_rng_alloc(gsl_rng_mt19937))) {
@@ -493,6 +509,8 @@ int dt_scheduler_new(const char *name, const dt_scheduler_params *cfg, uint64_t 
     s->nhazard = nhazard;
     memcpy(s->prior, prior, sizeof prior);
     s->nprior = nprior;
+    memcpy(s->stale, stale, sizeof stale);
+    s->nstale = nstale;
     *out = s;
     return 0;
 }

@@ -326,14 +326,60 @@ static void test_prior_share_roofline(void **state)
     dt_sched_task t = task(1, 0.2, 25, 0, 0);
     t.peak_gflops = 100;
     t.bytes = 4e7;
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.47 * 0.75) < 1e-12);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 0) - 0.47 * (1 - 0.25 / 1.2)) < 1e-12);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 0, 20) - 0.47) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.47 * 0.75) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 0) - 0.47 * (1 - 0.25 / 1.2)) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 0, 20) - 0.47) < 1e-12);
     t.best_gflops = 99;
     t.measured_slots = 4;
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.21 * DT_SCHED_HEADROOM_FLOOR) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.21 * DT_SCHED_HEADROOM_FLOOR) < 1e-12);
     t.peak_gflops = 0;  /* no peak: no headroom */
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, 1.2, 20) - 0.21) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.21) < 1e-12);
+}
+
+/* Staleness buckets: below 16 trials since the last new best, then one per
+ * doubling; the factor of the task's bucket (the last entry for staler
+ * ones) scales the prior's share, and a stale task loses to a fresh one of
+ * the same size under dynatune's prior. */
+static void test_prior_share_staleness(void **state)
+{
+    (void)state;
+    assert_int_equal(dt_sched_stale_bucket(0), 0);
+    assert_int_equal(dt_sched_stale_bucket(15), 0);
+    assert_int_equal(dt_sched_stale_bucket(16), 1);
+    assert_int_equal(dt_sched_stale_bucket(31), 1);
+    assert_int_equal(dt_sched_stale_bucket(32), 2);
+    assert_int_equal(dt_sched_stale_bucket(127), 3);
+    assert_int_equal(dt_sched_stale_bucket(128), 4);
+    assert_int_equal(dt_sched_stale_bucket(1 << 30), 27);
+    const double h[1] = { 0.5 }, g[3] = { 1, 0.4, 0.2 };
+    dt_sched_task t = task(1, 0.2, 25, 0, 0);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5) < 1e-12);
+    t.stale_trials = 20;
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5 * 0.4) < 1e-12);
+    t.stale_trials = 1000;  /* bucket 6: the last entry holds */
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5 * 0.2) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, NULL, 0, 0, 0) - 0.5) < 1e-12);
+
+    dt_scheduler_params c = sched_cfg();
+    snprintf(c.staleness, sizeof c.staleness, "1,0.4,0.2");
+    c.prior_slots = 30;
+    c.ceiling = 0;
+    c.ucb_c = 0;
+    dt_scheduler *s;
+    dt_error err = { 0 };
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &s, &err), 0);
+    dt_sched_task two[2] = { task(1, 0.2, 20, 0, 0), task(1, 0.2, 20, 0, 0) };
+    two[0].slots = two[1].slots = 1;
+    two[0].measured_slots = two[1].measured_slots = 1;
+    two[0].stale_trials = 100;
+    two[1].stale_trials = 3;
+    assert_int_equal(dt_scheduler_pick(s, 3, two, 2, NULL), 1);
+    two[0].stale_trials = 3;
+    two[1].stale_trials = 100;
+    assert_int_equal(dt_scheduler_pick(s, 3, two, 2, NULL), 0);
+    dt_scheduler_free(s);
+    snprintf(c.staleness, sizeof c.staleness, "1,2");
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &s, &err), DT_EINVAL);
 }
 
 /* The belief's curve is held under the same roofline: with peak 100 GFLOPS
@@ -437,6 +483,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expected_reduction),
         cmocka_unit_test(test_dynatune_ucb),
+        cmocka_unit_test(test_prior_share_staleness),
         cmocka_unit_test(test_dynatune_scale_free),
         cmocka_unit_test(test_sequential_until_finished),
         cmocka_unit_test(test_round_robin_static_and_dynamic),

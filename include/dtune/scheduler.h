@@ -33,7 +33,11 @@
  * bandwidth_gbs) w_k L_k with weight m0 and the belief's r_k with weight
  * m_k (its measured slots); unplayed tasks are scored by the prior (no
  * gamma) and the bonus sqrt(C ln t / (c_k + 1)) counts the prior as one
- * play. With m0 = 0 it is the paper's, as above.
+ * play. The prior's cut is scaled by a factor of the task's staleness (the
+ * trials measured since its best last improved, scheduler.staleness): a
+ * task that has just improved is likely to improve again in its next slot,
+ * one that has not for a hundred trials seldom is. With m0 = 0 it is the
+ * paper's, as above.
  * Static policies keep handing slots to finished tasks (their time is spent
  * without gain, as in the paper's static allocation); exhausted tasks (every
  * valid point measured) are never picked.
@@ -63,6 +67,7 @@ typedef struct dt_scheduler_params {
     char prior_hazard[160];    /* dynatune: the prior's cut shares by measured slot */
     double ceiling;            /* dynatune: the prior's efficiency ceiling (share of peak) */
     double bandwidth_gbs;      /* dynatune: the prior's roofline bandwidth; 0 = none */
+    char staleness[160];       /* dynatune: the prior's factor by staleness bucket; "" = none */
 } dt_scheduler_params;
 
 /* The defaults (dtune check --help lists them): the table's first policy,
@@ -82,6 +87,7 @@ typedef struct dt_sched_task {
     bool pred_ok;             /* the belief model produced pred_gflops */
     int slots;                /* c_k: slots held so far */
     int measured_slots;       /* m_k: those that measured at least one trial */
+    int stale_trials;         /* trials measured since its best last improved */
     bool finished;            /* no improvement for finish_after trials */
     bool exhausted;           /* nothing left to measure */
     /* Latency (ms, one execution) after each of the task's last slots, newest
@@ -134,8 +140,16 @@ double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
  * dynatune bounds both its prior's headroom and its own curve's predicted
  * level by it. */
 double dt_sched_roofline_level(const dt_sched_task *task, double ceiling, double bandwidth_gbs);
-double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, double ceiling,
-                            double bandwidth_gbs);
+/* The staleness factor, g[dt_sched_stale_bucket(stale_trials)] (the last
+ * entry for later buckets), multiplies the share when ng > 0. */
+double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, const double *g,
+                            int ng, double ceiling, double bandwidth_gbs);
+
+/* The staleness bucket of a task that has measured stale_trials trials
+ * since its best last improved: 0 below DT_SCHED_STALE_FIRST trials, then
+ * one bucket per doubling (16-31, 32-63, 64-127, ...). */
+#define DT_SCHED_STALE_FIRST 16
+int dt_sched_stale_bucket(int stale_trials);
 
 /* Parses a hazard table (shares in [0, 1], separated by spaces or commas,
  * 1..DT_SCHED_HAZARD_MAX of them) into h; *n gets the count. DT_EINVAL with
