@@ -9,8 +9,9 @@
  * (proclimit.h), in a new process group and polled with waitpid(WNOHANG); on
  * timeout the whole group (driver, cc1, as, ld) is killed.
  *
- * The run side is single-threaded by contract but peak_gflops may come from
- * another thread, so both take runner_mu. The set of artifacts already
+ * The run side is single-threaded by contract but the roofline probes
+ * (peak and bandwidths, measured once, in the measurement process on the
+ * timing cores) may come from another thread, so both take runner_mu. The set of artifacts already
  * checked is a small sorted array of path hashes.
  *
  * The cache is kept in bounds by cpu_cache.c: opening removes a killed run's
@@ -21,6 +22,7 @@
 #include "dtune/measure.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -61,7 +63,9 @@ typedef struct cpu_backend {
     dt_runner *runner;
     uint64_t *checked;
     size_t nchecked, checked_cap;
-    double peak_gflops;          /* 0 until probed, < 0 when the probe failed */
+    dt_roofline roofline;        /* the probes' figures, once roofline_state > 0; a
+                                    level's bandwidths 0 until first asked for */
+    int roofline_state;          /* 0 until probed, 1 measured, -1 the FMA probe failed */
 } cpu_backend;
 
 /* snprintf that reports truncation instead of warning about it. */
@@ -469,70 +473,243 @@ static int cpu_reference(void *state, const dt_task *task, dt_measure_result *ou
     return rc;
 }
 
-/* ---- peak: an FMA probe ------------------------------------------------------------ */
+/* ---- the roofline: an FMA probe and memory streams ----------------------------------- */
 
-/* 24 independent FMA chains per thread, vector width from the compiler's
- * target macros; it reports its own flops through dt_kernel_flops. */
-static char *probe_source(int threads)
+/* The peak probes, the best kept: FMA chains per thread at least latency x
+ * pipes (4 x 2 on Zen 4 and 5 and recent Intel cores) so the pipes never
+ * wait, 12 and 16 of them at the widest vector (512 bits; the compiler
+ * splits it where the target is narrower), and the narrower widths (256,
+ * 128 bits) at 16. */
+static const struct { int lanes, chains; } probe_fma[] = { { 16, 12 }, { 16, 16 }, { 8, 16 }, { 4, 16 } };
+/* Rounds of all variants: stop when the best has not moved by more than
+ * PROBE_STABLE_GAIN for PROBE_STABLE_ROUNDS rounds, or after PROBE_MAX_ROUNDS. */
+#define PROBE_STABLE_GAIN 0.005
+#define PROBE_STABLE_ROUNDS 2
+#define PROBE_MAX_ROUNDS 8
+/* The streams: the best of this many runs each (a run is itself micro-batches
+ * until the CV rule stops), fewer than the peak's rounds since a run start
+ * pays for every one of them. */
+#define STREAM_ROUNDS 2
+/* Accumulators of the read stream (add latency x pipes, with room). */
+#define STREAM_ACCUMULATORS 12
+
+/* The OpenMP lines of a probe: header, parallel pragma, thread number. */
+static const char *omp_include(int threads) { return threads > 1 ? "#include <omp.h>\n" : ""; }
+static const char *omp_parallel(int threads)
+{
+    return threads > 1 ? "#pragma omp parallel num_threads(THREADS)\n" : "";
+}
+static const char *omp_thread(int threads)
+{
+    return threads > 1 ? "        t = omp_get_thread_num();\n" : "";
+}
+
+/* `chains` independent FMA chains of `lanes`-float vectors per thread; it
+ * reports its own flops through dt_kernel_flops. */
+static char *fma_probe_source(int threads, int lanes, int chains)
+{
+    const char *fmt =
+        "#include <stddef.h>\n%s"
+        "#define LANES %d\n#define CHAINS %d\n#define THREADS %d\n#define ITER 4096\n"
+        "typedef float vf __attribute__((vector_size(LANES * 4)));\n"
+        "double dt_kernel_flops(void) { return 2.0 * CHAINS * LANES * ITER * THREADS; }\n"
+        "size_t dt_kernel_workspace(void) { return 16 * 64; }\n"
+        "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
+        "void dt_kernel(const float *in, const float *w, float *out, float *ws)\n{\n"
+        "    (void)in; (void)w; (void)out;\n"
+        "%s"
+        "    {\n        vf a[CHAINS], m = (vf){0} + 0.999999f, c = (vf){0} + 1e-7f;\n"
+        "        for (int j = 0; j < CHAINS; j++) a[j] = (vf){0} + (float)j;\n"
+        "        for (int i = 0; i < ITER; i++) {\n"
+        "            _Pragma(\"GCC unroll 16\")\n"
+        "            for (int j = 0; j < CHAINS; j++) a[j] = a[j] * m + c;\n        }\n"
+        "        vf s = (vf){0};\n        for (int j = 0; j < CHAINS; j++) s += a[j];\n"
+        "        int t = 0;\n%s"
+        "        ws[(t %% 16) * 64] = s[0];\n    }\n}\n";
+    char *src = NULL;
+    if (asprintf(&src, fmt, omp_include(threads), lanes, chains, threads, omp_parallel(threads),
+                 omp_thread(threads)) < 0)
+        return NULL;
+    return src;
+}
+
+/* A stream over a working set of `floats` floats split among the threads:
+ * reads it (summing into STREAM_ACCUMULATORS vectors) or, with write set,
+ * reads and writes it back scaled. Its "flops" are the bytes it moves per
+ * call, so the runner's rate is GB/s. */
+static char *stream_probe_source(int threads, long floats, bool write)
 {
     const char *fmt =
         "#include <stddef.h>\n%s"
         "#if defined(__AVX512F__)\n#define LANES 16\n#elif defined(__AVX__)\n#define LANES 8\n"
         "#else\n#define LANES 4\n#endif\n"
         "typedef float vf __attribute__((vector_size(LANES * 4)));\n"
-        "#define ITER 20000\n#define THREADS %d\n"
-        "double dt_kernel_flops(void) { return 2.0 * 24 * LANES * ITER * THREADS; }\n"
-        "size_t dt_kernel_workspace(void) { return 16 * 64; }\n"
-        "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
+        "#define THREADS %d\n#define ACC %d\n#define WRITE %d\n"
+        "#define VECS (%ldL / LANES / ACC / THREADS * ACC)\n"
+        "#define FLOATS (VECS * LANES * THREADS)\n"
+        "double dt_kernel_flops(void) { return (WRITE ? 8.0 : 4.0) * FLOATS; }\n"
+        "size_t dt_kernel_workspace(void) { return FLOATS + 64 * (THREADS + 1); }\n"
+        "void dt_kernel_prepare(const float *w, float *ws)\n{\n    (void)w;\n"
+        "    for (long i = 0; i < FLOATS; i++) ws[i] = (float)(i %% 7) * 0.125f;\n"
+        "    ws[FLOATS] = 1.0f;\n}\n"
         "void dt_kernel(const float *in, const float *w, float *out, float *ws)\n{\n"
         "    (void)in; (void)w; (void)out;\n"
         "%s"
-        "    {\n        vf a[24], m = (vf){0} + 0.999999f, c = (vf){0} + 1e-7f;\n"
-        "        for (int j = 0; j < 24; j++) a[j] = (vf){0} + (float)j;\n"
-        "        for (int i = 0; i < ITER; i++) {\n"
-        "            _Pragma(\"GCC unroll 24\")\n"
-        "            for (int j = 0; j < 24; j++) a[j] = a[j] * m + c;\n        }\n"
-        "        vf s = (vf){0};\n        for (int j = 0; j < 24; j++) s += a[j];\n"
-        "        int t = 0;\n%s"
-        "        ws[(t %% 16) * 64] = s[0];\n    }\n}\n";
+        "    {\n        int t = 0;\n%s"
+        "        vf *v = (vf *)ws + (size_t)t * VECS;\n"
+        "        if (WRITE) {\n"
+        "            vf scale = (vf){0} + ws[FLOATS];\n"
+        "            for (long i = 0; i < VECS; i++) v[i] = v[i] * scale;\n"
+        "        } else {\n"
+        "            vf acc[ACC];\n"
+        "            for (int j = 0; j < ACC; j++) acc[j] = (vf){0};\n"
+        "            for (long i = 0; i < VECS; i += ACC) {\n"
+        "                _Pragma(\"GCC unroll 16\")\n"
+        "                for (int j = 0; j < ACC; j++) acc[j] += v[i + j];\n            }\n"
+        "            vf s = (vf){0};\n            for (int j = 0; j < ACC; j++) s += acc[j];\n"
+        "            ws[FLOATS + 64 * (t + 1)] = s[0];\n        }\n    }\n}\n";
     char *src = NULL;
-    if (asprintf(&src, fmt, threads > 1 ? "#include <omp.h>\n" : "", threads,
-                 threads > 1 ? "#pragma omp parallel num_threads(THREADS)\n" : "",
-                 threads > 1 ? "        t = omp_get_thread_num();\n" : "") < 0)
+    if (asprintf(&src, fmt, omp_include(threads), threads, STREAM_ACCUMULATORS, write ? 1 : 0,
+                 floats, omp_parallel(threads), omp_thread(threads)) < 0)
         return NULL;
     return src;
 }
 
-static double cpu_peak_gflops(void *state, const dt_task *task)
+/* A task for the probes' runner requests: they read no input, so the
+ * smallest one. */
+static const dt_task probe_task = {
+    .name = "probe", .kind = DT_OP_DENSE, .count = 1, .mm = { 1, 1, 1, 1 }, .flops = 2, .bytes = 12,
+};
+
+/* Builds src (freed) and times it once at the probe's rules; the rate, or
+ * -1 when it does not build or run. */
+static double run_probe(cpu_backend *b, char *src, int threads)
 {
-    cpu_backend *b = state;
-    pthread_mutex_lock(&b->runner_mu);
-    double cached = b->peak_gflops;
-    pthread_mutex_unlock(&b->runner_mu);
-    if (cached != 0)
-        return cached > 0 ? cached : 0;
-    int threads = b->measure.threads < 1 ? 1 : b->measure.threads;
-    char *src = probe_source(threads);
     dt_artifact a;
     dt_measure_result res = { 0 };
     int rc = src ? dt_cpu_build_source(b, src, threads, &a, NULL) : -1;
     free(src);
-    if (rc == 0 && a.result == DT_RESULT_OK) {
-        dt_runner_request req;
-        fill_request(b, task, a.path, &req);
-        req.min_batches = 5;
-        req.max_repeats = 20;
-        req.cv_threshold = 0.02;
-        req.micro_batch = 0;
-        pthread_mutex_lock(&b->runner_mu);
-        rc = dt_runner_run(b->runner, &req, &res, NULL);
-        pthread_mutex_unlock(&b->runner_mu);
-    }
-    double peak = rc == 0 && res.result == DT_RESULT_OK ? res.gflops : -1;
+    if (rc != 0 || a.result != DT_RESULT_OK)
+        return -1;
+    dt_runner_request req;
+    fill_request(b, &probe_task, a.path, &req);
+    req.min_batches = 3;
+    req.max_repeats = 10;
+    req.cv_threshold = 0.01;
+    req.micro_batch = 0;
     pthread_mutex_lock(&b->runner_mu);
-    b->peak_gflops = peak;
+    rc = dt_runner_run(b->runner, &req, &res, NULL);
     pthread_mutex_unlock(&b->runner_mu);
-    return peak > 0 ? peak : 0;
+    return rc == 0 && res.result == DT_RESULT_OK ? res.gflops : -1;
+}
+
+/* The best rate of nvariants probes over at most max_rounds rounds, until it is stable;
+ * source(threads, i, floats) makes the i-th probe's source (floats: the
+ * streams' working set); the best one's index goes to *which. */
+typedef char *(*probe_source_fn)(int threads, int variant, long floats);
+
+static double best_of_rounds(cpu_backend *b, int threads, probe_source_fn source, int nvariants,
+                             long floats, int max_rounds, int *which)
+{
+    double best = -1;
+    int stable = 0;
+    *which = -1;
+    for (int round = 0; round < max_rounds && stable < PROBE_STABLE_ROUNDS; round++) {
+        double before = best;
+        for (int v = 0; v < nvariants; v++) {
+            double rate = run_probe(b, source(threads, v, floats), threads);
+            if (rate > best) {
+                best = rate;
+                *which = v;
+            }
+        }
+        stable = best > 0 && best <= before * (1 + PROBE_STABLE_GAIN) ? stable + 1 : 0;
+        if (best <= 0)
+            break; /* no variant runs: no point in more rounds */
+    }
+    return best;
+}
+
+#define NFMA (int)(sizeof probe_fma / sizeof probe_fma[0])
+
+static char *fma_variant(int threads, int v, long floats)
+{
+    (void)floats;
+    return fma_probe_source(threads, probe_fma[v].lanes, probe_fma[v].chains);
+}
+
+static char *stream_variant(int threads, int v, long floats)
+{
+    return stream_probe_source(threads, floats, false);
+}
+
+static char *read_write_variant(int threads, int v, long floats)
+{
+    return stream_probe_source(threads, floats, true);
+}
+
+/* The peak at b's measure.threads, and the cache levels (bandwidths not yet
+ * measured), into r; 0, or -1 when the FMA probe cannot run. */
+static int probe_peak(cpu_backend *b, dt_roofline *r)
+{
+    int threads = b->measure.threads < 1 ? 1 : b->measure.threads, which;
+    memset(r, 0, sizeof *r);
+    r->threads = threads;
+    double peak = best_of_rounds(b, threads, fma_variant, NFMA, 0, PROBE_MAX_ROUNDS, &which);
+    if (!(peak > 0))
+        return -1;
+    r->peak_gflops = peak;
+    snprintf(r->probe, sizeof r->probe, "fma %d-bit x%d chains, %d thread%s", probe_fma[which].lanes * 32,
+             probe_fma[which].chains, threads, threads > 1 ? "s" : "");
+    r->nlevels = dt_roofline_cpu_levels(threads, r->levels, DT_ROOFLINE_MAX_LEVELS);
+    return 0;
+}
+
+/* Level l's two streams at b's measure.threads, into l. */
+static void probe_level(cpu_backend *b, dt_mem_level *l)
+{
+    int threads = b->measure.threads < 1 ? 1 : b->measure.threads, which;
+    long floats = (long)(l->probe_bytes / sizeof(float));
+    l->read_gbs = fmax(0, best_of_rounds(b, threads, stream_variant, 1, floats, STREAM_ROUNDS, &which));
+    l->rw_gbs = fmax(0, best_of_rounds(b, threads, read_write_variant, 1, floats, STREAM_ROUNDS, &which));
+}
+
+/* The roofline slot: the peak once, then each level's streams the first
+ * time a working set it holds is asked for (working_set_bytes < 0: every
+ * level), so a run start times only the levels its tasks sit in. */
+static int cpu_roofline(void *state, double working_set_bytes, dt_roofline *out)
+{
+    cpu_backend *b = state;
+    pthread_mutex_lock(&b->runner_mu);
+    int known = b->roofline_state;
+    dt_roofline r = b->roofline;
+    pthread_mutex_unlock(&b->runner_mu);
+    if (known < 0 || (known == 0 && probe_peak(b, &r) != 0)) {
+        pthread_mutex_lock(&b->runner_mu);
+        b->roofline_state = -1;
+        pthread_mutex_unlock(&b->runner_mu);
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    const dt_mem_level *holder = dt_roofline_level_for(&r, working_set_bytes);
+    for (int i = 0; i < r.nlevels; i++)
+        if ((working_set_bytes < 0 || &r.levels[i] == holder) && dt_mem_level_gbs(&r.levels[i]) <= 0)
+            probe_level(b, &r.levels[i]);
+    pthread_mutex_lock(&b->runner_mu);
+    for (int i = 0; known && i < r.nlevels; i++) /* keep what another caller measured meanwhile */
+        if (dt_mem_level_gbs(&r.levels[i]) <= 0)
+            r.levels[i] = b->roofline.levels[i];
+    b->roofline = r;
+    b->roofline_state = 1;
+    pthread_mutex_unlock(&b->runner_mu);
+    *out = r;
+    return 0;
+}
+
+static double cpu_peak_gflops(void *state, const dt_task *task)
+{
+    dt_roofline r;
+    return cpu_roofline(state, task ? task->bytes : -1, &r) == 0 ? r.peak_gflops : 0;
 }
 
 dt_runner *dt_cpu_runner(void *state)
@@ -548,5 +725,6 @@ const dt_backend_i dt_backend_cpu = {
     .run = cpu_run,
     .reference = cpu_reference,
     .peak_gflops = cpu_peak_gflops,
+    .roofline = cpu_roofline,
     .close = cpu_close,
 };

@@ -29,7 +29,9 @@ static void usage(FILE *to)
     fputs("usage: dtune report RUN_DIR [--html [-o FILE] [RUN_DIR...]]\n"
           "\n"
           "Prints a run's model latency (now and at the start) and, per task: kind,\n"
-          "shape, GFLOP, best GFLOPS, share of the target's peak, share of the model\n"
+          "shape, GFLOP, best GFLOPS, the task's bound and the best's share of it\n"
+          "(bound = max(FLOPs / peak, bytes / bandwidth of the memory level that\n"
+          "holds the working set)), that level, share of the model\n"
           "latency, slots and trials. Reads RUN_DIR/best.json, which `dtune tune`\n"
           "rewrites after every slot; latency.csv and latency.svg lie beside it.\n"
           "\n"
@@ -120,17 +122,24 @@ static void print_header(const dt_run_state *rs)
 
 static void print_tasks(const dt_run_state *rs)
 {
-    printf("%-16s %-16s %-34s %8s %11s %6s %8s %6s %7s\n", "task", "kind", "shape", "GFLOP",
-           "best GFLOPS", "%peak", "%latency", "slots", "trials");
+    printf("%-16s %-16s %-34s %8s %11s %10s %6s %-5s %8s %6s %7s\n", "task", "kind", "shape",
+           "GFLOP", "best GFLOPS", "bound ms", "%bound", "level", "%latency", "slots", "trials");
+    bool from_kernel = false;
     for (int k = 0; k < rs->ntasks; k++) {
         const dt_task_state *t = &rs->tasks[k];
-        double peak = t->peak_gflops > 0 ? 100 * t->best_gflops / t->peak_gflops : 0;
         double share = rs->latency_ms > 0 ? 100 * t->count * t->best_latency_ms / rs->latency_ms
                                           : 0;
-        printf("%-16s %-16s %-34s %8.4f %11.1f %5.1f%% %7.1f%% %6d %7d%s\n", t->name, t->kind,
-               t->shape, t->gflop, t->best_gflops, peak, share, t->slots, t->trials,
+        from_kernel |= t->bound_from_kernel;
+        printf("%-16s %-16s %-34s %8.4f %11.1f %10.4f %5.1f%%%s%-5s %7.1f%% %6d %7d%s\n", t->name,
+               t->kind, t->shape, t->gflop, t->best_gflops, t->bound_ms,
+               100 * dt_task_state_bound_share(t), t->bound_from_kernel ? "* " : "  ",
+               t->bound_level[0] ? t->bound_level : "-", share, t->slots, t->trials,
                t->failed[0] ? "  FAILED" : t->finished ? "  finished" : "");
     }
+    printf("\nbound: max(FLOPs / peak, bytes moved / bandwidth of the level that holds the "
+           "working set); peak from %s\n", rs->peak_probe[0] ? rs->peak_probe : "no probe");
+    if (from_kernel)
+        printf("* a kernel beat the probes' bound, so the bound is its own latency: the probes read low\n");
     for (int k = 0; k < rs->ntasks; k++)
         if (rs->tasks[k].failed[0])
             printf("FAILED %s: %s; counted at its reference implementation's %.4f ms\n",

@@ -157,18 +157,19 @@ static void print_tasks(json_t *st)
     json_t *tasks = json_object_get(st, "tasks"), *t;
     size_t i;
     const char *current = str(st, "current_task");
-    printf("%-16s %-16s %-34s %5s %11s %6s %10s %7s %6s  %s\n", "task", "kind", "shape", "count",
-           "best GFLOPS", "%peak", "best ms", "trials", "slots", "state");
+    printf("%-16s %-16s %-34s %5s %11s %6s %-5s %10s %7s %6s  %s\n", "task", "kind", "shape",
+           "count", "best GFLOPS", "%bound", "level", "best ms", "trials", "slots", "state");
     json_array_foreach(tasks, i, t) {
-        double peak = num(t, "peak_gflops"), best = num(t, "best_gflops");
+        double share = num(t, "bound_share"), best = num(t, "best_gflops");
+        const char *level = str(t, "bound_level");
         const char *failed = json_string_value(json_object_get(t, "failed"));
         const char *state = failed ? "FAILED (counted at its reference's time)"
                             : json_is_true(json_object_get(t, "finished")) ? "finished"
                             : strcmp(str(t, "name"), current) == 0  ? "tuning"
                                                                     : "";
-        printf("%-16s %-16s %-34s %5.0f %11.1f %5.1f%% %10.4f %7.0f %6.0f  %s\n", str(t, "name"),
+        printf("%-16s %-16s %-34s %5.0f %11.1f %5.1f%% %-5s %10.4f %7.0f %6.0f  %s\n", str(t, "name"),
                str(t, "kind"), str(t, "shape"), num(t, "count"), best,
-               peak > 0 ? 100 * best / peak : 0, num(t, "best_latency_ms"), num(t, "trials"),
+               isfinite(share) ? 100 * share : 0, level[0] ? level : "-", num(t, "best_latency_ms"), num(t, "trials"),
                num(t, "slots"), state);
     }
 }

@@ -109,7 +109,7 @@ static const key_def keys[] = {
     K_DBL("scheduler.ceiling", scheduler.ceiling, 0, 100,
           "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
     K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6,
-          "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = none"),
+          "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = the measured bandwidth of the memory level holding the task's working set (the bound's; none where the backend measures none)"),
     K_TYPED("scheduler.staleness", KT_STRING, scheduler.staleness, 0,
             "dynatune's prior: factor on the cut of a task whose best last improved <16, 16-31, 32-63, 64-127, ... trials ago (last holds on); \"\" = none"),
     K_ENUM("scheduler.belief.curve", belief.family, dt_curve_family_at, "learning-curve family"),

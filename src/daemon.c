@@ -127,6 +127,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->flops = r->model->tasks[k].flops;
         s->peak_gflops = tr->peak_gflops;
         s->bytes = r->model->tasks[k].bytes;
+        s->bandwidth_gbs = tr->bound_gbs;
         s->group = tr->group;
         s->best_gflops = tr->best_gflops;
         s->pred_gflops = tr->pred_gflops;

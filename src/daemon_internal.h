@@ -30,6 +30,8 @@ typedef struct dt_task_run {
     int last_improvement;      /* trial number of the last new best */
     double warm_latency_ms;    /* latency of the first valid measurement */
     double peak_gflops;        /* the target's peak for the belief's normalisation */
+    double bound_gbs;          /* measured bandwidth of the memory level holding the
+                                  task's working set (roofline.h); 0 = unknown */
     int slots;
     int measured_slots;        /* slots that measured at least one trial */
     int trials_at_close;       /* trials when the last slot (or warm-up) closed */

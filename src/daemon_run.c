@@ -71,11 +71,16 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
             pthread_mutex_unlock(&r->state.lock);
             return DT_ENOMEM;
         }
-        /* a kernel's rate is a lower bound of the peak: share of peak stays <= 100 % */
-        if (ts->peak_gflops > 0 && tr->best_gflops > ts->peak_gflops) {
-            ts->peak_gflops = tr->best_gflops;
-            ts->peak_from_kernel = true;
-        }
+        /* a kernel that beats the bound means the probes read low: the
+         * bound follows the kernel (share of the bound stays <= 100 %) and
+         * the run says which kernel it was */
+        double bound_ms = ts->bound_ms, peak = ts->peak_gflops;
+        if (dt_task_state_hold_bound(ts))
+            fprintf(stderr, "dtune: warning: task %s config %llu (%s) at %.4f ms, %.1f GFLOPS "
+                    "beats the probes' bound (%.4f ms, peak %.1f GFLOPS); the bound follows "
+                    "the kernel: the FMA probe or the bandwidth streams read low\n",
+                    ts->name, (unsigned long long)index, ts->best_knobs, ts->best_latency_ms,
+                    ts->best_gflops, bound_ms, peak);
     }
     r->state.latency_ms = dt_run_state_model_latency(&r->state);
     pthread_mutex_unlock(&r->state.lock);

@@ -61,8 +61,17 @@ static int open_tasks(dt_run *r, dt_error *err)
         if (rc)
             return rc;
         tr->group = dt_task_similarity_group(t);
-        tr->peak_gflops = dt_measurer_peak_gflops(r->measurer, t);
-        r->state.tasks[k].peak_gflops = tr->peak_gflops > 0 ? tr->peak_gflops : 0;
+        dt_roofline roof;
+        dt_task_bound bound;
+        (void)dt_measurer_roofline(r->measurer, t, &roof);
+        dt_roofline_task_bound(&roof, t, &bound);
+        tr->peak_gflops = roof.peak_gflops;
+        tr->bound_gbs = bound.bandwidth_gbs;
+        dt_task_state *ts = &r->state.tasks[k];
+        ts->peak_gflops = tr->peak_gflops > 0 ? tr->peak_gflops : 0;
+        ts->bound_ms = bound.seconds * 1e3;
+        snprintf(ts->bound_level, sizeof ts->bound_level, "%s", bound.level);
+        snprintf(r->state.peak_probe, sizeof r->state.peak_probe, "%s", roof.probe);
         if (tr->peak_gflops <= 0)
             tr->peak_gflops = 1.0; /* the belief needs a scale */
     }

@@ -22,6 +22,7 @@ static const command commands[] = {
     { "check", dt_cmd_check, "validate a config and its model" },
     { "export", dt_cmd_export, "a run's tuned kernels as a C library (make test checks them)" },
     { "db", dt_cmd_db, "the tuning database: import, stats, best, export-log" },
+    { "machine", dt_cmd_machine, "this machine: fingerprint, FMA peak and memory bandwidths (the bound)" },
 };
 
 static void usage(FILE *f)

@@ -500,3 +500,15 @@ double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task)
     double peak = m->backend->peak_gflops(m->state, task);
     return peak > 0 ? peak : 0;
 }
+
+int dt_measurer_roofline(dt_measurer *m, const dt_task *task, dt_roofline *out)
+{
+    memset(out, 0, sizeof *out);
+    if (m->backend->roofline)
+        return m->backend->roofline(m->state, task ? task->bytes : -1, out) == 0 &&
+               out->peak_gflops > 0 ? 0 : -1;
+    out->peak_gflops = task ? dt_measurer_peak_gflops(m, task) : 0;
+    out->threads = 1;
+    snprintf(out->probe, sizeof out->probe, "%s backend's peak", m->backend->name);
+    return out->peak_gflops > 0 ? 0 : -1;
+}

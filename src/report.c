@@ -314,7 +314,8 @@ static int put(json_t *obj, const char *key, json_t *value)
 
 /* One task's state as a JSON object (best.json's and /status's task rows):
  * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
- * best_gflops, best_latency_ms, peak_gflops, trials, slots, finished. New
+ * best_gflops, best_latency_ms, peak_gflops, the bound (bound_ms, its memory
+ * level, its source and the best's share of it), trials, slots, finished. New
  * reference, NULL when out of memory. */
 static json_t *task_json(const dt_task_state *t)
 {
@@ -334,6 +335,13 @@ static json_t *task_json(const dt_task_state *t)
               put(o, "peak_source", json_string(t->peak_gflops <= 0 ? "unknown"
                                                 : t->peak_from_kernel ? "best kernel"
                                                                       : "roofline")) |
+              put(o, "bound_ms", t->bound_ms > 0 ? json_real(t->bound_ms) : json_null()) |
+              put(o, "bound_level", json_string(t->bound_level)) |
+              put(o, "bound_source", json_string(t->bound_ms <= 0 ? "unknown"
+                                                 : t->bound_from_kernel ? "best kernel"
+                                                                        : "probes")) |
+              put(o, "bound_share", tuned && t->bound_ms > 0
+                                        ? json_real(dt_task_state_bound_share(t)) : json_null()) |
               put(o, "trials", json_integer(t->trials)) | put(o, "slots", json_integer(t->slots)) |
               put(o, "finished", json_boolean(t->finished)) |
               put(o, "failed", t->failed[0] ? json_string(t->failed) : json_null());
@@ -443,6 +451,7 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
               put(o, "policy", json_string(rs->policy)) |
               put(o, "strategy", json_string(rs->strategy)) |
               put(o, "phase", json_string(rs->phase)) |
+              put(o, "peak_probe", json_string(rs->peak_probe)) |
               put(o, "elapsed_s", number_or_null(rs->elapsed)) |
               put(o, "budget_s", number_or_null(rs->budget)) | put(o, "slot", json_integer(rs->slot)) |
               /* null until warm-up has measured every task (no point yet) */
@@ -568,9 +577,17 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
     if (rc == 0) {
         t->best_config = json_is_integer(config) ? (uint64_t)json_integer_value(config) : 0;
         t->finished = json_is_true(finished);
-        /* optional: best.json of older runs has no peak_source */
+        /* optional: best.json of older runs has no peak_source, nor a bound */
         const char *source = json_string_value(json_object_get(o, "peak_source"));
         t->peak_from_kernel = source && strcmp(source, "best kernel") == 0;
+        const char *level = json_string_value(json_object_get(o, "bound_level"));
+        snprintf(t->bound_level, sizeof t->bound_level, "%s", level ? level : "");
+        source = json_string_value(json_object_get(o, "bound_source"));
+        t->bound_from_kernel = source && strcmp(source, "best kernel") == 0;
+    }
+    if (rc == 0 && json_object_get(o, "bound_ms"))
+        rc = read_number(r, o, "bound_ms", &t->bound_ms, true, 0);
+    if (rc == 0) {
     }
     return rc;
 }
@@ -582,6 +599,9 @@ static int read_run(const json_reader *r, json_t *o, dt_run_state *rs)
     rc = rc ? rc : read_string(r, o, "policy", rs->policy, sizeof rs->policy);
     rc = rc ? rc : read_string(r, o, "strategy", rs->strategy, sizeof rs->strategy);
     rc = rc ? rc : read_string(r, o, "phase", rs->phase, sizeof rs->phase);
+    /* optional: best.json of older runs does not name the probe */
+    if (rc == 0 && json_object_get(o, "peak_probe"))
+        rc = read_string(r, o, "peak_probe", rs->peak_probe, sizeof rs->peak_probe);
     rc = rc ? rc : read_number(r, o, "elapsed_s", &rs->elapsed, false, 0);
     rc = rc ? rc : read_number(r, o, "budget_s", &rs->budget, true, 0);
     rc = rc ? rc : read_int(r, o, "slot", &rs->slot);

@@ -262,7 +262,7 @@ static const char *task_state(const dt_run_state *rs, int k)
 static void task_table(FILE *f, const dt_run_state *rs)
 {
     fputs("<h2>Tasks</h2>\n<table id=\"tasks\"><tr><th>task</th><th>kind</th><th>shape</th>"
-          "<th>count</th><th>best GFLOPS</th><th>% peak</th><th>% of model latency</th>"
+          "<th>count</th><th>best GFLOPS</th><th>% bound</th><th>level</th><th>% of model latency</th>"
           "<th>best ms</th><th>trials</th><th>slots</th><th>state</th></tr>\n", f);
     for (int k = 0; k < rs->ntasks; k++) {
         const dt_task_state *t = &rs->tasks[k];
@@ -277,16 +277,19 @@ static void task_table(FILE *f, const dt_run_state *rs)
         fprintf(f, "</td><td>%d</td>", t->count);
         if (t->best_gflops > 0) {
             fprintf(f, "<td>%.1f</td>", t->best_gflops);
-            if (t->peak_gflops > 0)
-                fprintf(f, "<td>%.1f%s</td>", 100 * t->best_gflops / t->peak_gflops,
-                        t->peak_from_kernel ? "*" : "");
+            if (t->bound_ms > 0)
+                fprintf(f, "<td>%.1f%s</td>", 100 * dt_task_state_bound_share(t),
+                        t->bound_from_kernel ? "*" : "");
             else
                 fputs("<td>-</td>", f);
+            fputs("<td>", f);
+            dt_report_html_text(f, t->bound_level[0] ? t->bound_level : "-");
+            fputs("</td>", f);
             fprintf(f, "<td>%.1f</td><td>%.4g</td>",
                     has_latency(rs) ? 100 * t->count * t->best_latency_ms / rs->latency_ms : 0,
                     t->best_latency_ms);
         } else
-            fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", f);
+            fputs("<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>", f);
         fprintf(f, "<td>%d</td><td>%d</td><td>%s", t->trials, t->slots, task_state(rs, k));
         if (t->failed[0]) {
             dt_report_html_text(f, t->failed);
@@ -294,9 +297,11 @@ static void task_table(FILE *f, const dt_run_state *rs)
         }
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n<p>% peak: of the target's roofline peak for the task, measured when "
-          "the run (or its resume) started; * a kernel beat it, so its own rate is the peak "
-          "used.</p>\n", f);
+    fputs("</table>\n<p>% bound: the task's bound over its best latency; bound = max(FLOPs / "
+          "peak, bytes moved / bandwidth of the memory level (level) that holds the task's "
+          "working set), from the probes run when the run (or its resume) started (peak: ", f);
+    dt_report_html_text(f, rs->peak_probe[0] ? rs->peak_probe : "unknown");
+    fputs("); * a kernel beat the probes' bound, so its own latency is the bound used.</p>\n", f);
 }
 
 /* ---- each task's best so far ----------------------------------------------------- */

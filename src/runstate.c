@@ -201,3 +201,28 @@ const char *dt_run_state_current_task(const dt_run_state *rs)
     int k = rs->current_task;
     return k >= 0 && k < rs->ntasks ? rs->tasks[k].name : NULL;
 }
+
+double dt_task_state_bound_share(const dt_task_state *t)
+{
+    if (!(t->bound_ms > 0) || !(t->best_gflops > 0) || !(t->best_latency_ms > 0))
+        return 0;
+    return fmin(1, t->bound_ms / t->best_latency_ms);
+}
+
+bool dt_task_state_hold_bound(dt_task_state *t)
+{
+    bool changed = false;
+    if (!(t->best_gflops > 0))
+        return false;
+    if (t->peak_gflops > 0 && t->best_gflops > t->peak_gflops) {
+        t->peak_gflops = t->best_gflops;
+        t->peak_from_kernel = true;
+        changed = true;
+    }
+    if (t->bound_ms > 0 && t->best_latency_ms < t->bound_ms) {
+        t->bound_ms = t->best_latency_ms;
+        t->bound_from_kernel = true;
+        changed = true;
+    }
+    return changed;
+}

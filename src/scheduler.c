@@ -366,9 +366,9 @@ double dt_sched_roofline_level(const dt_sched_task *k, double ceiling, double ba
 {
     if (ceiling <= 0 || k->peak_gflops <= 0)
         return 0;
-    double level = ceiling;
-    if (bandwidth_gbs > 0 && k->bytes > 0)
-        level = fmin(level, k->flops / k->bytes * bandwidth_gbs / k->peak_gflops);
+    double level = ceiling, bandwidth = bandwidth_gbs > 0 ? bandwidth_gbs : k->bandwidth_gbs;
+    if (bandwidth > 0 && k->bytes > 0)
+        level = fmin(level, k->flops / k->bytes * bandwidth / k->peak_gflops);
     return level;
 }
 

@@ -182,6 +182,8 @@ typedef double (*task_field)(const dt_task_state *t);
 
 static double task_best_flops(const dt_task_state *t) { return t->best_gflops * 1e9; }
 static double task_best_latency(const dt_task_state *t) { return t->best_latency_ms / 1e3; }
+static double task_bound(const dt_task_state *t) { return t->bound_ms / 1e3; }
+static double task_bound_share(const dt_task_state *t) { return dt_task_state_bound_share(t); }
 static double task_trials(const dt_task_state *t) { return t->trials; }
 static double task_slots(const dt_task_state *t) { return t->slots; }
 static double task_finished(const dt_task_state *t) { return t->finished; }
@@ -241,6 +243,12 @@ static int build_metrics(const dt_run_state *rs, page *out)
                   "Best measured FLOP per second of a task (0 until measured).", task_best_flops);
     prom_per_task(f, rs, "dtune_task_best_latency_seconds", "gauge",
                   "Best latency of one run of a task (0 until measured).", task_best_latency);
+    prom_per_task(f, rs, "dtune_task_bound_seconds", "gauge",
+                  "A task's bound: max(FLOPs / peak, bytes / bandwidth of the level holding its "
+                  "working set) (0: unknown).", task_bound);
+    prom_per_task(f, rs, "dtune_task_bound_share", "gauge",
+                  "A task's bound over its best latency (0 until measured or with no bound).",
+                  task_bound_share);
     prom_per_task(f, rs, "dtune_task_trials_total", "counter", "Configurations measured for a task.",
                   task_trials);
     prom_per_task(f, rs, "dtune_task_slots_total", "counter", "Slots a task has been given.",

@@ -363,6 +363,19 @@ static void test_measurer_batch(void **state)
     assert_int_equal(res[4].result, DT_RESULT_INVALID);
     double peak = dt_measurer_peak_gflops(m, &t);
     assert_true(peak > 1 && peak < 1e5);
+    /* the roofline: the same peak (measured once); the task's level streamed
+     * when the task asks, every level when no task does */
+    dt_roofline roof;
+    assert_int_equal(dt_measurer_roofline(m, &t, &roof), 0);
+    assert_true(roof.peak_gflops == peak);
+    assert_non_null(strstr(roof.probe, "fma "));
+    assert_true(dt_mem_level_gbs(dt_roofline_level_for(&roof, t.bytes)) > 0);
+    assert_int_equal(dt_measurer_roofline(m, NULL, &roof), 0);
+    assert_true(roof.peak_gflops == peak);
+    assert_true(roof.nlevels >= 1);
+    assert_string_equal(roof.levels[roof.nlevels - 1].name, "DRAM");
+    for (int i = 0; i < roof.nlevels; i++)
+        assert_true(roof.levels[i].read_gbs > 0 && roof.levels[i].rw_gbs > 0);
     dt_measurer_free(m);
     dt_space_free(&space);
 }

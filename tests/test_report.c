@@ -140,7 +140,10 @@ static void fill_run(dt_run_state *rs, const char *dir, int npoints)
         t->gflop = 0.231 * (k + 1);
         t->best_latency_ms = 0.4137 / (k + 1);
         t->peak_gflops = 1234.5;
+        t->bound_ms = 0.1871 / (k + 1);
+        snprintf(t->bound_level, sizeof t->bound_level, "%s", k == 2 ? "L1" : "L2");
     }
+    snprintf(rs->peak_probe, sizeof rs->peak_probe, "fma 512-bit x12 chains, 1 thread");
     rs->tasks[0].best_gflops = 558.31;
     rs->tasks[0].best_config = 9876543210ULL;
     snprintf(rs->tasks[0].best_knobs, sizeof rs->tasks[0].best_knobs, "tile_co=16 vec=8");
@@ -248,7 +251,10 @@ static void test_best_round_trip(void **state)
         assert_int_equal(back.tasks[k].count, rs.tasks[k].count);
         assert_close(back.tasks[k].best_latency_ms, rs.tasks[k].best_latency_ms);
         assert_close(back.tasks[k].peak_gflops, 1234.5);
+        assert_close(back.tasks[k].bound_ms, rs.tasks[k].bound_ms);
+        assert_string_equal(back.tasks[k].bound_level, rs.tasks[k].bound_level);
     }
+    assert_string_equal(back.peak_probe, "fma 512-bit x12 chains, 1 thread");
     assert_true(back.tasks[0].best_config == 9876543210ULL);
     assert_string_equal(back.tasks[0].best_knobs, "tile_co=16 vec=8");
     assert_close(back.tasks[0].best_gflops, 558.31);
@@ -493,7 +499,9 @@ static void test_report_command(void **state)
     assert_non_null(strstr(out, "%latency"));
     const char *conv1 = strstr(out, "\nconv1 ");
     assert_non_null(conv1);
-    assert_non_null(strstr(conv1, "558.3  45.2%    33.3%      7     417  finished"));
+    /* the bound, the best's share of it (0.1871 / 0.4137) and its level */
+    assert_non_null(strstr(conv1, "558.3     0.1871  45.2%  L2       33.3%      7     417  finished"));
+    assert_non_null(strstr(out, "peak from fma 512-bit x12 chains, 1 thread"));
     assert_non_null(strstr(out, "\nlayer1,3x3 "));
     dt_run_state_destroy(&rs);
     remove_run_dir(dir);

@@ -401,6 +401,13 @@ static void test_dynatune_curve_under_roofline(void **state)
     t.peak_gflops = 100;
     t.bytes = 4e7;
     assert_true(fabs(dt_sched_roofline_level(&t, 1.2, 20) - 1.0) < 1e-12);
+    /* bandwidth_gbs 0: the task's measured bandwidth (the bound's level);
+     * a configured one wins over it; neither: the FLOP ceiling */
+    t.bandwidth_gbs = 12.5;
+    assert_true(fabs(dt_sched_roofline_level(&t, 1.2, 0) - 0.625) < 1e-12);
+    assert_true(fabs(dt_sched_roofline_level(&t, 1.2, 20) - 1.0) < 1e-12);
+    t.bandwidth_gbs = 0;
+    assert_true(fabs(dt_sched_roofline_level(&t, 1.2, 0) - 1.2) < 1e-12);
     assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 12) < 1e-9);
     t.pred_gflops = 50;
     assert_true(fabs(dt_scheduler_predicted_cut(s, &t) - 2 * (8 - 4)) < 1e-9);

@@ -65,6 +65,8 @@ static void fill_state(dt_run_state *rs, const char *dir)
         t->best_gflops = 123.4375 * (k + 1);
         t->best_latency_ms = 0.390625 * (k + 1);
         t->peak_gflops = 1500;
+        t->bound_ms = 0.0859375 * (k + 1);
+        snprintf(t->bound_level, sizeof t->bound_level, "L2");
         t->trials = 64 * (k + 1);
         t->slots = 3 + k;
     }
@@ -83,6 +85,8 @@ static void fill_state(dt_run_state *rs, const char *dir)
     rs->slot_started = 402.5;
     rs->tasks[0].peak_gflops = rs->tasks[0].best_gflops; /* a kernel beat the roofline */
     rs->tasks[0].peak_from_kernel = true;
+    rs->tasks[0].bound_ms = rs->tasks[0].best_latency_ms; /* and its bound */
+    rs->tasks[0].bound_from_kernel = true;
 }
 
 static int setup(void **state)
@@ -159,6 +163,9 @@ static void test_status_json(void **state)
     assert_string_equal(json_string_value(json_object_get(t1, "peak_source")), "roofline");
     json_t *t0 = json_array_get(tasks, 0);
     assert_string_equal(json_string_value(json_object_get(t0, "peak_source")), "best kernel");
+    assert_string_equal(json_string_value(json_object_get(t0, "bound_source")), "best kernel");
+    assert_string_equal(json_string_value(json_object_get(t1, "bound_level")), "L2");
+    assert_true(fabs(json_number_value(json_object_get(t1, "bound_share")) - 0.22) < 1e-12);
     assert_true(fabs(json_number_value(json_object_get(st, "budget_left_s")) - (3600 - 417.25)) < 1e-9);
     assert_true(fabs(json_number_value(json_object_get(st, "slot_elapsed_s")) - 14.75) < 1e-9);
     assert_true(json_is_null(json_object_get(st, "warmup")));
@@ -230,6 +237,8 @@ static void test_metrics(void **state)
     assert_true(fabs(metric(m, "dtune_slots_total") - 11) < 1e-9);
     assert_non_null(strstr(m, "# TYPE dtune_task_best_flops gauge\n"));
     assert_true(fabs(metric(m, "dtune_task_best_flops{task=\"conv1\"}") - 123.4375e9) < 1e-3);
+    assert_true(fabs(metric(m, "dtune_task_bound_seconds{task=\"conv1\"}") - 0.390625e-3) < 1e-12);
+    assert_true(fabs(metric(m, "dtune_task_bound_share{task=\"conv1\"}") - 1) < 1e-12);
     assert_true(fabs(metric(m, "dtune_task_best_latency_seconds{task=\"fc\"}") - 1.171875e-3) < 1e-12);
     assert_non_null(strstr(m, "# TYPE dtune_task_trials_total counter\n"));
     assert_true(fabs(metric(m, "dtune_task_trials_total{task=\"fc\"}") - 192) < 1e-9);
@@ -324,7 +333,8 @@ static void test_latency_svg_and_page(void **state)
     assert_null(strstr(reply.body, "<b>\""));
     assert_non_null(strstr(reply.body, "<b id=\"latency\">2.3438</b> ms"));
     assert_non_null(strstr(reply.body, "<b id=\"slot\">11</b> (14.8s in)"));
-    assert_non_null(strstr(reply.body, "<td>100.0*</td>")); /* the peak a kernel set */
+    assert_non_null(strstr(reply.body, "<td>100.0*</td>")); /* the bound a kernel set */
+    assert_non_null(strstr(reply.body, "<td>22.0</td><td>L2</td>")); /* 0.0859375 / 0.390625 */
     /* the ranking: fc (chosen) first, conv1, then the finished task */
     const char *ranking = strstr(reply.body, "<table id=\"ranking\">");
     assert_non_null(ranking);

@@ -17,6 +17,7 @@
 
 #include "dtune/error.h"
 #include "dtune/result.h"
+#include "dtune/roofline.h"
 #include "dtune/space.h"
 
 typedef struct dt_measure_params dt_measure_params;  /* measure.h */
@@ -49,6 +50,12 @@ typedef struct dt_backend_i {
     int (*reference)(void *state, const dt_task *task, dt_measure_result *out, dt_error *err);
     /* Peak GFLOPS of the target for this task's roofline (optional). */
     double (*peak_gflops)(void *state, const dt_task *task);
+    /* The machine's roofline (roofline.h) as the target's probes measure
+     * it: the peak once, and at least the bandwidths of the memory level
+     * holding working_set_bytes (every level when < 0), each level measured
+     * once; a level not yet asked for has bandwidths 0 (optional). 0, or -1
+     * when the peak cannot be measured. */
+    int (*roofline)(void *state, double working_set_bytes, dt_roofline *out);
     void (*close)(void *state);
 } dt_backend_i;
 

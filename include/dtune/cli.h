@@ -14,6 +14,7 @@ int dt_cmd_check(int argc, char **argv);
 int dt_cmd_compare(int argc, char **argv);
 int dt_cmd_export(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);
+int dt_cmd_machine(int argc, char **argv);
 
 #include <stdio.h>
 

@@ -117,6 +117,12 @@ int dt_measurer_reference(dt_measurer *m, const dt_task *task, dt_measure_result
 /* The backend's peak GFLOPS for task, or 0 when unknown. */
 double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task);
 
+/* The backend's roofline for task (roofline.h): its probes' peak and the
+ * bandwidths of at least the level holding the task's working set (task
+ * NULL: every level) where it has them, else its peak alone (no levels; task
+ * NULL: none). Returns 0, or -1 when no peak is known. */
+int dt_measurer_roofline(dt_measurer *m, const dt_task *task, dt_roofline *out);
+
 /* The allowed cores that timing never uses: all but the last
  * `measure.threads`, the cores the CPU backend pins its measurement process
  * to. Fills *set and returns how many; 0 (set empty) when no core is left to

@@ -33,6 +33,14 @@ typedef struct dt_task_state {
                                   resume) starts; raised to a kernel's rate
                                   when one beats it */
     bool peak_from_kernel;     /* peak_gflops is a kernel's measured rate */
+    double bound_ms;           /* the task's bound (dt_roofline_task_bound: FLOPs at
+                                  the peak, bytes at the bandwidth of bound_level),
+                                  one execution; 0: unknown */
+    char bound_level[16];      /* memory level that holds the task's working set
+                                  ("L1", "L2", "L3", "DRAM"); "" when no bandwidth
+                                  is known */
+    bool bound_from_kernel;    /* a kernel beat the probes' bound: bound_ms is its
+                                  latency (the probes were wrong) */
     uint64_t best_config;      /* index in the task's space */
     char best_knobs[256];
     int trials;
@@ -91,6 +99,7 @@ typedef struct dt_run_state {
     char policy[32];
     char strategy[32];
     char phase[32];            /* "starting", "warm-up", "tuning", "done" */
+    char peak_probe[64];       /* which probe gave the peak (dt_roofline's probe), "" unknown */
     int warmup_task;           /* task being warmed up, -1 when none */
     double elapsed;            /* run seconds, across resumes */
     double slot_started;       /* elapsed when the current slot began, -1: none */
@@ -151,6 +160,17 @@ double dt_run_state_speedup(const dt_run_state *rs);
 
 /* Name of the task holding the slot, or NULL between slots. */
 const char *dt_run_state_current_task(const dt_run_state *rs);
+
+/* Task t's best latency as a share of its bound: bound_ms / best_latency_ms,
+ * in (0, 1]; 0 while untuned or the bound is unknown. */
+double dt_task_state_bound_share(const dt_task_state *t);
+
+/* The guard that keeps shares at most 1: when t's best beats its bound (its
+ * latency below bound_ms, or its rate above peak_gflops), lowers the bound to
+ * the kernel's latency (bound_from_kernel) and raises the peak to its rate
+ * (peak_from_kernel). Returns true when it changed either: the probes read
+ * below what a kernel reaches, which the caller reports. */
+bool dt_task_state_hold_bound(dt_task_state *t);
 
 /* Model latency = sum_k w_k * best latency of task k (ms). */
 double dt_run_state_model_latency(const dt_run_state *rs);

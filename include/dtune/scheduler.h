@@ -81,6 +81,8 @@ typedef struct dt_sched_task {
     double flops;             /* one execution */
     double peak_gflops;       /* the target's peak for this task; 0 = unknown */
     double bytes;             /* compulsory traffic of one execution; 0 = unknown */
+    double bandwidth_gbs;     /* measured bandwidth of the memory level that holds
+                                 the task's working set (roofline.h); 0 = unknown */
     int group;                /* similarity group (gradient policy) */
     double best_gflops;       /* best measured; 0 when none */
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
@@ -130,13 +132,16 @@ double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
  * e_k = best_gflops / peak_gflops (the task's efficiency) and c_k its level,
  * min(ceiling, flops / bytes x bandwidth_gbs / peak_gflops): a task far
  * below the level it can reach gains more, and a memory-bound task's level
- * is its bytes moved at the bandwidth, not the FLOP peak. bandwidth_gbs <= 0
- * or unknown bytes: the FLOP ceiling alone; ceiling <= 0 or no peak: h(m_k)
+ * is its bytes moved at the bandwidth, not the FLOP peak. bandwidth_gbs <= 0:
+ * the task's measured bandwidth_gbs (the bound's, roofline.h); neither, or
+ * unknown bytes: the FLOP ceiling alone; ceiling <= 0 or no peak: h(m_k)
  * alone. */
 #define DT_SCHED_HEADROOM_FLOOR 0.05
 /* A task's roofline level as a share of its peak: min(ceiling, flops / bytes
- * x bandwidth_gbs / peak_gflops), the FLOP ceiling alone when bandwidth_gbs
- * <= 0 or bytes are unknown; 0 (no level) when ceiling <= 0 or no peak.
+ * x bandwidth / peak_gflops), bandwidth the configured bandwidth_gbs when > 0,
+ * else the task's measured one (the level the bound uses, roofline.h); the
+ * FLOP ceiling alone when neither is known or bytes are unknown; 0 (no
+ * level) when ceiling <= 0 or no peak.
  * dynatune bounds both its prior's headroom and its own curve's predicted
  * level by it. */
 double dt_sched_roofline_level(const dt_sched_task *task, double ceiling, double bandwidth_gbs);

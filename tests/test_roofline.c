@@ -1,0 +1,145 @@
+/* test_roofline.c — the bound (roofline.h): which memory level holds a
+ * planted working set, the bound's arithmetic against a task's FLOPs and
+ * bytes, the cache levels read from sysfs, and the guard that keeps a
+ * task's share of its bound at most 100 %. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dtune/roofline.h"
+#include "dtune/runstate.h"
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+/* A planted machine: 48 KiB L1, 1.25 MiB L2, 36 MiB L3, DRAM; streams that
+ * differ per level so a wrong pick shows. */
+static dt_roofline planted(void)
+{
+    dt_roofline r = { .peak_gflops = 187.5, .threads = 1, .nlevels = 4 };
+    snprintf(r.probe, sizeof r.probe, "fma 512-bit x16 chains");
+    const struct { const char *name; double cap, read, rw; } l[] = {
+        { "L1", 48 * KIB, 301.25, 288.5 }, { "L2", 1.25 * MIB, 143.75, 151.5 },
+        { "L3", 36 * MIB, 71.25, 60.5 }, { "DRAM", INFINITY, 23.75, 19.5 },
+    };
+    for (int i = 0; i < 4; i++) {
+        snprintf(r.levels[i].name, sizeof r.levels[i].name, "%s", l[i].name);
+        r.levels[i].capacity_bytes = l[i].cap;
+        r.levels[i].read_gbs = l[i].read;
+        r.levels[i].rw_gbs = l[i].rw;
+    }
+    return r;
+}
+
+static void test_level_for_planted_sets(void **state)
+{
+    (void)state;
+    dt_roofline r = planted();
+    const struct { double bytes; const char *level; } cases[] = {
+        { 1000, "L1" }, { 48 * KIB, "L1" }, { 48 * KIB + 4, "L2" }, { 1.25 * MIB, "L2" },
+        { 1.25 * MIB + 4, "L3" }, { 35.9 * MIB, "L3" }, { 36 * MIB + 4, "DRAM" }, { 3e9, "DRAM" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(dt_roofline_level_for(&r, cases[i].bytes)->name, cases[i].level);
+    r.nlevels = 0;
+    assert_null(dt_roofline_level_for(&r, 1000));
+}
+
+/* A conv2d 1x13x17x19 k3x3 s1 p1 -> 24: FLOPs and bytes by hand, then the
+ * bound: its 57.7 KiB working set sits in L2, where the faster stream is the
+ * read+write one. */
+static void test_bound_arithmetic(void **state)
+{
+    (void)state;
+    dt_task t = { .name = "c", .kind = DT_OP_CONV2D, .count = 1,
+                  .conv = { .n = 1, .c_in = 13, .h = 17, .w = 19, .c_out = 24, .kh = 3, .kw = 3,
+                            .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    double out = 24.0 * 17 * 19, flops = 2 * out * 13 * 9;
+    double bytes = 4 * (13.0 * 17 * 19 + 24.0 * 13 * 9 + out);
+    assert_true(fabs(t.flops - flops) <= 1e-12 * flops);
+    assert_true(fabs(t.bytes - bytes) <= 1e-12 * bytes);
+
+    dt_roofline r = planted();
+    dt_task_bound b;
+    dt_roofline_task_bound(&r, &t, &b);
+    assert_string_equal(b.level, "L2");
+    assert_true(fabs(b.bandwidth_gbs - 151.5) < 1e-12);
+    assert_true(fabs(b.compute_s - flops / 187.5e9) <= 1e-12 * b.compute_s);
+    assert_true(fabs(b.memory_s - bytes / 151.5e9) <= 1e-12 * b.memory_s);
+    assert_true(b.seconds == fmax(b.compute_s, b.memory_s));
+    assert_true(b.seconds == b.compute_s); /* 3x3 over 13 channels: compute-bound */
+
+    /* memory-bound: 2 FLOPs per 12 bytes moved, 96 MB in DRAM */
+    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    assert_string_equal(b.level, "DRAM");
+    assert_true(fabs(b.seconds - 96e6 / 23.75e9) <= 1e-12 * b.seconds);
+
+    /* no bandwidth known: FLOPs at the peak; no peak: unknown */
+    r.nlevels = 0;
+    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    assert_string_equal(b.level, "");
+    assert_true(fabs(b.seconds - 16e6 / 187.5e9) <= 1e-12 * b.seconds);
+    r.peak_gflops = 0;
+    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    assert_true(b.seconds == 0);
+}
+
+/* This machine's levels: smallest first, DRAM last and holding any size,
+ * each stream's working set below the level's capacity. */
+static void test_cpu_levels(void **state)
+{
+    (void)state;
+    dt_mem_level one[DT_ROOFLINE_MAX_LEVELS], two[DT_ROOFLINE_MAX_LEVELS];
+    int n = dt_roofline_cpu_levels(1, one, DT_ROOFLINE_MAX_LEVELS);
+    assert_int_equal(dt_roofline_cpu_levels(2, two, DT_ROOFLINE_MAX_LEVELS), n);
+    assert_true(n >= 1 && n <= DT_ROOFLINE_MAX_LEVELS);
+    assert_string_equal(one[n - 1].name, "DRAM");
+    assert_true(isinf(one[n - 1].capacity_bytes));
+    for (int i = 0; i + 1 < n; i++) {
+        assert_true(one[i].capacity_bytes < one[i + 1].capacity_bytes);
+        assert_true(one[i].probe_bytes > 0 && one[i].probe_bytes < one[i].capacity_bytes);
+        if (strcmp(one[i].name, "L1") == 0 || strcmp(one[i].name, "L2") == 0)
+            assert_true(two[i].capacity_bytes == 2 * one[i].capacity_bytes);
+    }
+    assert_true(one[n - 1].probe_bytes >= 64 * MIB);
+}
+
+/* A kernel faster than the bound (the probes read low) moves the bound to
+ * its latency and the peak to its rate: the share stays at most 1. */
+static void test_share_never_over_one(void **state)
+{
+    (void)state;
+    dt_task_state t = { .gflop = 0.0217, .best_gflops = 0, .peak_gflops = 187.5, .bound_ms = 0.125 };
+    assert_true(dt_task_state_bound_share(&t) == 0); /* untuned */
+    assert_false(dt_task_state_hold_bound(&t));
+    t.best_gflops = 173.5;
+    t.best_latency_ms = 0.15625;
+    assert_false(dt_task_state_hold_bound(&t));
+    assert_true(fabs(dt_task_state_bound_share(&t) - 0.8) < 1e-12);
+    t.best_gflops = 212.25;
+    t.best_latency_ms = 0.1171875;
+    assert_true(dt_task_state_hold_bound(&t));
+    assert_true(t.bound_from_kernel && t.peak_from_kernel);
+    assert_true(t.bound_ms == t.best_latency_ms && t.peak_gflops == t.best_gflops);
+    assert_true(dt_task_state_bound_share(&t) == 1);
+    t.bound_ms = 0.5; /* even unguarded, the share is capped */
+    assert_true(dt_task_state_bound_share(&t) <= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_level_for_planted_sets),
+        cmocka_unit_test(test_bound_arithmetic),
+        cmocka_unit_test(test_cpu_levels),
+        cmocka_unit_test(test_share_never_over_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
