@@ -12,8 +12,9 @@ pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
 libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium
 openmpi-bin libopenmpi-dev"
 if [ "${1:-}" = "--bench" ]; then
-    # wrk and jq: scripts/load_cv.sh loads the status server during a run.
-    pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy wrk jq"
+    # wrk and jq: scripts/load_cv.sh loads the status server during a run;
+    # python3-torch: bench/torch_bench, PyTorch's paths against dtune's kernels.
+    pkgs="$pkgs libdnnl-dev libopenblas-dev python3-emcee python3-numpy wrk jq python3-torch"
 fi
 # clang: only `make fuzz` (libFuzzer) needs it; `make test` replays the
 # corpora with the ordinary compiler.

@@ -7,6 +7,12 @@
  * through dt_config_set so their ranges are the config's. The artifact cache
  * is the default run directory's (output.dir), or --dir.
  *
+ * With --best RUN_DIR the config is the run's best of each task (TASK
+ * optional: every task of the model), read from RUN_DIR/best.json and
+ * re-measured here, and each result carries the task's bound (roofline.h)
+ * from this machine's probes at --threads; --json prints one JSON object
+ * per task instead (bench/torch_bench reads them).
+ *
  * Exit status: 0 when the config measured ok, 1 when it did not (compile
  * error, crash, wrong output, ...) or the backend failed, 2 for bad input.
  */
@@ -18,8 +24,12 @@
 
 #include <gsl/gsl_rng.h>
 
+#include <jansson.h>
+
 #include "dtune/cli.h"
 #include "dtune/config.h"
+#include "dtune/report.h"
+#include "dtune/runstate.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
@@ -30,6 +40,8 @@ typedef struct measure_args {
     const char *task;
     const char *config;           /* "random" or an index */
     const char *dir;              /* NULL: cfg.output_dir */
+    const char *best;             /* --best RUN_DIR, or NULL */
+    bool json;                    /* --json: one JSON object per task */
     dt_config cfg;
 } measure_args;
 
@@ -37,9 +49,14 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: dtune measure MODEL.yaml TASK [--target T] [--config INDEX|random]\n"
                "                     [--repeats N] [--cv X] [--seed N] [--threads N] [--dir DIR]\n"
+               "       dtune measure MODEL.yaml [TASK] --best RUN_DIR [--json] [...]\n"
                "Builds, checks and times one config of one task (TASK: name or 0-based\n"
                "index) and prints its result class, GFLOPS, latency, repeats, CV, compile\n"
-               "and run time. Exit 0 ok, 1 the config or the backend failed, 2 bad input.\n");
+               "and run time. --best RUN_DIR re-measures the run's best config of TASK\n"
+               "(of every task without TASK) from RUN_DIR/best.json and adds the task's\n"
+               "bound (max of FLOPs / peak, bytes / bandwidth of the memory level holding\n"
+               "its working set; probes at --threads); --json prints one JSON object per\n"
+               "task. Exit 0 ok, 1 a config or the backend failed, 2 bad input.\n");
 }
 
 static int parse_long(const char *text, long lo, long hi, long *out)
@@ -70,6 +87,7 @@ static const struct { const char *flag, *key; } flags[] = {
     { "--threads", "measure.threads" },
     { "--config", NULL },
     { "--dir", NULL },
+    { "--best", NULL },
 };
 
 /* One flag with its value at argv[*i + 1]; returns 0 or the exit status 2. */
@@ -89,7 +107,9 @@ static int parse_flag(measure_args *a, int argc, char **argv, int *i)
         fprintf(stderr, "dtune measure: %s: %s\n", flag, err.msg);
         return 2;
     }
-    if (strcmp(flag, "--config") == 0)
+    if (strcmp(flag, "--best") == 0)
+        a->best = v;
+    else if (strcmp(flag, "--config") == 0)
         a->config = v;
     else if (strcmp(flag, "--dir") == 0)
         a->dir = v;
@@ -109,7 +129,9 @@ static int parse_args(measure_args *a, int argc, char **argv)
             usage(stdout);
             return -1;
         }
-        if (strncmp(argv[i], "--", 2) == 0) {
+        if (strcmp(argv[i], "--json") == 0) {
+            a->json = true;
+        } else if (strncmp(argv[i], "--", 2) == 0) {
             int rc = parse_flag(a, argc, argv, &i);
             if (rc)
                 return rc;
@@ -121,10 +143,12 @@ static int parse_args(measure_args *a, int argc, char **argv)
             return bad("unexpected argument '%s'", argv[i]);
         }
     }
-    if (!a->model_path || !a->task) {
+    if (!a->model_path || (!a->task && !a->best)) {
         usage(stderr);
         return 2;
     }
+    if (a->json && !a->best)
+        return bad("%s", "--json goes with --best RUN_DIR");
     return 0;
 }
 
@@ -196,6 +220,126 @@ static int measure_point(const measure_args *a, const dt_space *space, const dt_
     return r.result == DT_RESULT_OK ? 0 : 1;
 }
 
+/* ---- --best RUN_DIR: the run's best configs, re-measured, with their bound ---- */
+
+static void print_best_json(const dt_task *t, const dt_space *space, const dt_point *point,
+                            const dt_measure_result *r, const dt_roofline *roof,
+                            const dt_task_bound *b, int threads)
+{
+    char shape[128], knobs[512];
+    dt_task_shape_str(t, shape, sizeof shape);
+    dt_space_point_str(space, point, knobs, sizeof knobs);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:f, s:f, s:i, s:f, s:f, s:f, s:f, "
+                          "s:s, s:f, s:f, s:s, s:i}",
+                          "task", t->name, "kind", dt_op_kind_name(t->kind), "shape", shape,
+                          "count", t->count, "config", (json_int_t)dt_space_index(space, point),
+                          "knobs", knobs, "result", dt_result_name(r->result),
+                          "latency_ms", r->latency_s * 1e3, "gflops", r->gflops,
+                          "repeats", r->repeats, "cv", r->cv, "flops", t->flops, "bytes", t->bytes,
+                          "bound_ms", b->seconds * 1e3, "bound_level", b->level,
+                          "bandwidth_gbs", b->bandwidth_gbs, "peak_gflops", roof->peak_gflops,
+                          "probe", roof->probe, "threads", threads);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+static void print_bound(const dt_measure_result *r, const dt_roofline *roof, const dt_task_bound *b)
+{
+    printf("bound    %.6f ms (%s%s%.1f GFLOPS from %s)\n", b->seconds * 1e3,
+           b->level[0] ? b->level : "", b->level[0] ? " stream, peak " : "peak ",
+           roof->peak_gflops, roof->probe[0] ? roof->probe : "no probe");
+    if (r->result == DT_RESULT_OK && b->seconds > 0)
+        printf("share    %.1f %% of the bound%s\n", 100 * b->seconds / r->latency_s,
+               r->latency_s < b->seconds ? " (beats it: the probes read low)" : "");
+}
+
+/* Re-measures task t's best config of rs (its row of the same name). */
+static int measure_best_task(const measure_args *a, dt_measurer *m, const dt_run_state *rs,
+                             const dt_task *t)
+{
+    const dt_task_state *ts = NULL;
+    for (int j = 0; j < rs->ntasks && !ts; j++)
+        if (strcmp(rs->tasks[j].name, t->name) == 0)
+            ts = &rs->tasks[j];
+    if (!ts || !(ts->best_gflops > 0) || ts->failed[0]) {
+        fprintf(stderr, "dtune measure: %s/best.json has no tuned config of task %s\n", a->best, t->name);
+        return 1;
+    }
+    dt_space space;
+    dt_error err;
+    if (dt_target_space_init(&space, t, a->cfg.target, &err) != 0) {
+        fprintf(stderr, "dtune measure: %s\n", err.msg);
+        return 2;
+    }
+    int status = 0;
+    if (ts->best_config >= space.size) {
+        fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu is past its space (%llu)\n",
+                a->best, t->name, (unsigned long long)ts->best_config, (unsigned long long)space.size);
+        status = 2;
+    } else {
+        dt_point point;
+        dt_measure_result r;
+        dt_roofline roof;
+        dt_task_bound b;
+        dt_space_point(&space, ts->best_config, &point);
+        if (dt_measurer_run(m, &space, &point, 1, &r, &err) != 0) {
+            fprintf(stderr, "dtune measure: %s\n", err.msg);
+            status = 1;
+        } else {
+            (void)dt_measurer_roofline(m, t, &roof);
+            dt_roofline_task_bound(&roof, t, &b);
+            if (a->json) {
+                print_best_json(t, &space, &point, &r, &roof, &b, a->cfg.measure.threads);
+            } else {
+                print_result(t, &space, &point, &r);
+                print_bound(&r, &roof, &b);
+            }
+            status = r.result == DT_RESULT_OK ? 0 : 1;
+        }
+    }
+    dt_space_free(&space);
+    return status;
+}
+
+static int measure_best(const measure_args *a, const dt_model *model)
+{
+    dt_run_state rs;
+    dt_error err;
+    int k = a->task ? find_task(model, a->task) : -1;
+    if (a->task && k < 0)
+        return bad("no task '%s' (a task name or an index below the task count)", a->task);
+    int rc = dt_report_load_best(a->best, &rs, &err);
+    if (rc != 0) {
+        fprintf(stderr, "dtune measure: %s\n", err.msg);
+        return 2;
+    }
+    const dt_backend_i *backend = dt_backend_choose(a->cfg.target, a->cfg.backend);
+    dt_measurer *m = NULL;
+    int status = 0;
+    if (!backend) {
+        status = bad("no backend for target '%s' in this dtune", dt_target_name(a->cfg.target));
+    } else if (dt_measurer_new(backend, &a->cfg.measure, a->dir ? a->dir : a->cfg.output_dir,
+                               a->cfg.seed, &m, &err) != 0) {
+        fprintf(stderr, "dtune measure: %s\n", err.msg);
+        status = 1;
+    }
+    for (int i = 0; i < model->ntasks && m; i++) {
+        if (k >= 0 && i != k)
+            continue;
+        int one = measure_best_task(a, m, &rs, &model->tasks[i]);
+        status = status > one ? status : one;
+        if (!a->json && k < 0 && i + 1 < model->ntasks)
+            printf("\n");
+        fflush(stdout);
+    }
+    dt_measurer_free(m);
+    dt_run_state_destroy(&rs);
+    return status;
+}
+
 int dt_cmd_measure(int argc, char **argv)
 {
     measure_args a;
@@ -207,6 +351,11 @@ int dt_cmd_measure(int argc, char **argv)
     if ((rc = dt_model_load_target(a.model_path, a.cfg.target, &model, &err)) != 0) {
         fprintf(stderr, "dtune measure: %s\n", err.msg);
         return dt_error_exit_status(rc);
+    }
+    if (a.best) {
+        int status = measure_best(&a, model);
+        dt_model_free(model);
+        return status;
     }
     int k = find_task(model, a.task);
     dt_space space;

@@ -1,6 +1,13 @@
-/* cmd_models.c — `dtune models MODEL.yaml [--target T]`: one row per task. */
+/* cmd_models.c — `dtune models MODEL.yaml [--target T] [--json]`: one row per
+ * task, or the model's tasks as one JSON document (their geometry, count,
+ * FLOPs and bytes) for tools that must not derive tasks themselves
+ * (bench/torch_bench). */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "dtune/cli.h"
 #include "dtune/model.h"
@@ -10,10 +17,58 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: dtune models MODEL.yaml [--target cpu|cuda]\n"
+    fprintf(f, "usage: dtune models MODEL.yaml [--target cpu|cuda] [--json]\n"
                "Prints one row per tuning task: name, kind, shape, count, GFLOP and the\n"
                "size of its knob space on the target (valid points in brackets when the\n"
-               "space is small enough to enumerate).\n");
+               "space is small enough to enumerate). --json: the tasks as one JSON\n"
+               "document instead: {model, batch, tasks: [{name, kind, shape, count, flops,\n"
+               "bytes, conv: {n, c_in, h, w, c_out, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow}\n"
+               "or mm: {b, m, n, k}}]}; dense and batch_matmul compute input[b][m][k] x\n"
+               "weight[b][n][k] over k.\n");
+}
+
+static json_t *task_json(const dt_task *t)
+{
+    char shape[128];
+    dt_task_shape_str(t, shape, sizeof shape);
+    const dt_conv_shape *c = &t->conv;
+    const dt_mm_shape *m = &t->mm;
+    bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+    json_t *geometry = conv ? json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
+                                        "s:i, s:i, s:i, s:i}",
+                                        "n", c->n, "c_in", c->c_in, "h", c->h, "w", c->w,
+                                        "c_out", c->c_out, "kh", c->kh, "kw", c->kw, "sh", c->sh,
+                                        "sw", c->sw, "ph", c->ph, "pw", c->pw, "dh", c->dh,
+                                        "dw", c->dw, "oh", c->oh, "ow", c->ow)
+                            : json_pack("{s:i, s:i, s:i, s:i}", "b", m->b, "m", m->m, "n", m->n,
+                                        "k", m->k);
+    return json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:o}", "name", t->name,
+                     "kind", dt_op_kind_name(t->kind), "shape", shape, "count", t->count,
+                     "flops", t->flops, "bytes", t->bytes, conv ? "conv" : "mm", geometry);
+}
+
+static int print_json(const dt_model *model)
+{
+    json_t *tasks = json_array();
+    json_t *doc = tasks ? json_pack("{s:s, s:i, s:o}", "model", model->name, "batch", model->batch,
+                                    "tasks", tasks)
+                        : NULL;
+    for (int i = 0; doc && i < model->ntasks; i++) {
+        json_t *t = task_json(&model->tasks[i]);
+        if (!t || json_array_append_new(tasks, t) != 0) {
+            json_decref(doc);
+            doc = NULL;
+        }
+    }
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+    json_decref(doc);
+    if (!text) {
+        fprintf(stderr, "dtune models: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
 }
 
 static int print_task(const dt_task *t, dt_target target)
@@ -41,6 +96,7 @@ int dt_cmd_models(int argc, char **argv)
 {
     const char *path = NULL;
     dt_target target = DT_TARGET_DEFAULT;
+    bool json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -52,6 +108,8 @@ int dt_cmd_models(int argc, char **argv)
                 fprintf(stderr, "dtune models: unknown target '%s' (%s)\n", argv[i], names);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
         } else if (argv[i][0] == '-' || path) {
             usage(stderr);
             return 2;
@@ -69,6 +127,11 @@ int dt_cmd_models(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
         return dt_error_exit_status(rc);
+    }
+    if (json) {
+        int status = print_json(model);
+        dt_model_free(model);
+        return status;
     }
     printf("model %s: %d tasks, target %s\n", model->name, model->ntasks, dt_target_name(target));
     printf("%-16s %-17s %-34s %5s %9s %12s\n", "task", "kind", "shape", "count", "GFLOP", "space");

@@ -1,6 +1,7 @@
 /* test_cli.c — the dtune command line, run as a real binary: usage and
  * `--help` of every command that `dtune --help` lists, exit statuses,
- * `models`, `check`, `compare` and `export`'s usage. (tune, status, report,
+ * `models` (its table and --json), `check`, `compare`, `export`'s and
+ * `machine`'s usage. (tune, status, report,
  * best, measure and export run as real binaries in test_tune, test_server,
  * test_tunelog, test_measure and test_export.) */
 #include <setjmp.h>
@@ -9,8 +10,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <jansson.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,6 +85,58 @@ static void test_models_table(void **state)
     rc = dt_test_run((char *[]){ "dtune", "models", "models/tiny.yaml", "--target", "tpu", NULL }, out,
                      sizeof out);
     assert_int_equal(rc, 2);
+}
+
+/* `dtune models --json`: the tasks bench/torch_bench times, with the
+ * geometry, FLOPs and bytes dtune derives (tiny.yaml's conv: 2 x 32 x 14 x
+ * 14 x 16 x 9 FLOPs; 4 x (16 x 14 x 14 + 32 x 16 x 9 + 32 x 14 x 14) bytes). */
+static void test_models_json(void **state)
+{
+    (void)state;
+    int rc = dt_test_run((char *[]){ "dtune", "models", "models/tiny.yaml", "--json", NULL }, out, sizeof out);
+    assert_int_equal(rc, 0);
+    json_error_t jerr;
+    json_t *doc = json_loads(out, 0, &jerr);
+    if (!doc)
+        fail_msg("not JSON (%s): %s", jerr.text, out);
+    assert_string_equal(json_string_value(json_object_get(doc, "model")), "tiny");
+    json_t *tasks = json_object_get(doc, "tasks");
+    assert_int_equal(json_array_size(tasks), 3);
+    json_t *conv = json_array_get(tasks, 0), *fc = json_array_get(tasks, 2);
+    assert_string_equal(json_string_value(json_object_get(conv, "kind")), "conv2d");
+    assert_int_equal(json_integer_value(json_object_get(conv, "count")), 2);
+    json_t *g = json_object_get(conv, "conv");
+    assert_int_equal(json_integer_value(json_object_get(g, "c_in")), 16);
+    assert_int_equal(json_integer_value(json_object_get(g, "oh")), 14);
+    assert_int_equal(json_integer_value(json_object_get(g, "ph")), 1);
+    assert_true(fabs(json_number_value(json_object_get(conv, "flops")) - 2.0 * 32 * 14 * 14 * 16 * 9) < 1e-6);
+    assert_true(fabs(json_number_value(json_object_get(conv, "bytes")) -
+                     4.0 * (16 * 14 * 14 + 32 * 16 * 9 + 32 * 14 * 14)) < 1e-6);
+    json_t *mm = json_object_get(fc, "mm");
+    assert_int_equal(json_integer_value(json_object_get(mm, "n")), 64);
+    assert_int_equal(json_integer_value(json_object_get(mm, "k")), 256);
+    json_decref(doc);
+}
+
+/* `dtune machine` and `dtune measure --json`'s bad input: exit 2, nothing probed. */
+static void test_machine_and_measure_usage(void **state)
+{
+    (void)state;
+    int rc = dt_test_run((char *[]){ "dtune", "machine", "--threads", "0", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--threads '0'"));
+    rc = dt_test_run((char *[]){ "dtune", "machine", "--threads", "1,", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    rc = dt_test_run((char *[]){ "dtune", "machine", "--frob", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "conv", "--json", NULL }, out,
+                     sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--json goes with --best"));
+    rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "--best", "/nonexistent_dtune_run",
+                                 NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "/nonexistent_dtune_run"));
 }
 
 static void test_check(void **state)
@@ -219,6 +275,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_and_unknown),
         cmocka_unit_test(test_models_table),
+        cmocka_unit_test(test_models_json),
+        cmocka_unit_test(test_machine_and_measure_usage),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_compare_by_policy),
