@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dtune/cli.h"
+#include "dtune/config.h"
 
 int dt_cli_options(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
                    const char *short_opt, const char *long_opt, const char **value, int *first)
@@ -47,4 +48,22 @@ int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *
     }
     *path = argv[i];
     return -1;
+}
+
+int dt_cli_db_path(const char *db_path, const char *config_path, char *buf, size_t len,
+                   dt_error *err)
+{
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    if (config_path) {
+        int rc = dt_config_load(config_path, &cfg, false, err);
+        if (rc)
+            return rc;
+    }
+    if (db_path)
+        snprintf(cfg.db.path, sizeof cfg.db.path, "%s", db_path);
+    int rc = dt_db_resolve_path(&cfg.db, buf, len, err);
+    if (rc == 0 && !buf[0])
+        return dt_error_set(err, DT_EINVAL, "the tuning database is off (db.path: off)");
+    return rc;
 }

@@ -118,28 +118,10 @@ static int fail(const dt_error *err)
     return dt_error_exit_status(err->code);
 }
 
-/* The database the arguments name ("" when it is off). */
-static int db_path(const db_args *a, char *path, size_t len, dt_error *err)
-{
-    dt_config cfg;
-    dt_config_defaults(&cfg);
-    if (a->config) {
-        int rc = dt_config_load(a->config, &cfg, false, err);
-        if (rc)
-            return rc;
-    }
-    if (a->db)
-        snprintf(cfg.db.path, sizeof cfg.db.path, "%s", a->db);
-    int rc = dt_db_resolve_path(&cfg.db, path, len, err);
-    if (rc == 0 && !path[0])
-        return dt_error_set(err, DT_EINVAL, "the tuning database is off (db.path: off)");
-    return rc;
-}
-
 static int open_db(const db_args *a, dt_db **db, dt_error *err)
 {
     char path[DT_PATH_MAX];
-    int rc = db_path(a, path, sizeof path, err);
+    int rc = dt_cli_db_path(a->db, a->config, path, sizeof path, err);
     return rc ? rc : dt_db_open(path, db, err);
 }
 

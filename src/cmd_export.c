@@ -1,9 +1,13 @@
-/* cmd_export.c — `dtune export RUN_DIR [-o DIR]`: a run's tuned kernels as
- * a C library (export.h) that builds and checks itself with `make test`.
+/* cmd_export.c — `dtune export RUN_DIR [-o DIR]` and `dtune export --db -m
+ * MODEL.yaml [-o DIR]`: a model's tuned kernels as a C library (export.h)
+ * that builds and checks itself with `make test`, from a run's best.json or
+ * from the best configs the tuning database holds for this machine. Both
+ * give a list of (task, config) choices to the one writer.
  *
- * A task without a tuned config (all its configs failed, or the run ended
- * before it was measured) stops the export with exit 2 and a message naming
- * it, unless --allow-untuned asks for its reference loops in its place.
+ * A task without a tuned config (all its configs failed, the run ended
+ * before it was measured, the database has no record of it) stops the
+ * export with exit 2 and a message naming it, unless --allow-untuned asks
+ * for its reference loops in its place.
  */
 #include "dtune/cli.h"
 
@@ -11,14 +15,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "dtune/db.h"
 #include "dtune/export.h"
+#include "dtune/machine.h"
+#include "dtune/target.h"
+#include "dtune/util.h"
 
 static void usage(FILE *to)
 {
     fputs("usage: dtune export RUN_DIR [-o DIR] [-m MODEL.yaml] [--threads N] [--allow-untuned]\n"
+          "       dtune export --db[=PATH] -m MODEL.yaml [-c CONFIG] [--target T] [-o DIR]\n"
+          "                    [--threads N] [--allow-untuned]\n"
           "\n"
-          "Writes the best kernel of every task of a run (RUN_DIR/best.json) as a C\n"
+          "Writes the best kernel of every task of a run (RUN_DIR/best.json), or with\n"
+          "--db the best config the tuning database holds for each task of MODEL.yaml\n"
+          "on this machine (same target and knob space), as a C\n"
           "library that builds without dtune: one source per task under kernels/, a\n"
           "header with each kernel's entry points (NCHW fp32; weights packed by a\n"
           "_prepare function), a Makefile and a test program that checks every kernel\n"
@@ -26,9 +39,14 @@ static void usage(FILE *to)
           "`make -C DIR test`. For a CUDA run: the kernels' sources, launch geometry\n"
           "and a loader (driver API and NVRTC through dlopen).\n"
           "\n"
-          "  -o, --output DIR    where to write (default RUN_DIR/export)\n"
+          "  -o, --output DIR    where to write (default RUN_DIR/export; with --db\n"
+          "                      NAME_kernels, NAME the model's name)\n"
           "  -m, --model FILE    the model the run tuned (default: the path the run's\n"
           "                      tuning.jsonl records, relative to where it ran)\n"
+          "  --db[=PATH]         from the tuning database: PATH, else db.path of -c\n"
+          "                      CONFIG, else $" DT_DB_ENV ", else the per-user default\n"
+          "  -c, --config FILE   with --db: take db.path from this config\n"
+          "  --target T          with --db: cpu or cuda (default cpu)\n"
           "  --threads N         CPU kernel threads: the run's measure.threads (default 1)\n"
           "  --allow-untuned     export the reference loops for a task without a tuned\n"
           "                      config (failed, or not measured yet) instead of stopping\n"
@@ -37,15 +55,38 @@ static void usage(FILE *to)
 
 typedef struct export_args {
     const char *run_dir;
-    const char *out_dir;       /* NULL: RUN_DIR/export */
+    const char *out_dir;       /* NULL: RUN_DIR/export, or NAME_kernels */
     const char *model;         /* NULL: the run's */
     int threads;
     bool allow_untuned;
+    bool db;                   /* --db: from the tuning database */
+    const char *db_path;       /* --db=PATH; NULL: the configured one */
+    const char *config;        /* -c: db.path from here */
+    const char *target;        /* --target; NULL: the default */
 } export_args;
 
 static int usage_error(const char *what, const char *arg)
 {
     fprintf(stderr, "dtune export: %s '%s'\n", what, arg);
+    usage(stderr);
+    return 2;
+}
+
+/* The two forms' own arguments: RUN_DIR, or --db with -m and no RUN_DIR. */
+static int check_args(const export_args *a)
+{
+    const char *problem = NULL;
+    if (a->db && a->run_dir)
+        problem = "--db exports from the database, not from a RUN_DIR";
+    else if (a->db && !a->model)
+        problem = "--db needs the model: -m MODEL.yaml";
+    else if (!a->db && (a->config || a->target))
+        problem = "-c and --target go with --db";
+    else if (!a->db && !a->run_dir)
+        problem = "RUN_DIR is missing";
+    if (!problem)
+        return -1;
+    fprintf(stderr, "dtune export: %s\n", problem);
     usage(stderr);
     return 2;
 }
@@ -71,6 +112,19 @@ static int parse_args(int argc, char **argv, export_args *a)
             if (!has_value)
                 return usage_error("missing value after", arg);
             a->model = argv[++i];
+        } else if (strcmp(arg, "--db") == 0 || strncmp(arg, "--db=", 5) == 0) {
+            a->db = true;
+            a->db_path = arg[4] == '=' ? arg + 5 : NULL;
+            if (a->db_path && !a->db_path[0])
+                return usage_error("--db= names no file:", arg);
+        } else if (strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) {
+            if (!has_value)
+                return usage_error("missing value after", arg);
+            a->config = argv[++i];
+        } else if (strcmp(arg, "--target") == 0) {
+            if (!has_value)
+                return usage_error("missing value after", arg);
+            a->target = argv[++i];
         } else if (strcmp(arg, "--threads") == 0) {
             char *end;
             long n = has_value ? strtol(argv[i + 1], &end, 10) : 0;
@@ -87,12 +141,7 @@ static int parse_args(int argc, char **argv, export_args *a)
             a->run_dir = arg;
         }
     }
-    if (!a->run_dir) {
-        fputs("dtune export: RUN_DIR is missing\n", stderr);
-        usage(stderr);
-        return 2;
-    }
-    return -1;
+    return check_args(a);
 }
 
 /* Names every untuned task on stderr; returns how many there are. */
@@ -112,6 +161,31 @@ static int report_untuned(const dt_export_choice *choices, int n, bool allowed)
     return untuned;
 }
 
+/* The database's choices for the model of a (this machine, a's target). */
+static int read_db(const export_args *a, dt_export_params *params, char *source, size_t source_len,
+                   char *model, size_t model_len, dt_export_choice **choices, int *n, dt_error *err)
+{
+    char machine[DT_MACHINE_MAX];
+    dt_db *db = NULL;
+    int rc = 0;
+    if (a->target && dt_target_parse(a->target, &params->target) != 0) {
+        char names[128];
+        dt_names_join(dt_target_at, names, sizeof names);
+        return dt_error_set(err, DT_EINVAL, "unknown target '%s' (%s)", a->target, names);
+    }
+    rc = dt_cli_db_path(a->db_path, a->config, source, source_len, err);
+    if (rc == 0 && access(source, F_OK) != 0)
+        rc = dt_error_set(err, DT_ENOTFOUND, "%s: no tuning database there (db.path, $%s or "
+                          "--db=PATH names the file)", source, DT_DB_ENV);
+    rc = rc ? rc : dt_machine_fingerprint(dt_target_name(params->target), 0, machine, sizeof machine,
+                                          err);
+    rc = rc ? rc : dt_db_open(source, &db, err);
+    params->source = source;
+    rc = rc ? rc : dt_export_read_db(db, machine, a->model, params, model, model_len, choices, n, err);
+    dt_db_free(db);
+    return rc;
+}
+
 int dt_cmd_export(int argc, char **argv)
 {
     export_args a;
@@ -121,11 +195,13 @@ int dt_cmd_export(int argc, char **argv)
     dt_export_params params = dt_export_params_default();
     params.measure.threads = a.threads;
     params.source = a.run_dir;
-    char model[DT_NAME_MAX], out_dir[DT_PATH_MAX];
+    char model[DT_NAME_MAX], out_dir[DT_PATH_MAX], db_path[DT_PATH_MAX];
     dt_export_choice *choices = NULL;
     int n = 0;
     dt_error err;
-    int rc = dt_export_read_run(a.run_dir, a.model, &params, model, sizeof model, &choices, &n, &err);
+    int rc = a.db ? read_db(&a, &params, db_path, sizeof db_path, model, sizeof model, &choices, &n, &err)
+                  : dt_export_read_run(a.run_dir, a.model, &params, model, sizeof model, &choices, &n,
+                                       &err);
     if (rc) {
         fprintf(stderr, "dtune export: %s\n", err.msg);
         return dt_error_exit_status(rc);
@@ -135,11 +211,11 @@ int dt_cmd_export(int argc, char **argv)
         free(choices);
         return 2;
     }
-    if ((size_t)snprintf(out_dir, sizeof out_dir, "%s", a.out_dir ? a.out_dir : a.run_dir) >=
-            sizeof out_dir - 8)
-        rc = dt_error_set(&err, DT_EINVAL, "%s: path too long", out_dir);
-    else if (!a.out_dir)
-        strcat(out_dir, "/export");
+    int len = a.out_dir ? snprintf(out_dir, sizeof out_dir, "%s", a.out_dir)
+              : a.db    ? snprintf(out_dir, sizeof out_dir, "%s_kernels", model)
+                        : snprintf(out_dir, sizeof out_dir, "%s/export", a.run_dir);
+    if (len < 0 || (size_t)len >= sizeof out_dir)
+        rc = dt_error_set(&err, DT_EINVAL, "%.64s...: path too long", out_dir);
     rc = rc ? rc : dt_export_write(&params, model, choices, n, out_dir, &err);
     free(choices);
     if (rc) {

@@ -574,7 +574,7 @@ int dt_db_task_best(dt_db *db, const char *machine, const char *target, const ch
     sqlite3_stmt *st;
     memset(best, 0, sizeof *best);
     int rc = prepare(db, "SELECT count(*) OVER (), r.started, " RESULT_COLUMNS KEY_JOIN
-                     " AND t.signature = ?4 ORDER BY m.result = 'ok' DESC, m.gflops DESC LIMIT 1",
+                     " AND t.signature = ?4 ORDER BY m.result = 'ok' DESC, m.gflops DESC, m.id LIMIT 1",
                      &st, err);
     if (rc)
         return rc;
@@ -589,7 +589,9 @@ int dt_db_task_best(dt_db *db, const char *machine, const char *target, const ch
         snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 1));
         read_result(st, 2, &best->config, &m);
         snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 3));
-        best->gflops = m.result == DT_RESULT_OK && isfinite(m.gflops) ? m.gflops : 0;
+        bool valid = m.result == DT_RESULT_OK && isfinite(m.gflops) && m.gflops > 0;
+        best->gflops = valid ? m.gflops : 0;
+        best->latency_ms = valid && isfinite(m.latency_s) ? m.latency_s * 1e3 : 0;
     }
     sqlite3_finalize(st);
     return rc < 0 ? rc : 0;

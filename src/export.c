@@ -6,6 +6,10 @@
  * the task's space and must print as the knobs the run logged: that proves
  * the space (and its vector width) is the one the run searched.
  *
+ * Reading the database: per task of the model, the best record of this
+ * machine, target and the task's space (dt_db_task_best), checked the same
+ * way in the space of this machine's vector width, the one its key names.
+ *
  * Writing: every CPU kernel is the source codegen_cpu writes for the
  * measurement (dt_codegen_cpu_named, entry points named after the task);
  * this file adds only what a program around them needs: the header and
@@ -582,5 +586,74 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
     }
     dt_model_free(model);
     dt_run_state_destroy(&rs);
+    return rc;
+}
+
+/* ---- reading the database ------------------------------------------------------------ */
+
+/* The choice of task from db's best record of it. */
+static int choice_from_db(dt_db *db, const char *machine, const dt_export_params *params,
+                          const dt_task *task, dt_export_choice *c, dt_error *err)
+{
+    dt_space space;
+    dt_space_opts opts = { .cpu_max_vec = params->cpu_max_vec };
+    int rc = dt_target_space_init_opts(&space, task, params->target, &opts, err);
+    if (rc)
+        return rc;
+    char hash[24], signature[DT_DB_SIGNATURE_MAX];
+    dt_db_space_hash(&space, hash, sizeof hash);
+    dt_space_free(&space);
+    dt_db_task_signature(task, signature, sizeof signature);
+    dt_db_best best;
+    rc = dt_db_task_best(db, machine, dt_target_name(params->target), hash, signature, &best, err);
+    if (rc)
+        return rc;
+    memset(c, 0, sizeof *c);
+    c->task = *task;
+    c->tuned = best.gflops > 0;
+    if (c->tuned) {
+        c->config = best.config;
+        snprintf(c->knobs, sizeof c->knobs, "%s", best.knobs);
+        c->latency_ms = best.latency_ms;
+    } else if (best.records == 0) {
+        snprintf(c->why, sizeof c->why, "no record of it in the tuning database for this machine "
+                 "and knob space");
+    } else {
+        snprintf(c->why, sizeof c->why, "its %d records in the tuning database all failed",
+                 best.records);
+    }
+    return 0;
+}
+
+int dt_export_read_db(dt_db *db, const char *machine, const char *model_path,
+                      dt_export_params *params, char *model_name, size_t name_len,
+                      dt_export_choice **choices, int *n_choices, dt_error *err)
+{
+    *choices = NULL;
+    *n_choices = 0;
+    dt_model *model = NULL;
+    int rc = dt_model_load(model_path, &model, err);
+    if (rc)
+        return rc;
+    dt_export_choice *list = calloc(model->ntasks > 0 ? (size_t)model->ntasks : 1, sizeof *list);
+    if (!list)
+        rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+    params->cpu_max_vec = 0;
+    for (int k = 0; rc == 0 && k < model->ntasks; k++)
+        rc = choice_from_db(db, machine, params, &model->tasks[k], &list[k], err);
+    int bad = 0;
+    if (rc == 0 && !knobs_match(params, list, model->ntasks, &bad))
+        rc = dt_error_set(err, DT_EINVAL, "%s: task %s: config %llu is not '%s' in this dtune's "
+                          "knob space (the record does not fit the space it is kept under)",
+                          params->source ? params->source : "tuning database", list[bad].task.name,
+                          (unsigned long long)list[bad].config, list[bad].knobs);
+    if (rc == 0) {
+        snprintf(model_name, name_len, "%s", model->name);
+        *choices = list;
+        *n_choices = model->ntasks;
+    } else {
+        free(list);
+    }
+    dt_model_free(model);
     return rc;
 }

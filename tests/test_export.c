@@ -1,8 +1,10 @@
 /* test_export.c — `dtune export` and the export module: a short real CPU run
- * of models/tiny.yaml exported, built with cc and make alone (no dtune
- * header or library), every kernel checked against the reference by the
- * export's own test program; untuned tasks, a changed space and bad run
- * folders refused with exit 2; scripts/export_timing.sh reads them all;
+ * of models/tiny.yaml (into a tuning database) exported, built with cc and
+ * make alone (no dtune header or library), every kernel checked against the
+ * reference by the export's own test program; the export from the database
+ * alone gives the same kernels and never uses another machine's or another
+ * space's records; untuned tasks, a changed space and bad run folders
+ * refused with exit 2; scripts/export_timing.sh reads them all;
  * the CUDA form written, its loader and test program compiled (and run:
  * without a driver it says so). */
 #include <setjmp.h>
@@ -21,12 +23,15 @@
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
 
+#include "dtune/db.h"
 #include "dtune/export.h"
+#include "dtune/machine.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 
 static char out[1 << 16];
 static char run_dir[64];       /* the short real run, shared by the tests */
+static char run_db[96];        /* the database it measured into */
 
 /* Runs cmd under sh with stdout and stderr into out; returns its exit status. */
 static int shell(const char *cmd)
@@ -46,8 +51,10 @@ static int setup_run(void **state)
 {
     (void)state;
     dt_test_tmpdir(run_dir, sizeof run_dir);
+    snprintf(run_db, sizeof run_db, "%s/dtune.db", run_dir);
     char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--out", run_dir, "--listen",
-                     "off", "--budget", "30", "--slot-trials", "4", "--max-slots", "2", NULL };
+                     "off", "--budget", "30", "--slot-trials", "4", "--max-slots", "2", "--db", run_db,
+                     NULL };
     int rc = dt_test_run(argv, out, sizeof out);
     if (rc != 0)
         fprintf(stderr, "dtune tune exited %d: %s\n", rc, out);
@@ -392,11 +399,186 @@ static void test_clashing_names(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
+
+/* ---- from the database --------------------------------------------------------------- */
+
+/* Plants in db_path, for every task of tiny, one record of `gflops` on
+ * machine in the CPU space of vector width vec: config (knobs as given)
+ * when knobs is not NULL, else a random config of the space. */
+static void plant(const char *db_path, const char *machine, int vec, double gflops, uint64_t config,
+                  const char *knobs, unsigned long seed)
+{
+    dt_model *model;
+    dt_db *db;
+    dt_error err;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, &err), 0);
+    assert_int_equal(dt_db_open(db_path, &db, &err), 0);
+    dt_db_run run = { .seed = seed };
+    snprintf(run.machine, sizeof run.machine, "%s", machine);
+    snprintf(run.target, sizeof run.target, "cpu");
+    snprintf(run.model, sizeof run.model, "models/tiny.yaml");
+    snprintf(run.started, sizeof run.started, "2026-01-01T00:00:%02luZ", seed % 60);
+    int64_t run_id;
+    assert_int_equal(dt_db_run_id(db, &run, &run_id, &err), 0);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    for (int k = 0; k < model->ntasks; k++) {
+        dt_space space;
+        dt_space_opts opts = { .cpu_max_vec = vec };
+        assert_int_equal(dt_target_space_init_opts(&space, &model->tasks[k], DT_TARGET_CPU, &opts, &err), 0);
+        dt_measure_record rec;
+        memset(&rec, 0, sizeof rec);
+        snprintf(rec.task, sizeof rec.task, "%s", model->tasks[k].name);
+        rec.task_index = k;
+        rec.config = config;
+        if (knobs) {
+            snprintf(rec.knobs, sizeof rec.knobs, "%s", knobs);
+        } else {
+            dt_point p;
+            dt_space_random(&space, rng, &p);
+            rec.config = dt_space_index(&space, &p);
+            dt_space_point_str(&space, &p, rec.knobs, sizeof rec.knobs);
+        }
+        rec.m.result = DT_RESULT_OK;
+        rec.m.gflops = gflops;
+        rec.m.latency_s = model->tasks[k].flops / (gflops * 1e9);
+        rec.m.repeats = 3;
+        rec.trial = 1;
+        assert_int_equal(dt_db_add(db, run_id, &space, &rec, &err), 0);
+        dt_space_free(&space);
+    }
+    gsl_rng_free(rng);
+    dt_db_free(db);
+    dt_model_free(model);
+}
+
+/* A CPU vector width whose spaces are not this machine's (another hash). */
+static int other_width(void)
+{
+    dt_model *model;
+    dt_error err;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, &err), 0);
+    char own[24], hash[24];
+    int found = 0;
+    for (int vec = 0; vec <= 16 && !found; vec += 4) {
+        dt_space space;
+        dt_space_opts opts = { .cpu_max_vec = vec };
+        assert_int_equal(dt_target_space_init_opts(&space, &model->tasks[0], DT_TARGET_CPU, &opts, &err), 0);
+        dt_db_space_hash(&space, vec == 0 ? own : hash, 24);
+        dt_space_free(&space);
+        if (vec > 0 && strcmp(own, hash) != 0)
+            found = vec;
+    }
+    dt_model_free(model);
+    assert_true(found > 0);
+    return found;
+}
+
+/* The tuned configs of an export's table, one per line, into DIR/configs. */
+static void configs_of(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "grep -o '\\.config = \"[^\"]*\"' %s/tiny_kernels.c > %s/configs", dir, dir);
+    assert_int_equal(shell(cmd), 0);
+}
+
+/* Another machine's and another space's records, far faster than any, are
+ * never used: the export from the database is the run's, config by config. */
+static void test_db_export_is_the_runs(void **state)
+{
+    (void)state;
+    char from_run[96], from_db[96], db_arg[128], cmd[768], machine[DT_MACHINE_MAX];
+    dt_error err;
+    snprintf(from_run, sizeof from_run, "%s/from_run", run_dir);
+    snprintf(from_db, sizeof from_db, "%s/from_db", run_dir);
+    snprintf(db_arg, sizeof db_arg, "--db=%s", run_db);
+    assert_int_equal(dt_machine_fingerprint("cpu", 1, machine, sizeof machine, &err), 0);
+    char other_machine[DT_MACHINE_MAX + 16];
+    snprintf(other_machine, sizeof other_machine, "%.200s (another)", machine);
+    plant(run_db, other_machine, 0, 1e6, 0, NULL, 31);
+    plant(run_db, machine, other_width(), 1e6, 0, NULL, 32);
+
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "export", run_dir, "-o", from_run, NULL }, out,
+                                 sizeof out), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "export", db_arg, "-m", "models/tiny.yaml", "-o", from_db,
+                                     NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune export --db exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "exported 3 kernels of tiny (3 tuned, 0 reference loops)"));
+    configs_of(from_run);
+    configs_of(from_db);
+    snprintf(cmd, sizeof cmd, "cmp %s/configs %s/configs && wc -l < %s/configs && "
+                              "diff -r %s/kernels %s/kernels >/dev/null", from_run, from_db, from_db,
+             from_run, from_db);
+    if (shell(cmd) != 0)
+        fail_msg("the database's export is not the run's: %s", out);
+    assert_int_equal(atoi(out), 3);
+    snprintf(cmd, sizeof cmd, "make -C %s CFLAGS='-std=gnu11 -O2 -Wall -Wextra -Werror' && "
+                              "%s/tiny_test --check-only", from_db, from_db);
+    if (shell(cmd) != 0)
+        fail_msg("the database's export fails its test: %s", out);
+    assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
+}
+
+/* A task without a record of this machine and space stops the export
+ * (exit 2, named, nothing written) unless --allow-untuned; a record that
+ * does not print as its knobs, a missing database and bad arguments are
+ * refused. */
+static void test_db_export_refusals(void **state)
+{
+    (void)state;
+    char dir[64], db[96], db_arg[128], exp[128], machine[DT_MACHINE_MAX];
+    dt_error err;
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/foreign.db", dir);
+    snprintf(db_arg, sizeof db_arg, "--db=%s", db);
+    snprintf(exp, sizeof exp, "%s/lib", dir);
+    assert_int_equal(dt_machine_fingerprint("cpu", 1, machine, sizeof machine, &err), 0);
+    plant(db, "another machine", 0, 1e6, 0, NULL, 33);
+    plant(db, machine, other_width(), 1e6, 0, NULL, 34);
+    char *argv[] = { "dtune", "export", db_arg, "-m", "models/tiny.yaml", "-o", exp, NULL, NULL };
+    assert_int_equal(dt_test_run(argv, out, sizeof out), 2);
+    assert_non_null(strstr(out, "task conv has no tuned config (no record of it in the tuning "
+                                "database for this machine and knob space)"));
+    assert_non_null(strstr(out, "task fc has no tuned config"));
+    assert_non_null(strstr(out, "nothing written"));
+    assert_int_equal(access(exp, F_OK), -1);
+    argv[7] = "--allow-untuned";
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("--allow-untuned exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "(0 tuned, 3 reference loops)"));
+    argv[7] = NULL;
+    /* this machine and space, but a config that does not print as its knobs */
+    plant(db, machine, 0, 2.5, 0, "tile_m=[1,1] vec=3", 35);
+    assert_int_equal(dt_test_run(argv, out, sizeof out), 2);
+    assert_non_null(strstr(out, "config 0 is not 'tile_m=[1,1] vec=3' in this dtune's knob space"));
+    /* no database there: refused, and none made */
+    snprintf(db_arg, sizeof db_arg, "--db=%s/none.db", dir);
+    assert_int_equal(dt_test_run(argv, out, sizeof out), 2);
+    assert_non_null(strstr(out, "no tuning database there"));
+    snprintf(db, sizeof db, "%s/none.db", dir);
+    assert_int_equal(access(db, F_OK), -1);
+    /* the two forms' arguments */
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "export", "--db", NULL }, out, sizeof out), 2);
+    assert_non_null(strstr(out, "-m MODEL.yaml"));
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "export", run_dir, "--db", "-m", "models/tiny.yaml",
+                                             NULL }, out, sizeof out), 2);
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "export", run_dir, "--target", "cpu", NULL }, out,
+                                 sizeof out), 2);
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "export", db_arg, "-m", "models/tiny.yaml",
+                                             "--target", "tpu", NULL }, out, sizeof out), 2);
+    assert_non_null(strstr(out, "unknown target 'tpu'"));
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_export_builds_and_checks),
         cmocka_unit_test(test_timing_script),
+        cmocka_unit_test(test_db_export_is_the_runs),
+        cmocka_unit_test(test_db_export_refusals),
         cmocka_unit_test(test_untuned_task),
         cmocka_unit_test(test_run_and_space_must_agree),
         cmocka_unit_test(test_bad_run_dirs),

@@ -16,7 +16,10 @@ int dt_cmd_export(int argc, char **argv);
 int dt_cmd_db(int argc, char **argv);
 int dt_cmd_machine(int argc, char **argv);
 
+#include <stddef.h>
 #include <stdio.h>
+
+#include "dtune/error.h"
 
 /* The options before a subcommand's positional arguments: -h/--help (usage
  * on stdout, returns 0), `--` (ends the options), and at most one option
@@ -31,5 +34,12 @@ int dt_cli_options(int argc, char **argv, const char *cmd, void (*usage)(FILE *t
  * (usage error, message and usage on stderr) or -1 with *path set. */
 int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *to),
                     const char **path);
+
+/* The tuning database a subcommand's options name: db_path (--db PATH) when
+ * given, else db.path of config_path (-c CONFIG) when given, else the
+ * default (dt_db_resolve_path). Returns 0 with the path in buf, or DT_EINVAL
+ * (the database is off, a path too long), or the config's error. */
+int dt_cli_db_path(const char *db_path, const char *config_path, char *buf, size_t len,
+                   dt_error *err);
 
 #endif

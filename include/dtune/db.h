@@ -140,12 +140,16 @@ int dt_db_each(dt_db *db, const char *machine, const char *target, const char *s
 typedef struct dt_db_best {
     int records;               /* measurements of the task (every result) */
     double gflops;             /* best valid; 0 when none */
+    double latency_ms;         /* that measurement's latency */
     uint64_t config;
     char knobs[256];
     char when[40];             /* the best one's run start (UTC) */
 } dt_db_best;
 
-/* The best of task signature for machine, target and space hash. */
+/* The best of task signature for machine, target and space hash: the
+ * highest GFLOPS of a valid result (the first measured of equals); when
+ * none is valid, a failed record with gflops 0; records 0 when there is
+ * none. Returns 0 or an error. */
 int dt_db_task_best(dt_db *db, const char *machine, const char *target, const char *space_hash,
                     const char *signature, dt_db_best *best, dt_error *err);
 

@@ -29,9 +29,14 @@
  *   void NAME_TASK(const float *input, const float *weight, float *output,
  *                  float *workspace);
  *
- * A task without a tuned config (every config failed, or the run ended
- * before it was measured) is exported only when asked: its entry points
- * then run the reference loops, and the table says so (tuned = 0).
+ * The choices come from a run (dt_export_read_run: its best.json) or from
+ * the tuning database (dt_export_read_db: the best this machine has
+ * measured); either way the same writer makes the same library of them.
+ *
+ * A task without a tuned config (every config failed, the run ended before
+ * it was measured, the database has no record of it) is exported only when
+ * asked: its entry points then run the reference loops, and the table says
+ * so (tuned = 0).
  *
  * CUDA (target cuda): kernels/TASK.cu (the NVRTC source dtune measured), the
  * same source as a string with its launch geometry in NAME_cuda.c, and a
@@ -48,6 +53,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dtune/db.h"
 #include "dtune/error.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
@@ -94,6 +100,22 @@ dt_export_params dt_export_params_default(void);
 int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_params *params,
                        char *model_name, size_t name_len, dt_export_choice **choices,
                        int *n_choices, dt_error *err);
+
+/* Reads the choices of the model at model_path from the tuning database db:
+ * per task (in the model's order) the best config db holds for machine (a
+ * dt_machine_fingerprint), params->target and the task's knob space as this
+ * machine offers it (dt_db_task_best: same signature and space hash), read
+ * back in that space and required to print as the knobs it was logged with,
+ * as dt_export_read_run requires of a run. A task with no valid record is
+ * untuned; its why says whether it has none or only failed ones. Sets
+ * params->cpu_max_vec to 0 (this machine's width). On success *choices
+ * (malloc'd, n_choices of them) and model_name belong to the caller.
+ * Returns 0, DT_ENOTFOUND (no model file), DT_EPARSE, DT_EINVAL (a record
+ * that does not print as its knobs: the message names the task), DT_EIO,
+ * DT_ELIB, DT_ENOMEM. */
+int dt_export_read_db(dt_db *db, const char *machine, const char *model_path,
+                      dt_export_params *params, char *model_name, size_t name_len,
+                      dt_export_choice **choices, int *n_choices, dt_error *err);
 
 /* How a user builds an export for target: a printf format of the export's
  * folder; NULL for a target without an export. */
