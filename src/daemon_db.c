@@ -6,8 +6,12 @@
  *     configs as its tuner's first candidates — measured again, since
  *     machines drift — and every other record as history (visited, cost
  *     model rows), as a resume would feed it;
- *   - with tuner.transfer, every record of the kind, of any task, goes to
- *     the run's transfer store, so tasks of the same kind start from them.
+ *   - with tuner.transfer, the records of the kind, of any task, go to the
+ *     run's transfer store, so tasks of the same kind start from them: per
+ *     task signature its best DT_TRANSFER_ROWS_PER_TASK by GFLOPS (the rows
+ *     a prior takes of one task, transfer.h; a record past them would be
+ *     kept and never used), so a database of many runs costs the store no
+ *     more than one long run of each shape.
  * Each record is checked against its space (index inside it, knobs as the
  * index names them) before it is used. None of this counts as the run's own
  * trials: a task's best in this run is what this run measured.
@@ -92,6 +96,7 @@ typedef struct lookup {
     int nseeds;
     dt_point seeds[DT_DB_REMEASURE];
     int group_records;         /* of the task being read that it took */
+    int group_transferred;     /* of the signature being read, to the transfer store */
     int tasks, history, transferred, foreign;
 } lookup;
 
@@ -122,6 +127,7 @@ static void end_group(lookup *lk)
 {
     lk->tasks += lk->task >= 0 && lk->group_records > 0;
     lk->group_records = 0;
+    lk->group_transferred = 0;
     if (lk->task >= 0 && lk->nseeds > 0)
         dt_tuner_seed(lk->run->tasks[lk->task].tuner, lk->seeds, lk->nseeds);
     if (lk->other_ok)
@@ -173,9 +179,12 @@ static int take_record(void *ctx, const dt_db_record *rec)
         lk->foreign += space != NULL;
         return 0;
     }
-    if (r->transfer && dt_transfer_add(r->transfer, space, &p, &rec->m) != 0)
+    /* dt_db_each gives a signature's records best first: the cap keeps the best */
+    bool transfer = r->transfer && lk->group_transferred < DT_TRANSFER_ROWS_PER_TASK;
+    if (transfer && dt_transfer_add(r->transfer, space, &p, &rec->m) != 0)
         return DT_ENOMEM;
-    lk->transferred += r->transfer != NULL && lk->task < 0;
+    lk->group_transferred += transfer;
+    lk->transferred += transfer && lk->task < 0;
     if (lk->task < 0 || seeded(lk, &p))
         return 0;
     lk->group_records++;

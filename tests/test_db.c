@@ -20,6 +20,7 @@
 #include "dtune/db.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
+#include "dtune/transfer.h"
 #include "dtune/tunelog.h"
 #include "support/run_cmd.h"
 
@@ -579,6 +580,36 @@ static void test_other_model_transfers(void **state)
     assert_non_null(strstr(out, "records of other tasks for transfer, "));
 }
 
+/* The transfer store gets at most DT_TRANSFER_ROWS_PER_TASK records of one
+ * task signature from the database, its best: a shape measured more often
+ * than that gives no more. */
+static void test_transfer_cap(void **state)
+{
+    fixture *f = *state;
+    char run1[400];
+    snprintf(run1, sizeof run1, "%s/run1", f->dir);
+    dt_db *db;
+    dt_space s;
+    conv_space(&s, 24, 16);                /* the replay run's width; no task of tiny */
+    int planted = DT_TRANSFER_ROWS_PER_TASK + 37;
+    assert_true(s.size > (uint64_t)planted);
+    assert_int_equal(dt_db_open(f->db, &db, NULL), 0);
+    int64_t run = run_on(db, "replay seed 9", "2026-01-02T03:04:05Z");
+    assert_int_equal(dt_db_begin(db, NULL), 0);
+    for (int i = 0; i < planted; i++) {
+        dt_measure_record r = record_of(&s, (uint64_t)i * (s.size / (uint64_t)planted), 1.0 + 0.01 * i, i + 1);
+        assert_int_equal(dt_db_add(db, run, &s, &r, NULL), 0);
+    }
+    assert_int_equal(dt_db_commit(db, NULL), 0);
+    dt_db_free(db);
+    dt_space_free(&s);
+    assert_int_equal(tiny_run(run1, f->db, "9"), 0);
+    char want[96];
+    snprintf(want, sizeof want, ", %d records of other tasks for transfer, ", DT_TRANSFER_ROWS_PER_TASK);
+    if (!strstr(out, want))
+        fail_msg("expected '%s' in:\n%s", want, out);
+}
+
 /* A database that cannot be opened costs the run nothing. */
 static void test_broken_database_never_stops_a_run(void **state)
 {
@@ -608,6 +639,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lookup_at_run_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_runs_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_model_transfers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transfer_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_database_never_stops_a_run, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
