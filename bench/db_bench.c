@@ -5,15 +5,16 @@
  *
  * Each run's tuning.jsonl gives, per task, its best-so-far GFLOPS after each
  * of the task's trials (ok results only; trial numbers as logged, so the
- * re-measurements a database run starts with count as trials). The goal of
- * a task is 95 % of the best final GFLOPS any of the given runs reached on
- * it; each run's row is the first trial at which its best-so-far meets the
- * goal ("-" when it never does). The last lines give, per run, how many
- * tasks reached the goal and the median trials over all tasks (a task that
- * never reached it counts as more than any), and the median over tasks of
- * the first run's trials divided by this run's. scripts/db_benefit.sh runs
- * the runs (no database, an earlier run of the model, another model) and
- * calls this.
+ * re-measurements a database run starts with count as trials) and the
+ * task's own tuning seconds at each (task_clock.h). The goal of a task is
+ * 95 % of the best final GFLOPS any of the given runs reached on it; each
+ * run's row gives the first trial at which its best-so-far meets the goal
+ * and the task's seconds then ("-" when it never does). The last lines
+ * give, per run, how many tasks reached the goal, the median trials and
+ * seconds over all tasks (a task that never reached it counts as more than
+ * any), and the median over tasks of the first run's trials (seconds)
+ * divided by this run's. scripts/db_benefit.sh runs the runs (no database,
+ * an earlier run of the model, another model) and calls this.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 
 #include "dtune/model.h"
 #include "dtune/tunelog.h"
+#include "task_clock.h"
 
 #define MAX_RUNS 8
 #define MAX_TASKS 128
@@ -32,12 +34,15 @@ typedef struct task_curve {
     char name[DT_NAME_MAX];
     int n, cap;
     double *best;              /* best-so-far after trial i + 1 */
+    double *seconds;           /* the task's own seconds after trial i + 1 */
 } task_curve;
 
 typedef struct run_curves {
     const char *label, *dir;
     int ntasks;
     task_curve tasks[MAX_TASKS];
+    task_clock clocks[MAX_TASKS];
+    log_clock clock;
 } run_curves;
 
 static task_curve *task_named(run_curves *r, const char *name)
@@ -52,25 +57,50 @@ static task_curve *task_named(run_curves *r, const char *name)
     return t;
 }
 
-static int on_measure(void *ctx, const dt_measure_record *rec)
+static int grow(task_curve *t, int n)
 {
-    task_curve *t = task_named(ctx, rec->task);
-    if (!t || rec->trial < 1)
-        return t ? 0 : DT_ENOMEM;
-    while (t->cap < rec->trial) {
+    while (t->cap < n) {
         int cap = t->cap ? 2 * t->cap : 256;
-        double *grown = realloc(t->best, (size_t)cap * sizeof *grown);
-        if (!grown)
+        double *best = realloc(t->best, (size_t)cap * sizeof *best);
+        if (best)
+            t->best = best;
+        double *seconds = best ? realloc(t->seconds, (size_t)cap * sizeof *seconds) : NULL;
+        if (!seconds)
             return DT_ENOMEM;
-        t->best = grown;
+        t->seconds = seconds;
         t->cap = cap;
     }
+    return 0;
+}
+
+static int on_measure(void *ctx, const dt_measure_record *rec)
+{
+    run_curves *r = ctx;
+    task_curve *t = task_named(r, rec->task);
+    if (!t)
+        return DT_ENOMEM;
+    double seconds = task_clock_measure(&r->clock, (int)(t - r->tasks), rec->time);
+    if (rec->trial < 1)
+        return 0;
+    if (grow(t, rec->trial) != 0)
+        return DT_ENOMEM;
     double before = t->n > 0 ? t->best[t->n - 1] : 0;
-    for (; t->n < rec->trial - 1; t->n++)
+    double before_s = t->n > 0 ? t->seconds[t->n - 1] : 0;
+    for (; t->n < rec->trial - 1; t->n++) {
         t->best[t->n] = before;
+        t->seconds[t->n] = before_s;
+    }
     bool ok = rec->m.result == DT_RESULT_OK && isfinite(rec->m.gflops);
     t->best[t->n] = ok && rec->m.gflops > before ? rec->m.gflops : before;
+    t->seconds[t->n] = seconds;
     t->n++;
+    return 0;
+}
+
+static int on_slot(void *ctx, const dt_slot_record *rec)
+{
+    run_curves *r = ctx;
+    task_clock_slot(&r->clock, rec->time);
     return 0;
 }
 
@@ -79,7 +109,8 @@ static int load(run_curves *r)
     char path[DT_PATH_MAX + 16];
     dt_error err;
     snprintf(path, sizeof path, "%s/tuning.jsonl", r->dir);
-    dt_tunelog_visitor v = { .measure = on_measure, .ctx = r };
+    log_clock_init(&r->clock, r->clocks, MAX_TASKS);
+    dt_tunelog_visitor v = { .measure = on_measure, .slot = on_slot, .ctx = r };
     if (dt_tunelog_replay(path, &v, NULL, &err) != 0) {
         fprintf(stderr, "db_bench: %s\n", err.msg);
         return -1;
@@ -116,47 +147,69 @@ static const task_curve *find(const run_curves *r, const char *name)
     return NULL;
 }
 
-static void report(run_curves *runs, int nruns)
+/* What each run took to reach the goal, over the first run's tasks. */
+typedef struct reach {
+    double trials[MAX_TASKS], seconds[MAX_TASKS];        /* INFINITY: never */
+    double trial_ratio[MAX_TASKS], second_ratio[MAX_TASKS];   /* first run's / this run's */
+    int reached, nratio;
+} reach;
+
+/* The goal of task `name`: GOAL of the best final GFLOPS of any run. */
+static double goal_of(const run_curves *runs, int nruns, const char *name)
+{
+    double best = 0;
+    for (int j = 0; j < nruns; j++) {
+        const task_curve *t = find(&runs[j], name);
+        if (t && t->n > 0 && t->best[t->n - 1] > best)
+            best = t->best[t->n - 1];
+    }
+    return GOAL * best;
+}
+
+static void report(const run_curves *runs, int nruns)
 {
     const run_curves *first = &runs[0];
-    double trials[MAX_RUNS][MAX_TASKS], ratios[MAX_RUNS][MAX_TASKS];
-    int reached[MAX_RUNS] = { 0 }, nratio[MAX_RUNS] = { 0 };
+    static reach r[MAX_RUNS];
+    memset(r, 0, sizeof r);
     printf("%-20s %10s", "task", "goal");
     for (int j = 0; j < nruns; j++)
-        printf(" %14s", runs[j].label);
+        printf("  %20s", runs[j].label);
+    printf("\n%-31s", "");
+    for (int j = 0; j < nruns; j++)
+        printf("  %8s %11s", "trials", "seconds");
     printf("\n");
     for (int k = 0; k < first->ntasks; k++) {
         const char *name = first->tasks[k].name;
-        double best = 0;
+        double goal = goal_of(runs, nruns, name);
+        int base = trials_to(&first->tasks[k], goal);
+        printf("%-20s %10.2f", name, goal);
         for (int j = 0; j < nruns; j++) {
             const task_curve *t = find(&runs[j], name);
-            if (t && t->n > 0 && t->best[t->n - 1] > best)
-                best = t->best[t->n - 1];
-        }
-        printf("%-20s %10.2f", name, GOAL * best);
-        int base = trials_to(&first->tasks[k], GOAL * best);
-        for (int j = 0; j < nruns; j++) {
-            int n = trials_to(find(&runs[j], name), GOAL * best);
-            trials[j][k] = n > 0 ? n : INFINITY;
-            reached[j] += n > 0;
-            if (n > 0 && base > 0)
-                ratios[j][nratio[j]++] = (double)base / n;
+            int n = trials_to(t, goal);
+            r[j].trials[k] = n > 0 ? n : INFINITY;
+            r[j].seconds[k] = n > 0 ? t->seconds[n - 1] : INFINITY;
+            r[j].reached += n > 0;
+            if (n > 0 && base > 0) {
+                r[j].trial_ratio[r[j].nratio] = (double)base / n;
+                r[j].second_ratio[r[j].nratio++] = first->tasks[k].seconds[base - 1] / t->seconds[n - 1];
+            }
             if (n > 0)
-                printf(" %14d", n);
+                printf("  %8d %11.1f", n, t->seconds[n - 1]);
             else
-                printf(" %14s", "-");
+                printf("  %8s %11s", "-", "-");
         }
         printf("\n");
     }
     printf("%-31s", "tasks reaching 95 %");
     for (int j = 0; j < nruns; j++)
-        printf(" %11d/%-2d", reached[j], first->ntasks);
-    printf("\n%-31s", "median trials to 95 %");
+        printf("  %17d/%-2d", r[j].reached, first->ntasks);
+    printf("\n%-31s", "median to 95 %");
     for (int j = 0; j < nruns; j++)
-        printf(" %14.1f", median(trials[j], first->ntasks));
+        printf("  %8.1f %11.1f", median(r[j].trials, first->ntasks), median(r[j].seconds, first->ntasks));
     printf("\n%-31s", "median of first/this");
     for (int j = 0; j < nruns; j++)
-        printf(" %14.2f", median(ratios[j], nratio[j]));
+        printf("  %8.2f %11.2f", median(r[j].trial_ratio, r[j].nratio),
+               median(r[j].second_ratio, r[j].nratio));
     printf("\n");
 }
 
@@ -185,8 +238,10 @@ int main(int argc, char **argv)
     }
     report(runs, nruns);
     for (int j = 0; j < nruns; j++)
-        for (int k = 0; k < runs[j].ntasks; k++)
+        for (int k = 0; k < runs[j].ntasks; k++) {
             free(runs[j].tasks[k].best);
+            free(runs[j].tasks[k].seconds);
+        }
     free(runs);
     return 0;
 }

@@ -6,12 +6,9 @@
  *
  * The run is scripts/record_traces.sh's: every task tuned in one contiguous
  * slot (after the daemon's warm-up). The trace keeps, per task and trial,
- * the task's own tuning seconds: the time of each of its records minus the
- * time its current stretch of tuning began (the previous record of the log,
- * usually the slot record before it), added to the seconds of its earlier
- * stretches (warm-up, a slot cut by an interruption and resumed). So a
- * replay can advance any task along its own curve, whatever order the
- * recording used.
+ * the task's own tuning seconds (task_clock.h: from the start of its
+ * current stretch of tuning, plus its earlier stretches). So a replay can
+ * advance any task along its own curve, whatever order the recording used.
  *
  * Output: comment lines ('#') with machine, commit, date, model, seed,
  * trials, then one "#task,..." line per task (index, name, kind, similarity
@@ -30,6 +27,7 @@
 #include "dtune/runstate.h"
 #include "dtune/tunelog.h"
 #include "dtune/util.h"
+#include "task_clock.h"
 
 typedef struct trace_row {
     int trial;
@@ -39,8 +37,6 @@ typedef struct trace_row {
 typedef struct task_trace {
     int n, cap;
     trace_row *rows;
-    double done_seconds;       /* seconds of earlier stretches */
-    double stretch_start;      /* run time the current stretch began; < 0: none open */
     double best;
 } task_trace;
 
@@ -49,8 +45,8 @@ typedef struct convert {
     uint64_t seed;
     int ntasks;
     task_trace *tasks;
-    double last_time;          /* time of the previous timed record */
-    int last_task;             /* task of the previous record; -1 after a slot record */
+    task_clock *clocks;        /* per task */
+    log_clock clock;
     dt_model *model;
     dt_error *err;
 } convert;
@@ -67,21 +63,11 @@ static int on_run(void *ctx, const dt_run_record *r)
         return rc;
     c->ntasks = c->model->ntasks;
     c->tasks = calloc((size_t)c->ntasks, sizeof *c->tasks);
-    if (!c->tasks)
+    c->clocks = calloc((size_t)c->ntasks, sizeof *c->clocks);
+    if (!c->tasks || !c->clocks)
         return dt_error_set(c->err, DT_ENOMEM, "out of memory");
-    for (int k = 0; k < c->ntasks; k++)
-        c->tasks[k].stretch_start = -1;
-    c->last_task = -1;
+    log_clock_init(&c->clock, c->clocks, c->ntasks);
     return 0;
-}
-
-static void close_stretch(convert *c)
-{
-    if (c->last_task < 0)
-        return;
-    task_trace *t = &c->tasks[c->last_task];
-    t->done_seconds += c->last_time - t->stretch_start;
-    t->stretch_start = -1;
 }
 
 static int on_measure(void *ctx, const dt_measure_record *r)
@@ -90,10 +76,6 @@ static int on_measure(void *ctx, const dt_measure_record *r)
     int k = c->model ? dt_model_find_task(c->model, r->task) : -1;
     if (k < 0)
         return dt_error_set(c->err, DT_EINVAL, "measure record of unknown task '%s'", r->task);
-    if (k != c->last_task) {
-        close_stretch(c);
-        c->tasks[k].stretch_start = c->last_time;
-    }
     task_trace *t = &c->tasks[k];
     if (t->n == t->cap) {
         size_t cap = dt_grow_capacity((size_t)t->cap, (size_t)t->n + 1);
@@ -106,10 +88,8 @@ static int on_measure(void *ctx, const dt_measure_record *r)
         t->best = g;
     int i = t->n++;
     t->rows[i] = (trace_row){ .trial = i + 1,
-                                   .seconds = t->done_seconds + (r->time - t->stretch_start),
+                                   .seconds = task_clock_measure(&c->clock, k, r->time),
                                    .gflops = g, .best = t->best };
-    c->last_time = r->time;
-    c->last_task = k;
     return 0;
 }
 
@@ -118,9 +98,7 @@ static int on_slot(void *ctx, const dt_slot_record *r)
     convert *c = ctx;
     if (!c->model)
         return 0;
-    close_stretch(c);
-    c->last_time = r->time;
-    c->last_task = -1;
+    task_clock_slot(&c->clock, r->time);
     return 0;
 }
 
@@ -195,7 +173,7 @@ int main(int argc, char **argv)
         return 2;
     }
     dt_error err = { 0 };
-    convert c = { .last_task = -1, .err = &err };
+    convert c = { .err = &err };
     dt_tunelog_visitor v = { .run = on_run, .measure = on_measure, .slot = on_slot, .ctx = &c };
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", o.run_dir);
@@ -223,6 +201,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < c.ntasks; k++)
         free(c.tasks[k].rows);
     free(c.tasks);
+    free(c.clocks);
     dt_model_free(c.model);
     if (rc) {
         fprintf(stderr, "trace_convert: %s\n", err.msg);

@@ -1,17 +1,31 @@
 #!/bin/sh
-# db_benefit.sh [--backend replay] [TRIALS] [OUTDIR] — how a second model
-# benefits from the tuning database: trials to reach 95 % of the best for
-# resnet18's tasks, tuned without a database, with the database of an
-# earlier resnet18 run, and with that of a vgg16 run (transfer between
-# tasks of a kind only: no shape is shared).
+# db_benefit.sh [--backend replay] [TRIALS] [RUNS_DIR] [OUT_FILE] — how a run
+# benefits from the tuning database: per task of resnet18, the trials and
+# the task's own seconds to reach 95 % of the best any of the runs found on
+# it, without a database and with the database of an earlier run.
 #
-# Every run tunes each task once for TRIALS trials (default 200) in one
-# contiguous slot (round_robin, one slot per task, chameleon, seed 1), like
-# scripts/record_traces.sh; each keeps its own database under OUTDIR
-# (default runs/db_benefit), so nothing touches the user's. bin/db_bench
-# prints the table, which is also saved, with the date and the machine, as
-# OUTDIR/db_benefit.txt. On the CPU the figures are only meaningful on quiet
-# cores: nothing else may run during the hours this takes.
+# The runs, each with the same budget (TRIALS trials per task, default 200,
+# in one contiguous slot per task: round_robin, one slot per task,
+# chameleon; like scripts/record_traces.sh), seed 1, and its own database
+# file under RUNS_DIR (default runs/db_benefit), so nothing touches the
+# user's database:
+#   (a) resnet18-no-db         resnet18, an empty database
+#   (b) vgg16                  vgg16 into database V (vgg16.db), then
+#       resnet18-with-vgg16    resnet18 on a copy of V: transfer between
+#                              tasks of a kind only, no shape is shared
+#   (c) resnet18               resnet18 into database R (resnet18.db), then
+#       resnet18-with-resnet18 resnet18 again on a copy of R
+# (a) and the first run of (c) are the same settings: two runs without a
+# database, whose difference is the noise the other columns stand against.
+#
+# Resumable: a run that finished (RUN/done: its settings, its wall time and
+# a random id) is not run again; one cut off is started again from nothing
+# (a fresh database, or a fresh copy of its source's); a run whose settings
+# changed, or whose source ran again since (another id), is run again. bin/db_bench then prints the table, saved
+# with the date, commit, settings, machine (scripts/machine.sh) and each
+# run's wall time as OUT_FILE (default bench/out/db_benefit.txt; with
+# --backend replay bench/out/db_benefit_replay.txt). On the CPU the figures
+# mean something only on quiet cores: nothing else may run meanwhile.
 set -eu
 
 backend=""
@@ -20,33 +34,66 @@ if [ "${1:-}" = "--backend" ]; then
     shift 2
 fi
 trials=${1:-200}
-outdir=${2:-runs/db_benefit}
+runs=${2:-runs/db_benefit}
+out=${3:-bench/out/db_benefit${backend:+_$backend}.txt}
+seed=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 make --no-print-directory build bin/db_bench >/dev/null
+mkdir -p "$runs" "$(dirname "$out")"
 
-# tune MODEL RUN_DIR DB: one recording-style run of models/MODEL.yaml.
+# tune NAME MODEL [SOURCE]: the run RUNS_DIR/NAME of models/MODEL.yaml with
+# database RUNS_DIR/NAME.db: empty, or a copy of run SOURCE's database.
 tune() {
-    ntasks=$(bin/dtune models "models/$1.yaml" | sed -n 's/^model [^:]*: \([0-9]*\) tasks.*/\1/p')
-    [ -n "$ntasks" ] || { echo "$0: cannot count the tasks of models/$1.yaml" >&2; exit 1; }
-    rm -rf "$2"
-    echo "db_benefit: $1 -> $2 (database $3)" >&2
-    bin/dtune tune --model "models/$1.yaml" ${backend:+--backend "$backend"} --policy round_robin \
+    name=$1 model=$2 source=${3:-}
+    dir=$runs/$name db=$runs/$name.db
+    from=none
+    [ -z "$source" ] || from="$source@$(sed -n 3p "$runs/$source/done")"
+    settings="model=$model trials=$trials backend=${backend:-cpu} seed=$seed source=$from"
+    if [ -f "$dir/done" ] && [ "$(sed -n 1p "$dir/done")" = "$settings" ]; then
+        echo "db_benefit: $name finished before ($(sed -n 2p "$dir/done")); not run again" >&2
+        return 0
+    fi
+    ntasks=$(bin/dtune models "models/$model.yaml" | sed -n 's/^model [^:]*: \([0-9]*\) tasks.*/\1/p')
+    [ -n "$ntasks" ] || { echo "$0: cannot count the tasks of models/$model.yaml" >&2; exit 1; }
+    rm -rf "$dir" "$db" "$db-wal" "$db-shm"
+    if [ -n "$source" ]; then
+        # the source's process has ended, so its file holds everything (and a
+        # -wal beside it, if any, goes with it)
+        cp "$runs/$source.db" "$db"
+        [ ! -f "$runs/$source.db-wal" ] || cp "$runs/$source.db-wal" "$db-wal"
+    fi
+    echo "db_benefit: $name: $model, database $db${source:+ (a copy of $source's)}" >&2
+    start=$(date +%s)
+    bin/dtune tune --model "models/$model.yaml" ${backend:+--backend "$backend"} --policy round_robin \
         --strategy chameleon --slot-trials "$trials" --max-slots "$ntasks" --finish-after 1000000 \
-        --budget 1000000 --seed 1 --out "$2" --listen off --db "$3"
+        --budget 1000000 --seed "$seed" --out "$dir" --listen off --db "$db"
+    printf '%s\n%s s wall\n%s\n' "$settings" "$(( $(date +%s) - start ))" \
+        "$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')" > "$dir/done"
 }
 
-mkdir -p "$outdir"
-rm -f "$outdir"/*.db "$outdir"/*.db-wal "$outdir"/*.db-shm
-tune resnet18 "$outdir/earlier-resnet18" "$outdir/resnet18.db"
-tune vgg16 "$outdir/earlier-vgg16" "$outdir/vgg16.db"
-tune resnet18 "$outdir/no-db" off
-tune resnet18 "$outdir/db-resnet18" "$outdir/resnet18.db"
-tune resnet18 "$outdir/db-vgg16" "$outdir/vgg16.db"
+tune resnet18-no-db resnet18
+tune vgg16 vgg16
+tune resnet18-with-vgg16 resnet18 vgg16
+tune resnet18 resnet18
+tune resnet18-with-resnet18 resnet18 resnet18
 
+. scripts/machine.sh
 {
-    echo "# db_benefit.sh ${backend:+--backend $backend }$trials, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
+    echo "# db_benefit.sh ${backend:+--backend $backend }$trials $runs, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
          "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo "# machine: $(bin/dtune db machine ${backend:+--backend "$backend"})"
-    bin/db_bench no-db="$outdir/no-db" db-resnet18="$outdir/db-resnet18" db-vgg16="$outdir/db-vgg16"
-} | tee "$outdir/db_benefit.txt"
+    echo "# machine: $machine"
+    [ -z "$backend" ] || echo "# backend $backend: $(bin/dtune db machine --backend "$backend" --seed "$seed")," \
+                              "a synthetic surface whose tasks are independent hashes:" \
+                              "what transfer gains there is chance, not evidence"
+    echo "# $trials trials per task, one slot per task (round_robin, chameleon), seed $seed;" \
+         "goal: 95 % of the best final GFLOPS any run found on the task;" \
+         "seconds: the task's own tuning seconds"
+    for name in resnet18-no-db vgg16 resnet18-with-vgg16 resnet18 resnet18-with-resnet18; do
+        echo "# run $name: $(sed -n 2p "$runs/$name/done")"
+    done
+    bin/db_bench no-db="$runs/resnet18-no-db" no-db-again="$runs/resnet18" \
+        with-vgg16-db="$runs/resnet18-with-vgg16" with-resnet18-db="$runs/resnet18-with-resnet18"
+} > "$out.tmp"
+mv "$out.tmp" "$out"
+cat "$out"
