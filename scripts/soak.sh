@@ -27,6 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ -f "models/$model.yaml" ] || { echo "$0: no models/$model.yaml" >&2; exit 2; }
 mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)
 . scripts/machine.sh
 echo "$machine" > "$outdir/machine.txt"
 rm -rf "${outdir:?}/run"
@@ -38,12 +39,14 @@ seed: 1
 budget:
   total_seconds: $seconds
   slot_trials: 8
+scheduler:
+  finish_after: 1000000000       # no task is ever done: the run lasts its budget
 tuner:
   ppo:
     episodes: 16
     max_steps: 100
 output:
-  dir: $root/$outdir/run
+  dir: $outdir/run
 server:
   listen: 127.0.0.1:$port
 db:
@@ -76,7 +79,7 @@ echo "dtune exit $rc after $(( $(date +%s) - start )) s" | tee "$outdir/summary.
     tail -3 "$outdir/tune.out"
     logged=$(grep -c '"type":"measure"' "$outdir/run/tuning.jsonl" || true)
     slots=$(grep -c '"type":"slot"' "$outdir/run/tuning.jsonl" || true)
-    echo "log: $logged measure records, $slots slot records"
+    echo "log: $logged measure records, $slots slot records (goal: 10,000 slots or more)"
     echo "last /metrics sample (up to $sample s before the end): $(trials) trials"
     if promtool check metrics < "$outdir/metrics.txt" > "$outdir/promtool.txt" 2>&1; then
         echo "promtool check metrics: no finding on the last /metrics sample"
