@@ -71,6 +71,7 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
     plan->order = dt_space_get(space, point, "order", 0, 0);
     plan->pack_weight = dt_space_get(space, point, "pack", 0, 1);
     plan->red_order = dt_space_get(space, point, "red_order", 0, 0);
+    plan->form = dt_space_get(space, point, "form", 0, DT_CPU_FORM_BLOCKED);
     if (is_conv(&space->task)) {
         plan->unroll = dt_space_get(space, point, "unroll_kw", 0, 1);
         plan->co_block = dt_space_get(space, point, co_knob, 1, 1);
@@ -102,6 +103,35 @@ static bool divides(int part, int whole)
     return part >= 1 && whole % part == 0;
 }
 
+/* Vectors of pixels in a PIXELS register tile row: ow_block rounded up. */
+static int pixel_vectors(const dt_cpu_plan *p)
+{
+    return (p->ow_block + p->vec - 1) / p->vec;
+}
+
+/* An unpadded stride-1 1x1 convolution whose register tile holds whole
+ * vectors reads its NCHW input in place (no copy, no read past a row). */
+static bool pixels_in_place(const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    return p->task.kind == DT_OP_CONV2D && c->kh == 1 && c->kw == 1 && c->sh == 1 &&
+           c->sw == 1 && c->ph == 0 && c->pw == 0 && p->ow_block % p->vec == 0;
+}
+
+static int check_pixels(const dt_cpu_plan *p, dt_error *err)
+{
+    bool dw = p->task.kind == DT_OP_DEPTHWISE_CONV2D;
+    if (p->order < 0 || p->order > (dw ? 0 : 1) || p->red_order != 0 || p->ci_block != 1)
+        return dt_error_set(err, DT_EINVAL, "the pixels form takes order 0%s, red_order 0 and "
+                            "ci_block 1", dw ? "" : " or 1");
+    /* conv2d holds the tile's pixel vectors besides the accumulators */
+    int nv = pixel_vectors(p), regs = p->co_block * nv + (dw ? 0 : nv);
+    if (regs > DT_CPU_MAX_ACCUMULATORS)
+        return dt_error_set(err, DT_EINVAL, "register tile of %d vectors exceeds %d", regs,
+                            DT_CPU_MAX_ACCUMULATORS);
+    return 0;
+}
+
 static int check_conv(const dt_cpu_plan *p, dt_error *err)
 {
     const dt_conv_shape *c = &p->task.conv;
@@ -110,6 +140,11 @@ static int check_conv(const dt_cpu_plan *p, dt_error *err)
     if (!divides(p->co_block, c->c_out) || !divides(p->oh_block, c->oh) ||
         !divides(p->ow_block, c->ow) || (!dw && !divides(p->ci_block, c->c_in)))
         return dt_error_set(err, DT_EINVAL, "a tile does not divide its axis");
+    if (p->form == DT_CPU_FORM_PIXELS)
+        return check_pixels(p, err);
+    if (p->form != DT_CPU_FORM_BLOCKED)
+        return dt_error_set(err, DT_EINVAL, "form %d is not %d (blocked) or %d (pixels)", p->form,
+                            DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS);
     if (p->co_block % p->vec != 0)
         return dt_error_set(err, DT_EINVAL, "vec %d does not divide the channel tile %d",
                             p->vec, p->co_block);
@@ -154,9 +189,10 @@ int dt_cpu_plan_check(const dt_cpu_plan *p, dt_error *err)
 static void plan_str(const dt_cpu_plan *p, char *buf, size_t len)
 {
     if (is_conv(&p->task))
-        snprintf(buf, len, "co=%d ow=%d oh=%d ci=%d vec=%d order=%d red=%d unroll_kw=%d pack=%d "
-                 "threads=%d", p->co_block, p->ow_block, p->oh_block, p->ci_block, p->vec,
-                 p->order, p->red_order, p->unroll, p->pack_weight, p->threads);
+        snprintf(buf, len, "form=%s co=%d ow=%d oh=%d ci=%d vec=%d order=%d red=%d unroll_kw=%d "
+                 "pack=%d threads=%d", p->form == DT_CPU_FORM_PIXELS ? "pixels" : "blocked",
+                 p->co_block, p->ow_block, p->oh_block, p->ci_block, p->vec, p->order,
+                 p->red_order, p->unroll, p->pack_weight, p->threads);
     else
         snprintf(buf, len, "m=%d n=%d k=%d vec=%d order=%d unroll_k=%d pack=%d threads=%d",
                  p->m_block, p->n_block, p->k_block, p->vec, p->order, p->unroll,
@@ -558,6 +594,215 @@ static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
     emit_conv_entry(b, p, entry, wsz, xsz, ysz);
 }
 
+/* ---- the pixels form of both convolutions -------------------------------------- */
+
+/* Defines of the pixels form: the packed input is [channel][HQ][SW][WQ]
+ * rows (row hq of phase ph holds padded columns q * SW + ph), so a vector of
+ * output pixels reads consecutive floats at every stride. */
+static void emit_pixels_defines(dt_buf *b, const dt_cpu_plan *p, int hq, int wq)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int nv = pixel_vectors(p);
+    emit_conv_defines(b, p);
+    emit(b, "#define NV %d\n#define TAIL %d\n#define HQ %d\n#define WQ %d\n#define CIG %d\n"
+            "#define MULT %d\n\n", nv, p->ow_block - (nv - 1) * p->vec, hq, wq,
+         p->task.kind == DT_OP_CONV2D ? c->c_in : 1, c->c_out / c->c_in);
+}
+
+/* Weights [CO/COB][CIG][KH][KW][COB]: a tile's COB broadcasts are adjacent. */
+static void emit_pixels_pack_w(dt_buf *b)
+{
+    emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
+            "    for (int co = 0; co < CO; co++)\n"
+            "    for (int k = 0; k < CIG * KH * KW; k++)\n"
+            "        wp[((size_t)(co / COB) * CIG * KH * KW + k) * COB + co %% COB] =\n"
+            "            w[(size_t)co * CIG * KH * KW + k];\n}\n\n");
+}
+
+/* row_read: whether packed row hq is read by output rows 0 .. rows-1;
+ * pack_row: one input row (NULL: a padding row) into its SW phase rows, the
+ * phases no kernel column reads left alone. */
+static void emit_pack_row(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    unsigned phases = 0;
+    for (int s = 0; s < c->kw; s++)
+        phases |= 1u << (s * c->dw % c->sw);
+    emit(b, "static int row_read(int hq, int rows)\n{\n"
+            "    for (int r = 0; r < KH; r++) {\n"
+            "        int t = hq - r * DH;\n"
+            "        if (t >= 0 && t %% SH == 0 && t / SH < rows)\n            return 1;\n    }\n"
+            "    return 0;\n}\n\n");
+    emit(b, "static void pack_row(const float *restrict src, float *restrict dst)\n{\n"
+            "    for (int ph = 0; ph < SW; ph++) {\n"
+            "        float *row = dst + (size_t)ph * WQ;\n"
+            "        if (!(0x%xu >> ph & 1u))\n            continue;\n"
+            "        if (!src) {\n            memset(row, 0, WQ * sizeof(float));\n            continue;\n        }\n"
+            "        int lo = PW > ph ? (PW - ph + SW - 1) / SW : 0, hi = (W + PW - ph + SW - 1) / SW;\n"
+            "        hi = hi < WQ ? hi : WQ;\n        lo = lo < hi ? lo : hi;\n"
+            "        memset(row, 0, (size_t)lo * sizeof(float));\n"
+            "        for (int q = lo; q < hi; q++)\n"
+            "            row[q] = src[q * SW + ph - PW];\n"
+            "        memset(row + hi, 0, (size_t)(WQ - hi) * sizeof(float));\n    }\n}\n\n", phases);
+}
+
+/* Stores the COB x NV accumulators to NCHW rows at yt; the last vector
+ * keeps TAIL lanes. */
+static void emit_pixels_store(dt_buf *b, const dt_cpu_plan *p)
+{
+    int nv = pixel_vectors(p), tail = p->ow_block - (nv - 1) * p->vec;
+    for (int i = 0; i < p->co_block; i++)
+        for (int j = 0; j < nv; j++) {
+            if (j < nv - 1 || tail == p->vec)
+                emit(b, "    ST(yt + %d * OH * OW + %d * VEC, a%d_%d);\n", i, j, i, j);
+            else
+                emit(b, "    { const vf t = a%d_%d; memcpy(yt + %d * OH * OW + %d * VEC, &t, "
+                        "TAIL * sizeof(float)); }\n", i, j, i, j);
+        }
+}
+
+static void emit_pixels_conv_tile(dt_buf *b, const dt_cpu_plan *p)
+{
+    int nv = pixel_vectors(p);
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
+            "    const float *restrict xq, float *restrict y, int co_o, int oh, int ow_o)\n{\n"
+            "    float *restrict yt = y + ((size_t)co_o * COB * OH + oh) * OW + ow_o * OWB;\n"
+            "    const float *restrict wt = wp + (size_t)co_o * CIG * KH * KW * COB;\n");
+    emit_acc_decl(b, p->co_block, nv);
+    emit_acc_zero(b, p->co_block, nv);
+    emit(b, "    for (int ci = 0; ci < CIG; ci++)\n    for (int r = 0; r < KH; r++) {\n"
+            "        const float *xr = xq + ((size_t)ci * HQ + oh * SH + r * DH) * SW * WQ + ow_o * OWB;\n");
+    for (int s = 0; s < s_copies(p); s++) {
+        emit_s_open(b, p, s);
+        emit(b, "            const float *xv = xr + (s * DW %% SW) * WQ + s * DW / SW;\n"
+                "            const float *wv = wt + ((ci * KH + r) * KW + s) * COB;\n");
+        for (int j = 0; j < nv; j++)
+            emit(b, "            const vf x%d = LD(xv + %d * VEC);\n", j, j);
+        for (int i = 0; i < p->co_block; i++) {
+            emit(b, "            { const float w = wv[%d];", i);
+            for (int j = 0; j < nv; j++)
+                emit(b, " a%d_%d += x%d * w;", i, j, j);
+            emit(b, " }\n");
+        }
+        emit(b, "        }\n");
+    }
+    emit(b, "    }\n");
+    emit_pixels_store(b, p);
+    emit(b, "}\n\n");
+}
+
+static void emit_pixels_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool in_place = pixels_in_place(p);
+    int hq = in_place ? c->h : (c->oh - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    int wq = in_place ? c->w : c->ow - p->ow_block + pixel_vectors(p) * p->vec +
+                               (c->kw - 1) * c->dw / c->sw;
+    emit_pixels_defines(b, p, hq, wq);
+    emit_pixels_pack_w(b);
+    size_t wsz = round16((size_t)c->c_out * c->c_in * c->kh * c->kw);
+    size_t xsz = in_place ? 0 : round16((size_t)c->c_in * hq * c->sw * wq);
+    if (!in_place) {
+        emit_pack_row(b, p);
+        emit(b, "static void pack_x(const float *restrict x, float *restrict xq)\n{\n");
+        if (p->threads > 1)
+            emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+        emit(b, "    for (int ci = 0; ci < CI; ci++)\n"
+                "    for (int hq = 0; hq < HQ; hq++) {\n"
+                "        int ih = hq - PH;\n"
+                "        if (row_read(hq, OH))\n"
+                "            pack_row(ih >= 0 && ih < H ? x + ((size_t)ci * H + ih) * W : NULL,\n"
+                "                     xq + ((size_t)ci * HQ + hq) * SW * WQ);\n    }\n}\n\n");
+    }
+    emit_pixels_conv_tile(b, p);
+    static const char *const loops[2][4] = { { "oh_o", "co_o", "oh_i", "ow_o" },
+                                             { "co_o", "oh_o", "oh_i", "ow_o" } };
+    const char *bounds[4];
+    for (int i = 0; i < 4; i++)
+        bounds[i] = conv_bound(loops[p->order][i]);
+    emit(b, "static void compute(const float *restrict wp, const float *restrict xq, float *restrict y)\n{\n");
+    emit_loops(b, p, loops[p->order], bounds, 4, 0, "tile(wp, xq, y, co_o, oh_o * OHB + oh_i, ow_o);");
+    emit(b, "}\n\n");
+    char step[512];
+    if (in_place)
+        snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++)\n"
+                 "        compute(ws, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW);\n");
+    else
+        snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++) {\n"
+                 "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
+                 "        compute(ws, ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n", wsz, wsz);
+    emit_entry(b, p, entry, wsz + xsz, step);
+}
+
+static void emit_pixels_dw_tile(dt_buf *b, const dt_cpu_plan *p)
+{
+    int nv = pixel_vectors(p);
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
+            "    const float *restrict xb, float *restrict y, int co_o, int oh_o, int oh_i, int ow_o)\n{\n"
+            "    float *restrict yt = y + ((size_t)co_o * COB * OH + oh_o * OHB + oh_i) * OW + ow_o * OWB;\n"
+            "    const float *restrict wt = wp + (size_t)co_o * KH * KW * COB;\n");
+    emit_acc_decl(b, p->co_block, nv);
+    emit_acc_zero(b, p->co_block, nv);
+    emit(b, "    for (int r = 0; r < KH; r++) {\n");
+    for (int s = 0; s < s_copies(p); s++) {
+        emit_s_open(b, p, s);
+        for (int i = 0; i < p->co_block; i++) {
+            emit(b, "            { const float w = wt[(r * KW + s) * COB + %d];\n"
+                    "              const float *xv = xb + ((size_t)%d * HQ + oh_i * SH + r * DH) * SW * WQ"
+                    " + (s * DW %% SW) * WQ + ow_o * OWB + s * DW / SW;\n", i, i);
+            for (int j = 0; j < nv; j++)
+                emit(b, "              a%d_%d += LD(xv + %d * VEC) * w;\n", i, j, j);
+            emit(b, "            }\n");
+        }
+        emit(b, "        }\n");
+    }
+    emit(b, "    }\n");
+    emit_pixels_store(b, p);
+    emit(b, "}\n\n");
+}
+
+/* Depthwise: per (channel tile, band of OHB output rows) the band's input
+ * rows of the tile's channels go to the thread's buffer, then the band. */
+static void emit_pixels_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int hq = (p->oh_block - 1) * c->sh + (c->kh - 1) * c->dh + 1;
+    int wq = c->ow - p->ow_block + pixel_vectors(p) * p->vec + (c->kw - 1) * c->dw / c->sw;
+    emit_pixels_defines(b, p, hq, wq);
+    emit_pixels_pack_w(b);
+    emit_pack_row(b, p);
+    size_t wsz = round16((size_t)c->c_out * c->kh * c->kw);
+    size_t band = round16((size_t)p->co_block * hq * c->sw * wq);
+    emit(b, "#define BAND %zu\n\n", band);
+    emit(b, "static void pack_band(const float *restrict x, float *restrict xb, int co_o, int oh_o)\n{\n"
+            "    for (int i = 0; i < COB; i++) {\n"
+            "        const float *xc = x + (size_t)((co_o * COB + i) / MULT) * H * W;\n"
+            "        for (int hq = 0; hq < HQ; hq++) {\n"
+            "            int ih = oh_o * OHB * SH + hq - PH;\n"
+            "            if (row_read(hq, OHB))\n"
+            "                pack_row(ih >= 0 && ih < H ? xc + (size_t)ih * W : NULL,\n"
+            "                         xb + ((size_t)i * HQ + hq) * SW * WQ);\n        }\n    }\n}\n\n");
+    emit_pixels_dw_tile(b, p);
+    if (p->threads > 1)
+        emit(b, "#include <omp.h>\n\n");
+    emit(b, "static void compute(const float *restrict wp, const float *restrict x, float *restrict y,\n"
+            "    float *restrict bands)\n{\n");
+    emit_omp(b, p, 2);
+    emit(b, "    for (int co_o = 0; co_o < COO; co_o++)\n"
+            "    for (int oh_o = 0; oh_o < OHO; oh_o++) {\n"
+            "        float *xb = bands + (size_t)%s * BAND;\n"
+            "        pack_band(x, xb, co_o, oh_o);\n"
+            "        for (int oh_i = 0; oh_i < OHB; oh_i++)\n"
+            "        for (int ow_o = 0; ow_o < OWO; ow_o++)\n"
+            "            tile(wp, xb, y, co_o, oh_o, oh_i, ow_o);\n    }\n}\n\n",
+         p->threads > 1 ? "omp_get_thread_num()" : "0");
+    char step[512];
+    snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++)\n"
+             "        compute(ws, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW,\n"
+             "                ws + %zu);\n", wsz);
+    emit_entry(b, p, entry, wsz + band * (size_t)p->threads, step);
+}
+
 /* ---- dense and batch_matmul ------------------------------------------------------ */
 
 static const char *const mm_order_loops[DT_CPU_MM_ORDERS][4] = {
@@ -708,10 +953,11 @@ int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **sour
         return rc;
     dt_buf b = { 0 };
     emit_prelude(&b, plan);
+    bool pixels = is_conv(&plan->task) && plan->form == DT_CPU_FORM_PIXELS;
     if (plan->task.kind == DT_OP_CONV2D)
-        emit_conv2d(&b, plan, entry);
+        (pixels ? emit_pixels_conv2d : emit_conv2d)(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
-        emit_depthwise(&b, plan, entry);
+        (pixels ? emit_pixels_depthwise : emit_depthwise)(&b, plan, entry);
     else
         emit_mm(&b, plan, entry);
     if (b.failed) {

@@ -10,12 +10,25 @@
  * knob offers only widths up to the machine's (dt_space_opts): wider
  * generic vectors are valid C but several times slower, so offering them
  * would only spend trials.
+ *
+ * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, see
+ * codegen_cpu.h) is offered where the blocked form's layout conversions
+ * dominate: every depthwise convolution, 1x1 convolutions (expansions and
+ * projections on large maps with few channels, strided 1x1) and
+ * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
+ * network's first layer). Other spaces are as they were, so their schema
+ * hash (db.h) and their logs stay valid; a space with the knob has another
+ * hash, so records of the old space are never read as configs of the new.
  */
 #include "dtune/codegen_cpu.h"
 #include "space_table.h"
 
 static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
+static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
+
+/* conv2d with at most this many input channels gets the form knob. */
+#define DT_CPU_PIXELS_MAX_CIN 4
 static const int conv_orders[] = { 0, 1, 2, 3, 4, 5 };
 static const int depthwise_orders[] = { 0, 1, 2 };
 static const int mm_orders[] = { 0, 1, 2, 3 };
@@ -39,6 +52,18 @@ _Static_assert(NELEMS(conv_orders) == DT_CPU_CONV_ORDERS, "conv orders");
 _Static_assert(NELEMS(depthwise_orders) == DT_CPU_DEPTHWISE_ORDERS, "depthwise orders");
 _Static_assert(NELEMS(mm_orders) == DT_CPU_MM_ORDERS, "mm orders");
 
+static bool offers_pixels(const dt_task *t)
+{
+    const dt_conv_shape *c = &t->conv;
+    return t->kind == DT_OP_DEPTHWISE_CONV2D || (c->kh == 1 && c->kw == 1) ||
+           c->c_in <= DT_CPU_PIXELS_MAX_CIN;
+}
+
+static int add_form_knob(dt_space *s)
+{
+    return offers_pixels(&s->task) ? dt_space_add_choice(s, "form", forms, NELEMS(forms)) : 0;
+}
+
 static int build_conv(dt_space *s)
 {
     const dt_conv_shape *c = &s->task.conv;
@@ -51,7 +76,8 @@ static int build_conv(dt_space *s)
         (rc = dt_space_add_choice(s, "red_order", on_off, NELEMS(on_off))) ||
         (rc = dt_space_add_choice(s, "unroll_kw", on_off, NELEMS(on_off))) ||
         (rc = add_vec_knob(s)) ||
-        (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))))
+        (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))) ||
+        (rc = add_form_knob(s)))
         return rc;
     return 0;
 }
@@ -66,7 +92,8 @@ static int build_depthwise(dt_space *s)
         (rc = dt_space_add_choice(s, "order", depthwise_orders, NELEMS(depthwise_orders))) ||
         (rc = dt_space_add_choice(s, "unroll_kw", on_off, NELEMS(on_off))) ||
         (rc = add_vec_knob(s)) ||
-        (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))))
+        (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))) ||
+        (rc = add_form_knob(s)))
         return rc;
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "dtune/backend_cpu.h"
 #include "dtune/codegen_cpu.h"
 #include "dtune/config.h"
+#include "dtune/db.h"
 #include "dtune/measure.h"
 #include "dtune/runner.h"
 #include "dtune/target.h"
@@ -105,6 +106,71 @@ static void random_configs_ok(fixture *f, const dt_task *task, int count, unsign
     }
     dt_measurer_free(m);
     dt_space_free(&space);
+}
+
+/* Measures `count` random valid configs of task in the pixels form (the
+ * space's `form` knob held at DT_CPU_FORM_PIXELS); all must be ok. */
+static void pixel_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+{
+    dt_space space;
+    assert_int_equal(dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
+    int form = dt_space_knob(&space, "form");
+    assert_true(form >= 0);
+    dt_point points[8];
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    for (int i = 0; i < count; i++) {
+        int tries = 0;
+        do {
+            dt_space_random(&space, rng, &points[i]);
+            points[i].opt[form] = DT_CPU_FORM_PIXELS;
+        } while (!dt_space_valid(&space, &points[i]) && ++tries < 100000);
+        assert_true(dt_space_valid(&space, &points[i]));
+    }
+    gsl_rng_free(rng);
+    dt_measurer *m;
+    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 7, &m, NULL), 0);
+    dt_measure_result res[8];
+    assert_int_equal(dt_measurer_run(m, &space, points, count, res, NULL), 0);
+    for (int i = 0; i < count; i++) {
+        char knobs[512];
+        dt_space_point_str(&space, &points[i], knobs, sizeof knobs);
+        if (res[i].result != DT_RESULT_OK)
+            print_error("%s: %s (%s)\n", knobs, dt_result_name(res[i].result), res[i].detail);
+        assert_int_equal(res[i].result, DT_RESULT_OK);
+        assert_non_null(strstr(knobs, "form=1"));
+    }
+    dt_measurer_free(m);
+    dt_space_free(&space);
+}
+
+/* The pixels form against the reference: 1x1 read in place and strided,
+ * a 3-channel first layer, depthwise at stride 1 and 2, kernel 3 and 5,
+ * multiplier 2, batch 2, dilation; widths whose last vector is partial. */
+static void test_pixels_form(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 6, 12, 10, 1, 1, 0, 1);     /* 1x1 in place */
+    pixel_configs_ok(f, &t, 6, 21);
+    t = conv(DT_OP_CONV2D, 2, 5, 11, 12, 1, 2, 0, 1);            /* strided 1x1, batch 2 */
+    pixel_configs_ok(f, &t, 5, 22);
+    t = conv(DT_OP_CONV2D, 1, 3, 17, 8, 3, 2, 1, 1);             /* first layer, 3x3 s2 */
+    pixel_configs_ok(f, &t, 5, 23);
+    t = conv(DT_OP_CONV2D, 1, 3, 13, 16, 7, 2, 3, 1);            /* first layer, 7x7 s2 */
+    pixel_configs_ok(f, &t, 4, 24);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1);
+    pixel_configs_ok(f, &t, 6, 25);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);
+    pixel_configs_ok(f, &t, 6, 26);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);   /* multiplier 2, kernel 5 */
+    pixel_configs_ok(f, &t, 5, 27);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 11, 4, 3, 1, 2, 2);   /* dilation 2 */
+    pixel_configs_ok(f, &t, 4, 28);
+    f->measure.threads = 2;
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);
+    pixel_configs_ok(f, &t, 4, 29);
+    t = conv(DT_OP_CONV2D, 1, 8, 12, 16, 1, 1, 0, 1);
+    pixel_configs_ok(f, &t, 3, 30);
 }
 
 static void test_conv2d_random_configs(void **state)
@@ -204,6 +270,81 @@ static void test_plan_check_rejects(void **state)
     p.ow_block = 29;                      /* 4 x 29 accumulators */
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "register"));
+
+    /* pixels form: any width (the last vector partial), canonical order,
+     * red_order and ci_block, pixel vectors counted with the accumulators */
+    dt_cpu_plan_default(&big, 1, &p);
+    p.form = DT_CPU_FORM_PIXELS;
+    p.vec = 16;
+    p.ow_block = 29;                      /* the whole row: 2 vectors, 13 lanes of the second */
+    p.co_block = 8;                       /* 16 accumulators + 2 pixel vectors */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.co_block = 16;                      /* 32 + 2 */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "register"));
+    p.co_block = 8;
+    p.order = 2;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "pixels form"));
+    p.order = 1;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.ci_block = 4;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.ci_block = 1;
+    p.red_order = 1;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.red_order = 0;
+    p.form = 2;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "form"));
+    dt_task dw = conv(DT_OP_DEPTHWISE_CONV2D, 1, 32, 28, 32, 3, 1, 1, 1);
+    dt_cpu_plan_default(&dw, 1, &p);
+    p.form = DT_CPU_FORM_PIXELS;
+    p.vec = 16;
+    p.ow_block = 29;                      /* 2 vectors */
+    p.co_block = 8;                       /* 16 accumulators; depthwise keeps no pixel vectors */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.co_block = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.co_block = 2;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.order = 1;                          /* depthwise pixels: order 0 only */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+}
+
+/* The form knob is where the blocked form falls short (depthwise, 1x1,
+ * a first layer of 3 channels) and nowhere else, and the schema hash sees
+ * it: a space with the knob never shares a hash with one without. */
+static void test_form_knob_where_offered(void **state)
+{
+    (void)state;
+    const struct { dt_task task; bool form; } cases[] = {
+        { conv(DT_OP_CONV2D, 1, 16, 14, 32, 3, 1, 1, 1), false },
+        { conv(DT_OP_CONV2D, 1, 16, 14, 32, 1, 1, 0, 1), true },
+        { conv(DT_OP_CONV2D, 1, 16, 14, 32, 1, 2, 0, 1), true },
+        { conv(DT_OP_CONV2D, 1, 3, 22, 32, 3, 2, 1, 1), true },
+        { conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 14, 16, 3, 1, 1, 1), true },
+        { matmul(DT_OP_DENSE, 1, 1, 24, 36), false },
+    };
+    char plain[24] = "", with[24] = "", without[24];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_space s;
+        assert_int_equal(dt_target_space_init_opts(&s, &cases[i].task, DT_TARGET_CPU, &every_width, NULL), 0);
+        int k = dt_space_knob(&s, "form");
+        assert_int_equal(k >= 0, cases[i].form);
+        if (i == 0)
+            dt_db_space_hash(&s, plain, sizeof plain);
+        if (i == 1) {
+            dt_db_space_hash(&s, with, sizeof with);
+            assert_int_equal(k, s.nknobs - 1);
+            s.nknobs--;                   /* the same space less the knob */
+            dt_db_space_hash(&s, without, sizeof without);
+            s.nknobs++;
+            assert_string_not_equal(with, without);
+        }
+        dt_space_free(&s);
+    }
+    assert_string_not_equal(plain, with);
 }
 
 static int count(const char *text, const char *needle)
@@ -337,10 +478,12 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pixels_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),
         cmocka_unit_test(test_validity_matches_plan_check),
         cmocka_unit_test(test_plan_check_rejects),
+        cmocka_unit_test(test_form_knob_where_offered),
         cmocka_unit_test(test_knobs_change_source),
         cmocka_unit_test(test_named_entry_points),
         cmocka_unit_test_setup_teardown(test_configs_differ_in_speed, setup, teardown),

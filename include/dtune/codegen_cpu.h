@@ -28,11 +28,13 @@
  *       matrix products. Activations are packed inside the call (they change
  *       per inference); weights too when pack_weight = 0.
  *
- * Loop nests. conv2d and depthwise_conv2d vectorise over output channels: the
+ * Loop nests. conv2d and depthwise_conv2d in the BLOCKED form (below)
+ * vectorise over output channels: the
  * register tile is ow_block output pixels x co_block channels (co_block/vec
  * vectors); the input is zero-padded into the workspace, weights are blocked
  * [co/co_block][ci/ci_block][..][co_block], output accumulates in a blocked
- * buffer and is unpacked to NCHW at the end. dense and batch_matmul either
+ * buffer and is unpacked to NCHW at the end; the PIXELS form vectorises over
+ * output width instead (DT_CPU_FORM_PIXELS). dense and batch_matmul either
  * vectorise over N on pre-packed weight panels (pack_weight = 1; register
  * tile m_block rows x n_block columns) or over K as dot products on the
  * weights as stored (pack_weight = 0; m_block x n_block accumulators).
@@ -69,6 +71,20 @@ int dt_cpu_native_lanes(void);
 #define DT_CPU_DEPTHWISE_ORDERS 3
 #define DT_CPU_MM_ORDERS 4
 
+/* The two forms of a convolution kernel (the `form` knob). BLOCKED
+ * vectorises over output channels in a channel-blocked layout (input and
+ * output converted from and to NCHW inside the call). PIXELS vectorises over
+ * output width on NCHW as it is: the register tile is co_block channels (a
+ * broadcast weight each) x ceil(ow_block / vec) vectors of pixels, the input
+ * is copied into zero-padded rows split by stride phase (none for an
+ * unpadded stride-1 1x1 convolution, which reads the input in place), the
+ * output is stored in NCHW directly. Depthwise PIXELS packs a band of
+ * oh_block output rows' input rows per channel tile, so the copy stays in
+ * cache. PIXELS takes order 0 or 1 (conv2d: rows or channels outermost;
+ * depthwise: 0), red_order 0 and ci_block 1. */
+#define DT_CPU_FORM_BLOCKED 0
+#define DT_CPU_FORM_PIXELS 1
+
 typedef struct dt_cpu_plan {
     dt_task task;
     int threads;        /* kernel threads; > 1 emits OpenMP */
@@ -77,6 +93,7 @@ typedef struct dt_cpu_plan {
     int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
+    int form;           /* convolutions: DT_CPU_FORM_BLOCKED or DT_CPU_FORM_PIXELS */
     /* convolutions */
     int co_block, oh_block, ow_block, ci_block;
     /* matrix products */
@@ -85,7 +102,7 @@ typedef struct dt_cpu_plan {
 
 /* Reads the knobs of point (names as in space_cpu.c: tile_co, tile_oh,
  * tile_ow, tile_ci, tile_m, tile_n, tile_k, order, unroll, vec, pack_weight,
- * red_order) into plan; a knob the space lacks takes a safe default. Does not
+ * red_order, form) into plan; a knob the space lacks takes a safe default. Does not
  * check the plan. */
 void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int threads,
                             dt_cpu_plan *plan);
