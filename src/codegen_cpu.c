@@ -9,7 +9,8 @@
  * one broadcast FMA. What each knob changes:
  *
  *   tile_co/tile_c, tile_ow   the register tile (channels x pixels)
- *   tile_oh                   rows per spatial tile (cache blocking)
+ *   tile_oh                   rows per spatial tile (cache blocking); pixels
+ *                             depthwise: output rows per packed input band
  *   tile_ci / tile_k          reduction tiles; with a reduction loop outside
  *                             the spatial loops partial sums go to memory
  *   order                     permutation of the tile loops (tables below)
@@ -21,6 +22,11 @@
  *                             conv without it packs in every call, matrix
  *                             products without it use dot products over K
  *                             on the weights as stored
+ *   form                      convolutions: channel-blocked layout with
+ *                             vectors over channels, or NCHW with vectors
+ *                             over output width (codegen_cpu.h); in the
+ *                             pixels form tile_ow need not be a multiple of
+ *                             vec (the last vector is stored in part)
  */
 #include "dtune/codegen_cpu.h"
 
@@ -58,7 +64,7 @@ void dt_cpu_plan_default(const dt_task *task, int threads, dt_cpu_plan *plan)
     plan->vec = 1;
     plan->unroll = 1;
     plan->pack_weight = 1;
-    plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = 1;
+    plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = plan->row_block = 1;
     plan->m_block = plan->n_block = plan->k_block = 1;
 }
 
@@ -72,6 +78,7 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
     plan->pack_weight = dt_space_get(space, point, "pack", 0, 1);
     plan->red_order = dt_space_get(space, point, "red_order", 0, 0);
     plan->form = dt_space_get(space, point, "form", 0, DT_CPU_FORM_BLOCKED);
+    plan->row_block = dt_space_get(space, point, "tile_rows", 0, 1);
     if (is_conv(&space->task)) {
         plan->unroll = dt_space_get(space, point, "unroll_kw", 0, 1);
         plan->co_block = dt_space_get(space, point, co_knob, 1, 1);
@@ -120,12 +127,23 @@ static bool pixels_in_place(const dt_cpu_plan *p)
 
 static int check_pixels(const dt_cpu_plan *p, dt_error *err)
 {
+    const dt_conv_shape *c = &p->task.conv;
     bool dw = p->task.kind == DT_OP_DEPTHWISE_CONV2D;
-    if (p->order < 0 || p->order > (dw ? 0 : 1) || p->red_order != 0 || p->ci_block != 1)
-        return dt_error_set(err, DT_EINVAL, "the pixels form takes order 0%s, red_order 0 and "
-                            "ci_block 1", dw ? "" : " or 1");
-    /* conv2d holds the tile's pixel vectors besides the accumulators */
-    int nv = pixel_vectors(p), regs = p->co_block * nv + (dw ? 0 : nv);
+    int norders = dw ? DT_CPU_PIXELS_DEPTHWISE_ORDERS : DT_CPU_CONV_ORDERS;
+    if (p->order < 0 || p->order >= norders)
+        return dt_error_set(err, DT_EINVAL, "the pixels form of %s takes orders 0 to %d",
+                            dw ? "depthwise" : "conv2d", norders - 1);
+    /* one reduction order where there is no kernel window to order */
+    if (p->red_order < 0 || p->red_order > (c->kh * c->kw > 1 ? 1 : 0))
+        return dt_error_set(err, DT_EINVAL, "red_order %d out of range for the pixels form",
+                            p->red_order);
+    if (p->row_block < 1 || (!dw && p->row_block != 1) || p->oh_block % p->row_block != 0)
+        return dt_error_set(err, DT_EINVAL, "row block %d: depthwise only, dividing the band of %d "
+                            "rows", p->row_block, p->oh_block);
+    /* the tile's pixel vectors are held besides the accumulators (in
+     * depthwise only when a load feeds several rows) */
+    int nv = pixel_vectors(p), acc = p->co_block * p->row_block * nv;
+    int regs = acc + (!dw || p->row_block > 1 ? nv : 0);
     if (regs > DT_CPU_MAX_ACCUMULATORS)
         return dt_error_set(err, DT_EINVAL, "register tile of %d vectors exceeds %d", regs,
                             DT_CPU_MAX_ACCUMULATORS);
@@ -145,6 +163,8 @@ static int check_conv(const dt_cpu_plan *p, dt_error *err)
     if (p->form != DT_CPU_FORM_BLOCKED)
         return dt_error_set(err, DT_EINVAL, "form %d is not %d (blocked) or %d (pixels)", p->form,
                             DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS);
+    if (p->row_block != 1)
+        return dt_error_set(err, DT_EINVAL, "row block %d: the blocked form has none", p->row_block);
     if (p->co_block % p->vec != 0)
         return dt_error_set(err, DT_EINVAL, "vec %d does not divide the channel tile %d",
                             p->vec, p->co_block);
@@ -190,9 +210,9 @@ static void plan_str(const dt_cpu_plan *p, char *buf, size_t len)
 {
     if (is_conv(&p->task))
         snprintf(buf, len, "form=%s co=%d ow=%d oh=%d ci=%d vec=%d order=%d red=%d unroll_kw=%d "
-                 "pack=%d threads=%d", p->form == DT_CPU_FORM_PIXELS ? "pixels" : "blocked",
+                 "pack=%d rows=%d threads=%d", p->form == DT_CPU_FORM_PIXELS ? "pixels" : "blocked",
                  p->co_block, p->ow_block, p->oh_block, p->ci_block, p->vec, p->order,
-                 p->red_order, p->unroll, p->pack_weight, p->threads);
+                 p->red_order, p->unroll, p->pack_weight, p->row_block, p->threads);
     else
         snprintf(buf, len, "m=%d n=%d k=%d vec=%d order=%d unroll_k=%d pack=%d threads=%d",
                  p->m_block, p->n_block, p->k_block, p->vec, p->order, p->unroll,
@@ -596,6 +616,17 @@ static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
 
 /* ---- the pixels form of both convolutions -------------------------------------- */
 
+/* The tile loops of the pixels conv2d, outermost first (OpenMP shares the
+ * first two); depthwise takes the first two as its band loops. */
+static const char *const pixels_order_loops[DT_CPU_CONV_ORDERS][4] = {
+    { "oh_o", "co_o", "oh_i", "ow_o" },
+    { "co_o", "oh_o", "oh_i", "ow_o" },
+    { "oh_o", "oh_i", "co_o", "ow_o" },
+    { "oh_o", "oh_i", "ow_o", "co_o" },
+    { "co_o", "oh_o", "ow_o", "oh_i" },
+    { "oh_o", "co_o", "ow_o", "oh_i" },
+};
+
 /* Defines of the pixels form: the packed input is [channel][HQ][SW][WQ]
  * rows (row hq of phase ph holds padded columns q * SW + ph), so a vector of
  * output pixels reads consecutive floats at every stride. */
@@ -646,32 +677,32 @@ static void emit_pack_row(dt_buf *b, const dt_cpu_plan *p)
             "        memset(row + hi, 0, (size_t)(WQ - hi) * sizeof(float));\n    }\n}\n\n", phases);
 }
 
-/* Stores the COB x NV accumulators to NCHW rows at yt; the last vector
- * keeps TAIL lanes. */
-static void emit_pixels_store(dt_buf *b, const dt_cpu_plan *p)
+/* Stores the accumulators to NCHW rows at yt: a(i * rows + k)_j is channel i,
+ * output row k, vector j; the last vector keeps TAIL lanes. */
+static void emit_pixels_store(dt_buf *b, const dt_cpu_plan *p, int rows)
 {
     int nv = pixel_vectors(p), tail = p->ow_block - (nv - 1) * p->vec;
     for (int i = 0; i < p->co_block; i++)
-        for (int j = 0; j < nv; j++) {
-            if (j < nv - 1 || tail == p->vec)
-                emit(b, "    ST(yt + %d * OH * OW + %d * VEC, a%d_%d);\n", i, j, i, j);
-            else
-                emit(b, "    { const vf t = a%d_%d; memcpy(yt + %d * OH * OW + %d * VEC, &t, "
-                        "TAIL * sizeof(float)); }\n", i, j, i, j);
-        }
+        for (int k = 0; k < rows; k++)
+            for (int j = 0; j < nv; j++) {
+                int a = i * rows + k;
+                if (j < nv - 1 || tail == p->vec)
+                    emit(b, "    ST(yt + %d * OH * OW + %d * OW + %d * VEC, a%d_%d);\n", i, k, j, a, j);
+                else
+                    emit(b, "    { const vf t = a%d_%d; memcpy(yt + %d * OH * OW + %d * OW + %d * VEC, &t, "
+                            "TAIL * sizeof(float)); }\n", a, j, i, k, j);
+            }
 }
 
-static void emit_pixels_conv_tile(dt_buf *b, const dt_cpu_plan *p)
+/* The reduction of one ci tile: ci outside r, s (red_order 0) or inside. */
+static void emit_pixels_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
 {
     int nv = pixel_vectors(p);
-    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
-            "    const float *restrict xq, float *restrict y, int co_o, int oh, int ow_o)\n{\n"
-            "    float *restrict yt = y + ((size_t)co_o * COB * OH + oh) * OW + ow_o * OWB;\n"
-            "    const float *restrict wt = wp + (size_t)co_o * CIG * KH * KW * COB;\n");
-    emit_acc_decl(b, p->co_block, nv);
-    emit_acc_zero(b, p->co_block, nv);
-    emit(b, "    for (int ci = 0; ci < CIG; ci++)\n    for (int r = 0; r < KH; r++) {\n"
-            "        const float *xr = xq + ((size_t)ci * HQ + oh * SH + r * DH) * SW * WQ + ow_o * OWB;\n");
+    if (p->red_order == 0)
+        emit(b, "    for (int ci = ci_o * CIB; ci < ci_o * CIB + CIB; ci++)\n    for (int r = 0; r < KH; r++) {\n");
+    else
+        emit(b, "    for (int r = 0; r < KH; r++)\n    for (int ci = ci_o * CIB; ci < ci_o * CIB + CIB; ci++) {\n");
+    emit(b, "        const float *xr = xq + ((size_t)ci * HQ + oh * SH + r * DH) * SW * WQ + ow_o * OWB;\n");
     for (int s = 0; s < s_copies(p); s++) {
         emit_s_open(b, p, s);
         emit(b, "            const float *xv = xr + (s * DW %% SW) * WQ + s * DW / SW;\n"
@@ -687,7 +718,33 @@ static void emit_pixels_conv_tile(dt_buf *b, const dt_cpu_plan *p)
         emit(b, "        }\n");
     }
     emit(b, "    }\n");
-    emit_pixels_store(b, p);
+}
+
+/* With more than one ci tile, tiles after the first add to the partial sums
+ * already stored in the output. */
+static void emit_pixels_conv_tile(dt_buf *b, const dt_cpu_plan *p)
+{
+    int nv = pixel_vectors(p), tail = p->ow_block - (nv - 1) * p->vec;
+    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
+            "    const float *restrict xq, float *restrict y, int co_o, int oh, int ow_o, int ci_o)\n{\n"
+            "    float *restrict yt = y + ((size_t)co_o * COB * OH + oh) * OW + ow_o * OWB;\n"
+            "    const float *restrict wt = wp + (size_t)co_o * CIG * KH * KW * COB;\n");
+    emit_acc_decl(b, p->co_block, nv);
+    emit_acc_zero(b, p->co_block, nv);
+    if (p->ci_block < p->task.conv.c_in) {
+        emit(b, "    if (ci_o > 0) {\n");
+        for (int i = 0; i < p->co_block; i++)
+            for (int j = 0; j < nv; j++) {
+                if (j < nv - 1 || tail == p->vec)
+                    emit(b, "    a%d_%d = LD(yt + %d * OH * OW + %d * VEC);\n", i, j, i, j);
+                else
+                    emit(b, "    memcpy(&a%d_%d, yt + %d * OH * OW + %d * VEC, TAIL * sizeof(float));\n",
+                         i, j, i, j);
+            }
+        emit(b, "    }\n");
+    }
+    emit_pixels_conv_reduction(b, p);
+    emit_pixels_store(b, p, 1);
     emit(b, "}\n\n");
 }
 
@@ -714,14 +771,16 @@ static void emit_pixels_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entr
                 "            pack_row(ih >= 0 && ih < H ? x + ((size_t)ci * H + ih) * W : NULL,\n"
                 "                     xq + ((size_t)ci * HQ + hq) * SW * WQ);\n    }\n}\n\n");
     }
+    emit(b, "#define CIB %d\n#define CIO %d\n\n", p->ci_block, c->c_in / p->ci_block);
     emit_pixels_conv_tile(b, p);
-    static const char *const loops[2][4] = { { "oh_o", "co_o", "oh_i", "ow_o" },
-                                             { "co_o", "oh_o", "oh_i", "ow_o" } };
-    const char *bounds[4];
+    /* ci tiles outermost: each pass over the output adds one tile's sums */
+    const char *loops[5] = { "ci_o" }, *bounds[5];
     for (int i = 0; i < 4; i++)
-        bounds[i] = conv_bound(loops[p->order][i]);
+        loops[i + 1] = pixels_order_loops[p->order][i];
+    for (int i = 0; i < 5; i++)
+        bounds[i] = conv_bound(loops[i]);
     emit(b, "static void compute(const float *restrict wp, const float *restrict xq, float *restrict y)\n{\n");
-    emit_loops(b, p, loops[p->order], bounds, 4, 0, "tile(wp, xq, y, co_o, oh_o * OHB + oh_i, ow_o);");
+    emit_loops(b, p, loops, bounds, 5, 1, "tile(wp, xq, y, co_o, oh_o * OHB + oh_i, ow_o, ci_o);");
     emit(b, "}\n\n");
     char step[512];
     if (in_place)
@@ -734,30 +793,45 @@ static void emit_pixels_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entr
     emit_entry(b, p, entry, wsz + xsz, step);
 }
 
+/* ROWS output rows of COB channels: each input row of the band is loaded
+ * once per kernel column and feeds every output row whose window holds it
+ * (row t of the tile's input is kernel row r of output row k when
+ * t = k * SH + r * DH), so a vector load serves up to KH FMAs. */
 static void emit_pixels_dw_tile(dt_buf *b, const dt_cpu_plan *p)
 {
-    int nv = pixel_vectors(p);
+    const dt_conv_shape *c = &p->task.conv;
+    int nv = pixel_vectors(p), rows = p->row_block;
     emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
             "    const float *restrict xb, float *restrict y, int co_o, int oh_o, int oh_i, int ow_o)\n{\n"
             "    float *restrict yt = y + ((size_t)co_o * COB * OH + oh_o * OHB + oh_i) * OW + ow_o * OWB;\n"
             "    const float *restrict wt = wp + (size_t)co_o * KH * KW * COB;\n");
-    emit_acc_decl(b, p->co_block, nv);
-    emit_acc_zero(b, p->co_block, nv);
-    emit(b, "    for (int r = 0; r < KH; r++) {\n");
+    emit_acc_decl(b, p->co_block * rows, nv);
+    emit_acc_zero(b, p->co_block * rows, nv);
+    emit(b, "    {\n");
+    int in_rows = (rows - 1) * c->sh + (c->kh - 1) * c->dh + 1;
     for (int s = 0; s < s_copies(p); s++) {
         emit_s_open(b, p, s);
-        for (int i = 0; i < p->co_block; i++) {
-            emit(b, "            { const float w = wt[(r * KW + s) * COB + %d];\n"
-                    "              const float *xv = xb + ((size_t)%d * HQ + oh_i * SH + r * DH) * SW * WQ"
-                    " + (s * DW %% SW) * WQ + ow_o * OWB + s * DW / SW;\n", i, i);
-            for (int j = 0; j < nv; j++)
-                emit(b, "              a%d_%d += LD(xv + %d * VEC) * w;\n", i, j, j);
-            emit(b, "            }\n");
-        }
+        for (int t = 0; t < in_rows; t++)
+            for (int i = 0; i < p->co_block; i++) {
+                emit(b, "            { const float *xv = xb + ((size_t)%d * HQ + oh_i * SH + %d) * SW * WQ"
+                        " + (s * DW %% SW) * WQ + ow_o * OWB + s * DW / SW;\n", i, t);
+                for (int j = 0; j < nv; j++)
+                    emit(b, "              const vf x%d = LD(xv + %d * VEC);\n", j, j);
+                for (int k = 0; k < rows; k++) {
+                    int d = t - k * c->sh;
+                    if (d < 0 || d % c->dh != 0 || d / c->dh >= c->kh)
+                        continue;
+                    emit(b, "              { const float w = wt[(%d * KW + s) * COB + %d];", d / c->dh, i);
+                    for (int j = 0; j < nv; j++)
+                        emit(b, " a%d_%d += x%d * w;", i * rows + k, j, j);
+                    emit(b, " }\n");
+                }
+                emit(b, "            }\n");
+            }
         emit(b, "        }\n");
     }
     emit(b, "    }\n");
-    emit_pixels_store(b, p);
+    emit_pixels_store(b, p, rows);
     emit(b, "}\n\n");
 }
 
@@ -788,14 +862,16 @@ static void emit_pixels_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *e
     emit(b, "static void compute(const float *restrict wp, const float *restrict x, float *restrict y,\n"
             "    float *restrict bands)\n{\n");
     emit_omp(b, p, 2);
-    emit(b, "    for (int co_o = 0; co_o < COO; co_o++)\n"
-            "    for (int oh_o = 0; oh_o < OHO; oh_o++) {\n"
-            "        float *xb = bands + (size_t)%s * BAND;\n"
+    const char *const *outer = pixels_order_loops[p->order];
+    for (int i = 0; i < 2; i++)
+        emit(b, "    for (int %s = 0; %s < %s; %s++)%s\n", outer[i], outer[i], conv_bound(outer[i]),
+             outer[i], i ? " {" : "");
+    emit(b, "        float *xb = bands + (size_t)%s * BAND;\n"
             "        pack_band(x, xb, co_o, oh_o);\n"
-            "        for (int oh_i = 0; oh_i < OHB; oh_i++)\n"
+            "        for (int oh_i = 0; oh_i < OHB; oh_i += %d)\n"
             "        for (int ow_o = 0; ow_o < OWO; ow_o++)\n"
             "            tile(wp, xb, y, co_o, oh_o, oh_i, ow_o);\n    }\n}\n\n",
-         p->threads > 1 ? "omp_get_thread_num()" : "0");
+         p->threads > 1 ? "omp_get_thread_num()" : "0", p->row_block);
     char step[512];
     snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++)\n"
              "        compute(ws, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW,\n"

@@ -16,7 +16,8 @@
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
- * network's first layer). Other spaces are as they were, so their schema
+ * network's first layer); depthwise spaces also get `tile_rows`, the output
+ * rows of a pixels register tile (1 in the blocked form). Other spaces are as they were, so their schema
  * hash (db.h) and their logs stay valid; a space with the knob has another
  * hash, so records of the old space are never read as configs of the new.
  */
@@ -26,6 +27,7 @@
 static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
 static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
+static const int register_rows[] = { 1, 2, 4 };
 
 /* conv2d with at most this many input channels gets the form knob. */
 #define DT_CPU_PIXELS_MAX_CIN 4
@@ -93,7 +95,8 @@ static int build_depthwise(dt_space *s)
         (rc = dt_space_add_choice(s, "unroll_kw", on_off, NELEMS(on_off))) ||
         (rc = add_vec_knob(s)) ||
         (rc = dt_space_add_choice(s, "pack", on_off, NELEMS(on_off))) ||
-        (rc = add_form_knob(s)))
+        (rc = add_form_knob(s)) ||
+        (rc = dt_space_add_choice(s, "tile_rows", register_rows, NELEMS(register_rows))))
         return rc;
     return 0;
 }

@@ -271,32 +271,35 @@ static void test_plan_check_rejects(void **state)
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "register"));
 
-    /* pixels form: any width (the last vector partial), canonical order,
-     * red_order and ci_block, pixel vectors counted with the accumulators */
+    /* pixels form: any width (the last vector partial), its own loop
+     * orders, ci tiles, both reduction orders where the window is not 1x1,
+     * pixel vectors counted with the accumulators */
     dt_cpu_plan_default(&big, 1, &p);
     p.form = DT_CPU_FORM_PIXELS;
     p.vec = 16;
     p.ow_block = 29;                      /* the whole row: 2 vectors, 13 lanes of the second */
     p.co_block = 8;                       /* 16 accumulators + 2 pixel vectors */
+    p.ci_block = 4;
+    p.order = DT_CPU_CONV_ORDERS - 1;
+    p.red_order = 1;
     assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
     p.co_block = 16;                      /* 32 + 2 */
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "register"));
     p.co_block = 8;
-    p.order = 2;
+    p.order = DT_CPU_CONV_ORDERS;
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "pixels form"));
-    p.order = 1;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
-    p.ci_block = 4;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    p.ci_block = 1;
-    p.red_order = 1;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    p.red_order = 0;
+    p.order = 0;
     p.form = 2;
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "form"));
+    dt_task one = conv(DT_OP_CONV2D, 1, 16, 28, 64, 1, 1, 0, 1);
+    dt_cpu_plan_default(&one, 1, &p);
+    p.form = DT_CPU_FORM_PIXELS;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.red_order = 1;                      /* no window to order */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     dt_task dw = conv(DT_OP_DEPTHWISE_CONV2D, 1, 32, 28, 32, 3, 1, 1, 1);
     dt_cpu_plan_default(&dw, 1, &p);
     p.form = DT_CPU_FORM_PIXELS;
@@ -307,9 +310,26 @@ static void test_plan_check_rejects(void **state)
     p.co_block = 16;
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     p.co_block = 2;
+    p.order = DT_CPU_PIXELS_DEPTHWISE_ORDERS - 1;
     assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
-    p.order = 1;                          /* depthwise pixels: order 0 only */
+    p.order = DT_CPU_PIXELS_DEPTHWISE_ORDERS;
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    p.order = 0;
+    p.oh_block = 14;
+    p.row_block = 2;                      /* 2 x 2 x 2 accumulators + 2 pixel vectors */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.row_block = 4;                      /* does not divide the band */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "row block"));
+    p.oh_block = 28;
+    p.co_block = 4;                       /* 4 x 4 x 2 */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "register"));
+    p.form = DT_CPU_FORM_BLOCKED;
+    p.co_block = 16;
+    p.row_block = 2;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "row block"));
 }
 
 /* The form knob is where the blocked form falls short (depthwise, 1x1,
@@ -332,6 +352,8 @@ static void test_form_knob_where_offered(void **state)
         assert_int_equal(dt_target_space_init_opts(&s, &cases[i].task, DT_TARGET_CPU, &every_width, NULL), 0);
         int k = dt_space_knob(&s, "form");
         assert_int_equal(k >= 0, cases[i].form);
+        assert_int_equal(dt_space_knob(&s, "tile_rows") >= 0,
+                         cases[i].task.kind == DT_OP_DEPTHWISE_CONV2D);
         if (i == 0)
             dt_db_space_hash(&s, plain, sizeof plain);
         if (i == 1) {

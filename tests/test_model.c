@@ -106,6 +106,40 @@ static void test_other_models(void **state)
     dt_model_free(m);
 }
 
+/* Each task of part is the task of whole named the same (less prefix): one
+ * shape, kind and count; returns how many tasks part has. */
+static int same_tasks(const char *part_path, const char *whole_path, const char *prefix)
+{
+    dt_model *part = load_ok(part_path), *whole = load_ok(whole_path);
+    int n = 0;
+    for (int k = 0; k < part->ntasks; k++) {
+        const char *name = part->tasks[k].name;
+        if (strncmp(name, prefix, strlen(prefix)) != 0)
+            continue;
+        int w = dt_model_find_task(whole, name + strlen(prefix));
+        assert_true(w >= 0);
+        const dt_task *a = &part->tasks[k], *b = &whole->tasks[w];
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->count, b->count);
+        assert_memory_equal(&a->conv, &b->conv, sizeof a->conv);
+        assert_true(a->flops == b->flops);
+        n++;
+    }
+    dt_model_free(part);
+    dt_model_free(whole);
+    return n;
+}
+
+/* The small models that time one template alone hold the networks' tasks. */
+static void test_template_models(void **state)
+{
+    (void)state;
+    assert_int_equal(same_tasks("models/mbv2_dw.yaml", "models/mobilenet_v2.yaml", ""), 10);
+    assert_int_equal(same_tasks("models/mbv2_1x1_large.yaml", "models/mobilenet_v2.yaml", ""), 5);
+    assert_int_equal(same_tasks("models/first_convs.yaml", "models/mobilenet_v2.yaml", "mbv2_"), 1);
+    assert_int_equal(same_tasks("models/first_convs.yaml", "models/resnet18.yaml", "resnet18_"), 4);
+}
+
 static char *write_temp(const char *text)
 {
     static const char tmpl[] = "/tmp/dtune_model_XXXXXX";
@@ -228,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resnet18_tasks),
         cmocka_unit_test(test_other_models),
+        cmocka_unit_test(test_template_models),
         cmocka_unit_test(test_identical_ops_merge),
         cmocka_unit_test(test_bad_models),
         cmocka_unit_test(test_missing_file),

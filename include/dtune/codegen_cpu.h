@@ -80,10 +80,15 @@ int dt_cpu_native_lanes(void);
  * unpadded stride-1 1x1 convolution, which reads the input in place), the
  * output is stored in NCHW directly. Depthwise PIXELS packs a band of
  * oh_block output rows' input rows per channel tile, so the copy stays in
- * cache. PIXELS takes order 0 or 1 (conv2d: rows or channels outermost;
- * depthwise: 0), red_order 0 and ci_block 1. */
+ * cache. PIXELS conv2d has DT_CPU_CONV_ORDERS loop orders of its own, both
+ * reduction orders where the kernel window is larger than 1x1, and ci tiles
+ * whose partial sums go through the output; PIXELS depthwise has
+ * DT_CPU_PIXELS_DEPTHWISE_ORDERS orders of its band loops and a register
+ * tile of row_block output rows, so an input row loaded once feeds every
+ * output row whose window holds it. */
 #define DT_CPU_FORM_BLOCKED 0
 #define DT_CPU_FORM_PIXELS 1
+#define DT_CPU_PIXELS_DEPTHWISE_ORDERS 2
 
 typedef struct dt_cpu_plan {
     dt_task task;
@@ -94,6 +99,7 @@ typedef struct dt_cpu_plan {
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
     int form;           /* convolutions: DT_CPU_FORM_BLOCKED or DT_CPU_FORM_PIXELS */
+    int row_block;      /* pixels depthwise: output rows per register tile; else 1 */
     /* convolutions */
     int co_block, oh_block, ow_block, ci_block;
     /* matrix products */
@@ -102,7 +108,7 @@ typedef struct dt_cpu_plan {
 
 /* Reads the knobs of point (names as in space_cpu.c: tile_co, tile_oh,
  * tile_ow, tile_ci, tile_m, tile_n, tile_k, order, unroll, vec, pack_weight,
- * red_order, form) into plan; a knob the space lacks takes a safe default. Does not
+ * red_order, form, tile_rows) into plan; a knob the space lacks takes a safe default. Does not
  * check the plan. */
 void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int threads,
                             dt_cpu_plan *plan);
