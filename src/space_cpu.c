@@ -17,9 +17,9 @@
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
  * network's first layer); depthwise spaces also get `tile_rows`, the output
- * rows of a pixels register tile (1 in the blocked form). Other spaces are as they were, so their schema
- * hash (db.h) and their logs stay valid; a space with the knob has another
- * hash, so records of the old space are never read as configs of the new.
+ * rows of a pixels register tile (1 in the blocked form). Other spaces have
+ * neither. The schema hash (db.h) covers a space's knobs, so a space with
+ * them never shares a hash, nor its records, with one without.
  */
 #include "dtune/codegen_cpu.h"
 #include "space_table.h"
@@ -28,15 +28,15 @@ static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
 static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
 static const int register_rows[] = { 1, 2, 4 };
-
-/* conv2d with at most this many input channels gets the form knob. */
-#define DT_CPU_PIXELS_MAX_CIN 4
 static const int conv_orders[] = { 0, 1, 2, 3, 4, 5 };
 static const int depthwise_orders[] = { 0, 1, 2 };
 static const int mm_orders[] = { 0, 1, 2, 3 };
 static const int unroll_factors[] = { 1, 2, 4, 8 };
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* conv2d with at most this many input channels gets the form knob. */
+#define DT_CPU_PIXELS_MAX_CIN 4
 
 /* The vec knob: the widths in vec_widths up to s->cpu_max_vec (0 = this
  * machine's, written back). */
