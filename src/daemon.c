@@ -60,8 +60,8 @@ static void set_phase(dt_run *r, const char *phase, int warmup_task)
     pthread_mutex_unlock(&r->state.lock);
 }
 
-static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure_result *m,
-                           dt_error *err)
+static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
+                           const dt_measure_result *m, dt_error *err)
 {
     dt_task_run *tr = &r->tasks[k];
     dt_measure_record rec;
@@ -71,7 +71,7 @@ static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure
     rec.config = dt_space_index(&tr->space, p);
     dt_space_point_str(&tr->space, p, rec.knobs, sizeof rec.knobs);
     rec.m = *m;
-    rec.slot = r->slot;
+    rec.slot = slot;
     rec.trial = tr->trials + 1;
     rec.time = dt_run_elapsed(r);
     int rc = dt_tunelog_append_measure(r->log, &rec, err);
@@ -84,6 +84,7 @@ static int log_measurement(dt_run *r, int k, const dt_point *p, const dt_measure
 
 typedef struct measure_ctx {
     dt_run *run;
+    int slot;                  /* the slot measuring (-1: warm-up) */
     int task;
     double deadline;           /* monotonic seconds: the slot's or the budget's end */
 } measure_ctx;
@@ -94,6 +95,42 @@ static double budget_end(const dt_run *r)
     return r->t0 + (r->cfg->budget.total_seconds - r->elapsed_base);
 }
 
+/* One request of the one-slot loop: to worker 0, then its answer. */
+static int request_worker0(dt_run *r, int task, const dt_space *space, const dt_point *points,
+                           int n, double deadline, dt_measure_result *results, int *measured,
+                           dt_error *err)
+{
+    const dt_daemon_remote *rm = r->remote;
+    int w = -1;
+    int rc = rm->send(rm->ctx, 0, task, space, points, n, deadline, results, err);
+    return rc ? rc : rm->receive(rm->ctx, &w, measured, err);
+}
+
+/* The batch on the remote's workers, in requests of at most max_configs,
+ * until one comes back short (the limit ended it): on worker 0 in the
+ * one-slot loop, else on the worker of the slot holding the task. */
+static int measure_remote(dt_run *r, int task, const dt_space *space, const dt_point *points,
+                          int n, dt_measure_result *results, const dt_measure_limit *limit,
+                          dt_error *err)
+{
+    int max = r->remote->max_configs, done = 0;
+    while (done < n) {
+        if (*limit->stop || (limit->deadline > 0 && dt_run_now(r) >= limit->deadline))
+            break;
+        int chunk = n - done < max ? n - done : max, got = 0;
+        int rc = r->slots ? dt_run_slots_request(r, task, space, points + done, chunk,
+                                                 limit->deadline, results + done, &got, err)
+                          : request_worker0(r, task, space, points + done, chunk, limit->deadline,
+                                            results + done, &got, err);
+        if (rc)
+            return rc;
+        done += got;
+        if (got < chunk)
+            break;
+    }
+    return done;
+}
+
 /* dt_measure_fn for the tuners: measure until the slot or the budget ends or
  * a signal asks to stop (the point in flight finishes), then log each result
  * durably. */
@@ -102,12 +139,12 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
 {
     measure_ctx *mc = ctx;
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = (const volatile int *)&stop_requested };
-    const dt_daemon_remote *remote = mc->run->remote;
-    int measured = remote ? remote->measure(remote->ctx, mc->task, space, points, n, results, &limit, err)
-                          : dt_measurer_run_until(mc->run->measurer, space, points, n, results, &limit, err);
-    dt_transfer *x = mc->run->transfer;
+    dt_run *r = mc->run;
+    int measured = r->remote ? measure_remote(r, mc->task, space, points, n, results, &limit, err)
+                             : dt_measurer_run_until(r->measurer, space, points, n, results, &limit, err);
+    dt_transfer *x = r->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
-        int rc = log_measurement(mc->run, mc->task, &points[i], &results[i], err);
+        int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], err);
         if (!rc && x && dt_transfer_add(x, space, &points[i], &results[i]) != 0)
             rc = dt_error_set(err, DT_ENOMEM, "out of memory keeping a record for transfer");
         if (rc)
@@ -167,13 +204,13 @@ static int refresh_transfer(dt_run *r, dt_task_run *tr, dt_error *err)
     return rc;
 }
 
-static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
+static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_error *err)
 {
-    double end = budget_end(r);
-    if (seconds > 0 && dt_now_seconds() + seconds < end)
-        end = dt_now_seconds() + seconds;
-    measure_ctx mc = { r, k, end };
-    seconds = end - dt_now_seconds();
+    double end = budget_end(r), now = dt_run_now(r);
+    if (seconds > 0 && now + seconds < end)
+        end = now + seconds;
+    measure_ctx mc = { r, slot, k, end };
+    seconds = end - now;
     if (seconds <= 0)
         return 0;
     dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = (const volatile int *)&stop_requested };
@@ -184,16 +221,17 @@ static int run_task(dt_run *r, int k, int trials, double seconds, dt_error *err)
         return rc;
     rc = dt_tuner_run(r->tasks[k].tuner, &b, measure_batch, &mc, &stats, err);
     r->tuner_overhead += stats.overhead_seconds;
-    if (r->slot >= 0)
+    if (slot >= 0)
         r->tasks[k].last_slot_trials = r->tasks[k].trials - before;
     return rc;
 }
 
-static int write_slot(dt_run *r, int k, const double *scores, double decision_ms, dt_error *err)
+static int write_slot(dt_run *r, int slot, int k, const double *scores, double decision_ms,
+                      dt_error *err)
 {
     dt_slot_record rec;
     memset(&rec, 0, sizeof rec);
-    rec.slot = r->slot;
+    rec.slot = slot;
     rec.task_index = k;
     snprintf(rec.task, sizeof rec.task, "%s", k >= 0 ? r->model->tasks[k].name : "warm-up");
     rec.time = dt_run_elapsed(r);
@@ -205,7 +243,7 @@ static int write_slot(dt_run *r, int k, const double *scores, double decision_ms
     int rc = dt_tunelog_append_slot(r->log, &rec, err);
     if (rc)
         return rc;
-    if ((rc = dt_run_close_slot(r, r->slot, k, rec.time, rec.model_latency_ms)))
+    if ((rc = dt_run_close_slot(r, slot, k, rec.time, rec.model_latency_ms)))
         return dt_error_set(err, rc, "out of memory");
     return dt_run_publish(r, true, err);
 }
@@ -285,32 +323,45 @@ static bool every_task_known(const dt_run *r)
     return true;
 }
 
-static int warm_up(dt_run *r, dt_error *err)
+static int warm_task(dt_run *r, int k, dt_error *err)
 {
-    int rc = 0, failed = 0;
-    for (int k = 0; k < r->model->ntasks && !stop_requested && !budget_spent(r) && rc == 0; k++) {
-        dt_task_run *tr = &r->tasks[k];
-        if (tr->best_gflops <= 0 && !tr->dead)
-            set_phase(r, "warm-up", k);
-        while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
-            if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
-                rc = fail_task(r, k, err);
-            else
-                rc = run_task(r, k, WARMUP_BATCH, 0, err);
-        }
-        failed += tr->dead;
+    dt_task_run *tr = &r->tasks[k];
+    int rc = 0;
+    while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
+        if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
+            rc = fail_task(r, k, err);
+        else
+            rc = run_task(r, -1, k, WARMUP_BATCH, 0, err);
     }
-    if (rc == 0 && failed == r->model->ntasks)
-        return every_task_failed(r, err);
-    if (rc == 0 && r->slot < 0 && every_task_known(r)) {
+    return rc;
+}
+
+static int end_warm_up(dt_run *r, dt_error *err)
+{
+    int rc = 0;
+    if (r->slot < 0 && every_task_known(r)) {
         r->slot = 0;
         double start = dt_run_model_latency(r);
         pthread_mutex_lock(&r->state.lock);
         r->state.start_latency_ms = start;
         pthread_mutex_unlock(&r->state.lock);
-        rc = write_slot(r, -1, NULL, 0, err);
+        rc = write_slot(r, r->slot, -1, NULL, 0, err);
     }
     return rc;
+}
+
+static int warm_up(dt_run *r, dt_error *err)
+{
+    int rc = 0, failed = 0;
+    for (int k = 0; k < r->model->ntasks && !stop_requested && !budget_spent(r) && rc == 0; k++) {
+        if (r->tasks[k].best_gflops <= 0 && !r->tasks[k].dead)
+            set_phase(r, "warm-up", k);
+        rc = warm_task(r, k, err);
+        failed += r->tasks[k].dead;
+    }
+    if (rc == 0 && failed == r->model->ntasks)
+        return every_task_failed(r, err);
+    return rc ? rc : end_warm_up(r, err);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -372,7 +423,7 @@ static void score_row(const dt_run *r, const dt_sched_task *st, const double *sc
 
 /* Publishes the start of slot r->slot, given to task k, with the policy's
  * view of every task. Returns 0 or DT_ENOMEM. */
-static int start_slot(dt_run *r, int k, const dt_sched_task *st, const double *scores,
+static int start_slot(dt_run *r, int slot, int k, const dt_sched_task *st, const double *scores,
                       double decision_ms)
 {
     int n = r->model->ntasks;
@@ -380,9 +431,9 @@ static int start_slot(dt_run *r, int k, const dt_sched_task *st, const double *s
     for (int i = 0; i < n; i++)
         score_row(r, st, scores, i, &rows[i]);
     double now = dt_run_elapsed(r);
-    dt_slot_decision d = { .slot = r->slot, .task = k, .elapsed = now, .decision_ms = decision_ms };
+    dt_slot_decision d = { .slot = slot, .task = k, .elapsed = now, .decision_ms = decision_ms };
     pthread_mutex_lock(&r->state.lock);
-    r->state.slot = r->slot;
+    r->state.slot = slot;
     r->state.current_task = k;
     r->state.elapsed = now;
     r->state.slot_started = now;
@@ -393,28 +444,51 @@ static int start_slot(dt_run *r, int k, const dt_sched_task *st, const double *s
     return rc;
 }
 
-static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
+/* The scheduler's pick among the tasks not held (held NULL: none is),
+ * published as slot r->slot + 1: *k the task, or -1 when the policy picks
+ * none (no slot starts). */
+static int pick_slot(dt_run *r, const bool *held, int *k, double *scores, double *decision_ms,
+                     dt_error *err)
 {
     int n = r->model->ntasks, rc;
     double t0 = dt_now_seconds();
     if (dt_scheduler_needs_belief(r->sched) && (rc = dt_run_predict(r, err)))
         return rc;
     dt_sched_task st[n];
-    double scores[n];
     fill_sched(r, st);
-    int k = dt_scheduler_pick(r->sched, r->slot + 1, st, n, scores);
-    double decision_ms = (dt_now_seconds() - t0) * 1e3;
-    r->decision_seconds += decision_ms / 1e3;
+    for (int i = 0; held && i < n; i++)
+        st[i].exhausted = st[i].exhausted || held[i];   /* a task never holds two slots */
+    *k = dt_scheduler_pick(r->sched, r->slot + 1, st, n, scores);
+    *decision_ms = (dt_now_seconds() - t0) * 1e3;
+    r->decision_seconds += *decision_ms / 1e3;
+    if (*k < 0)
+        return 0;
+    r->slot++;
+    if ((rc = start_slot(r, r->slot, *k, st, scores, *decision_ms)))
+        return dt_error_set(err, rc, "out of memory");
+    return 0;
+}
+
+/* Task k's tuner for slot number slot, to the slot's trials or seconds. */
+static int run_slot(dt_run *r, int slot, int k, dt_error *err)
+{
+    return run_task(r, slot, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
+}
+
+static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
+{
+    int n = r->model->ntasks, k;
+    double scores[n], decision_ms;
+    int rc = pick_slot(r, NULL, &k, scores, &decision_ms, err);
+    if (rc)
+        return rc;
     if (k < 0) {
         *reason = DT_STOP_FINISHED;
         return 0;
     }
-    r->slot++;
-    if ((rc = start_slot(r, k, st, scores, decision_ms)))
-        return dt_error_set(err, rc, "out of memory");
-    rc = run_task(r, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
+    rc = run_slot(r, r->slot, k, err);
     if (rc == 0)
-        rc = write_slot(r, k, scores, decision_ms, err);
+        rc = write_slot(r, r->slot, k, scores, decision_ms, err);
     return rc;
 }
 
@@ -432,6 +506,44 @@ static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
     set_phase(r, "done", -1);
     return rc;
 }
+
+/* ---- N - 1 slots in flight (daemon_slots.c) -------------------------------------- */
+
+/* Whether a warm-up may not start: a stop or the budget's end cuts it. */
+static bool warm_up_cut(const dt_run *r)
+{
+    return stop_requested || budget_spent(r);
+}
+
+/* The warm-up's end once every task's warm-up ended: as warm_up's. */
+static int end_slots_warm_up(dt_run *r, dt_error *err)
+{
+    int failed = 0;
+    for (int k = 0; k < r->model->ntasks; k++)
+        failed += r->tasks[k].dead;
+    if (!warm_up_cut(r) && failed == r->model->ntasks)
+        return every_task_failed(r, err);
+    int rc = end_warm_up(r, err);
+    set_phase(r, "tuning", -1);
+    return rc;
+}
+
+static void request_stop(void)
+{
+    stop_requested = 1;
+}
+
+static const dt_run_steps slot_steps = {
+    .warm_task = warm_task,
+    .warm_up_cut = warm_up_cut,
+    .end_warm_up = end_slots_warm_up,
+    .should_stop = should_stop,
+    .pick = pick_slot,
+    .run_slot = run_slot,
+    .write_slot = write_slot,
+    .stop = request_stop,
+    .set_phase = set_phase,
+};
 
 /* ---- set-up and tear-down -------------------------------------------------------- */
 
@@ -462,11 +574,13 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
     if (rc)
         return rc;
     r->remote = remote;
+    if (remote && remote->now)
+        r->t0 = remote->now(remote->ctx);   /* the run's clock is the remote's */
     res->resumed_records = r->resumed_records;
     struct sigaction old_int, old_term;
     install_signals(&old_int, &old_term);
     dt_run_ticker_start(r);
-    rc = main_loop(r, res, err);
+    rc = remote && remote->workers > 1 ? dt_run_slots(r, &slot_steps, &res->reason, err) : main_loop(r, res, err);
     dt_run_ticker_stop(r);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -41,12 +41,29 @@ typedef struct dt_daemon_result {
  * DT_ENODEV (no CUDA device), others for runtime failures. */
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *result, dt_error *err);
 
-/* A measurer in another process (an MPI worker, mpi_run.c): measure has
- * dt_measurer_run_until's contract for a batch of points of task k's
- * space. */
+/* Measurers in other processes (MPI workers, mpi_run.c) or simulated ones
+ * (bench/mpi_bench.c). The daemon calls send and receive from its own
+ * thread only, never two at once. With workers > 1 it keeps one slot in
+ * flight per worker, each on a different task (daemon_slots.c); with one
+ * worker it runs today's loop and every batch goes to worker 0. */
 typedef struct dt_daemon_remote {
-    int (*measure)(void *ctx, int task, const dt_space *space, const dt_point *points, int n,
-                   dt_measure_result *results, const dt_measure_limit *limit, dt_error *err);
+    int workers;               /* slots in flight, one per worker: >= 1 */
+    int max_configs;           /* most configs one request may carry: >= 1 */
+    /* Hands worker w (idle) n <= max_configs points of task k's space to
+     * measure in order, none started at or past deadline (run clock
+     * seconds, see now; 0: none); the answer will fill results[0..n).
+     * 0 or a DT_E* code with err filled. */
+    int (*send)(void *ctx, int w, int task, const dt_space *space, const dt_point *points, int n,
+                double deadline, dt_measure_result *results, dt_error *err);
+    /* Waits for the next answer of a worker that has a request out: sets
+     * *w and *measured (its results filled; fewer than sent when the
+     * deadline or a stop ended the request). 0, or a DT_E* code with err
+     * filled: a worker that failed, did not answer in time or answered
+     * out of turn. */
+    int (*receive)(void *ctx, int *w, int *measured, dt_error *err);
+    /* The run's clock in seconds (NULL: the monotonic clock); a simulation
+     * moves it as its measurements end. May be called from any thread. */
+    double (*now)(void *ctx);
     void *ctx;
 } dt_daemon_remote;
 

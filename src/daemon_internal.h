@@ -70,6 +70,8 @@ typedef struct dt_run {
     double t0;                 /* monotonic seconds when this process opened the run:
                                   setting up and resuming count as budget too */
     int slot;                  /* last slot number; -1 before warm-up ends */
+    int logged_slot;           /* highest slot number of the log's measure records: a slot
+                                  a killed run left open has one and no slot record */
     int measured_now;
     int resumed_records;
     double decision_seconds;   /* scheduling overhead */
@@ -83,6 +85,7 @@ typedef struct dt_run {
     dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
     struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
     const dt_daemon_remote *remote; /* measures the batches instead of measurer; NULL: none */
+    struct dt_run_slots *slots; /* daemon_slots.c's slots in flight; NULL: one slot at a time */
 } dt_run;
 
 int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
@@ -95,7 +98,45 @@ int dt_run_open_spaces(dt_run *r, dt_error *err);
 int dt_run_open_measurer(dt_run *r, dt_error *err);
 void dt_run_close(dt_run *r);
 
+/* ---- daemon_slots.c ---- */
+/* The steps of a run daemon.c lends to dt_run_slots, which calls back into
+ * daemon.c only through them (daemon.c calls it). */
+typedef struct dt_run_steps {
+    /* one task's warm-up: batches until a valid measurement, or the task
+     * failed, a stop or the budget's end */
+    int (*warm_task)(dt_run *r, int k, dt_error *err);
+    /* whether no warm-up may start (a stop, the budget's end) */
+    bool (*warm_up_cut)(const dt_run *r);
+    /* after the last warm-up: the warm-up's record, or every task failed */
+    int (*end_warm_up)(dt_run *r, dt_error *err);
+    dt_stop_reason (*should_stop)(const dt_run *r);
+    /* the scheduler's pick among the tasks not held, published as slot
+     * r->slot + 1 (r->slot moved to it); *k -1: none picked */
+    int (*pick)(dt_run *r, const bool *held, int *k, double *scores, double *decision_ms,
+                dt_error *err);
+    /* task k's tuner for slot number slot, its measurements logged */
+    int (*run_slot)(dt_run *r, int slot, int k, dt_error *err);
+    /* the slot's end: its record, its statistics, the reports */
+    int (*write_slot)(dt_run *r, int slot, int k, const double *scores, double decision_ms,
+                      dt_error *err);
+    /* asks every slot to end after its point in flight, as a signal does */
+    void (*stop)(void);
+    void (*set_phase)(dt_run *r, const char *phase, int warmup_task);
+} dt_run_steps;
+
+/* The run with remote->workers slots in flight until a stop (*reason). */
+int dt_run_slots(dt_run *r, const dt_run_steps *steps, dt_stop_reason *reason, dt_error *err);
+/* One request of the slot holding task, called on its thread: n points to
+ * its worker through the daemon's thread, which sends it and hands back
+ * the answer (*measured results filled). 0 or the remote's error. */
+int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_point *points,
+                         int n, double deadline, dt_measure_result *results, int *measured,
+                         dt_error *err);
+
 /* ---- daemon_run.c ---- */
+/* The run's clock in seconds: the remote's where it has one, else the
+ * monotonic clock. */
+double dt_run_now(const dt_run *r);
 double dt_run_elapsed(const dt_run *r);
 /* Task k's latency at its best (its reference's once failed; INFINITY
  * before a valid measurement), and the model's: the sum over tasks of

@@ -17,9 +17,14 @@
 
 /* ---- time ------------------------------------------------------------------- */
 
+double dt_run_now(const dt_run *r)
+{
+    return r->remote && r->remote->now ? r->remote->now(r->remote->ctx) : dt_now_seconds();
+}
+
 double dt_run_elapsed(const dt_run *r)
 {
-    return r->elapsed_base + (dt_now_seconds() - r->t0);
+    return r->elapsed_base + (dt_run_now(r) - r->t0);
 }
 
 /* ---- bookkeeping of one measurement ----------------------------------------- */

@@ -204,6 +204,8 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {
         r->resumed_records++;
+        if (rec->slot > r->logged_slot)
+            r->logged_slot = rec->slot;
         if (rec->time > r->elapsed_base)
             r->elapsed_base = rec->time;
     }
@@ -244,7 +246,8 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
                             rc->path, rc->line, rec->slot, INT_MAX / 2 - 1);
     if (check_time(rc, rec->time))
         return DT_EINVAL;
-    r->slot = rec->slot;
+    if (rec->slot > r->slot)       /* slots run at once end in any order */
+        r->slot = rec->slot;
     dt_scheduler_replay(r->sched, k);
     if (rec->time > r->elapsed_base)
         r->elapsed_base = rec->time;

@@ -12,51 +12,36 @@
  * they only travel: MPI_Send, then MPI_Probe + MPI_Recv on one tag of
  * MPI_COMM_WORLD, with MPI errors returned rather than fatal. Only each
  * rank's main thread calls MPI (MPI_THREAD_FUNNELED): on rank 0 the
- * scheduler thread, inside the daemon's measure callback.
+ * daemon's thread.
  *
- * Built so far: N = 2. Rank 0's daemon sends every batch to rank 1
- * (dt_daemon_remote) and logs the results as if measured at home: one slot
- * in flight, the scheduler, tuners and log unchanged. Rank 0 still opens its
- * own measurer for the peaks and for timing a failed task's reference. A
- * worker that does not answer a request within its measurement limit (each
- * config its compile and run limits, none started past the deadline, plus
- * slack) ends the job with a message after everything answered before is
- * logged: rank 0 calls MPI_Abort, as MPI cannot finalise beside a rank that
- * hangs.
+ * Rank 0's daemon is given the workers as a dt_daemon_remote: send puts a
+ * MEASURE on its way to one worker, receive waits (MPI_Iprobe over every
+ * source) for the next RESULTS of any worker with a request out and checks
+ * it against that request. With N = 2 the daemon runs its one-slot loop
+ * and every batch goes to rank 1: the run measures what the one-process
+ * run measures. With N > 2 it keeps N − 1 slots in flight, each on another
+ * task and measured by its own worker (daemon_slots.c: slot threads, the
+ * daemon's thread the only one that calls send and receive, so the only
+ * MPI caller). Rank 0 still opens its own measurer for the peaks and for
+ * timing a failed task's reference.
+ *
+ * Faults. A worker that does not answer a request within its measurement
+ * limit (each config its compile and run limits, none started past the
+ * deadline, plus slack) ends the job with a message after everything
+ * answered before is logged (the other workers' answers too): rank 0
+ * calls MPI_Abort, as MPI cannot finalise beside a rank that hangs. A
+ * worker that dies is reported by mpirun, which ends the job; every record
+ * was fsync'd before it was used, so the same command resumes from the log
+ * with nothing lost or measured twice.
  * SIGTERM to mpirun reaches every rank: a worker ends its batch after the
- * config being timed, rank 0's daemon stops as on one machine and sends
- * STOP, and rank 0 prints its summary before MPI_Finalize (dt_mpi_finish),
- * inside which mpirun may end the ranks.
+ * config being timed, rank 0's daemon stops as on one machine (slots in
+ * flight end after their point in flight) and sends STOP, and rank 0
+ * prints its summary before MPI_Finalize (dt_mpi_finish), inside which
+ * mpirun may end the ranks.
  *
- * Design of N − 1 slots in flight (not built yet):
- *  - Rank 0 keeps a table of workers, each idle or holding one slot (task
- *    k, slot number s). While a worker is idle and a task is free, the
- *    scheduler picks among the tasks no slot holds (a held task is passed to
- *    dt_scheduler_pick as unavailable, like an exhausted one), so the top
- *    UCB scores get the slots and a task never holds two.
- *  - Each slot in flight runs its task's tuner on a slot thread of rank 0
- *    (one per worker). Its measure callback posts the batch to the main
- *    thread and waits on its own condition variable; the main thread, the
- *    only one calling MPI, sends MEASURE to the slot's worker and waits on
- *    every worker at once (MPI_Iprobe over the busy ones), handing each
- *    RESULTS to its slot thread. Tuners are per task, so two slot threads
- *    never share one; what they do share (the log append and fsync, the
- *    database insert, dt_run_account's curves and run state, the transfer
- *    store) is taken under one run mutex in log_measurement.
- *  - A slot ends by its own trial or seconds budget; the main thread joins
- *    it, writes its slot record and publishes, then refills the worker.
- *    Slot records are written at slot end, so two slots' measure records
- *    interleave in the log; resume counts each task's trials by task, which
- *    a task never being in two slots keeps exact.
- *  - Stop rules: at a stop no slot starts; slots in flight end after their
- *    current point (the measurement limit's stop flag), their results are
- *    logged, then every worker gets STOP.
- *  - Faults: the hang limit above applies to each busy worker; a worker
- *    that dies is reported by mpirun, which ends the job; the restart
- *    resumes from the log (each record was fsync'd before it was used).
- *  - A failed task's reference and the peaks are asked of a worker (a
- *    REFERENCE message answered by RESULTS), so rank 0 needs no measurer;
- *    on CUDA each worker takes the GPU of its local rank.
+ * Not built: a failed task's reference and the peaks asked of a worker (a
+ * REFERENCE message), so that rank 0 needs no measurer; on CUDA each
+ * worker taking the GPU of its local rank.
  */
 #include "mpi_run.h"
 
@@ -361,13 +346,22 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
 
 /* ---- rank 0 ---------------------------------------------------------------- */
 
+/* What rank 0 waits for from one worker. */
+typedef struct peer {
+    uint32_t request;          /* the request out; 0: none */
+    int n;                     /* configs in it */
+    double give_up;            /* monotonic second after which the worker is hung */
+    dt_measure_result *results;/* where its answer goes */
+} peer;
+
 typedef struct remote {
-    int worker;                /* the rank that measures */
+    int workers;               /* ranks 1 .. workers */
     uint32_t next_request;
     double config_limit;       /* seconds one config may take: compile + run limits */
-    bool hung;                 /* the worker did not answer in time */
+    bool hung;                 /* a worker did not answer in time */
     dt_buf buf;
     dt_wire_msg *msg;
+    peer *peers;               /* peers[w]: rank w + 1 */
 } remote;
 
 /* Slack on top of a request's measurement limit for the message and the
@@ -384,11 +378,11 @@ static double give_up_at(const remote *rm, double deadline, int n)
     return end + ANSWER_SLACK_SECONDS;
 }
 
-/* Sends up to DT_WIRE_MAX_CONFIGS points as one MEASURE and reads its
- * RESULTS: how many were measured, or a negative DT_E*. */
-static int measure_chunk(remote *rm, int task, const dt_space *space, const dt_point *points,
-                         int n, dt_measure_result *results, double deadline, dt_error *err)
+/* dt_daemon_remote's send: one MEASURE to rank w + 1. */
+static int send_remote(void *ctx, int w, int task, const dt_space *space, const dt_point *points,
+                       int n, double deadline, dt_measure_result *results, dt_error *err)
 {
+    remote *rm = ctx;
     dt_wire_measure *q = &rm->msg->u.measure;
     rm->msg->type = DT_WIRE_MEASURE;
     q->request = ++rm->next_request;
@@ -398,49 +392,110 @@ static int measure_chunk(remote *rm, int task, const dt_space *space, const dt_p
     q->n = n;
     for (int i = 0; i < n; i++)
         q->configs[i] = dt_space_index(space, &points[i]);
-    uint32_t request = q->request;
-    int rc = send_msg(rm->msg, rm->worker, &rm->buf, err);
+    int rc = send_msg(rm->msg, w + 1, &rm->buf, err);
     if (rc == 0)
-        rc = recv_msg(rm->worker, give_up_at(rm, deadline, n), &rm->hung, &rm->buf, rm->msg, err);
+        rm->peers[w] = (peer){ q->request, n, give_up_at(rm, deadline, n), results };
+    return rc;
+}
+
+/* The worker with a request out whose limit passed first, or -1. */
+static int hung_worker(const remote *rm)
+{
+    int late = -1;
+    double now = dt_now_seconds();
+    for (int w = 0; w < rm->workers; w++)
+        if (rm->peers[w].request && now >= rm->peers[w].give_up &&
+            (late < 0 || rm->peers[w].give_up < rm->peers[late].give_up))
+            late = w;
+    return late;
+}
+
+/* Waits until a worker with a request out has a message for rank 0: its
+ * rank in *source, or DT_EIO naming the worker that did not answer in time
+ * (*w set to it). */
+static int wait_any(remote *rm, int *source, int *w, dt_error *err)
+{
+    for (;;) {
+        int arrived = 0;
+        MPI_Status st;
+        int rc = MPI_Iprobe(MPI_ANY_SOURCE, WIRE_TAG, MPI_COMM_WORLD, &arrived, &st);
+        if (rc != MPI_SUCCESS)
+            return mpi_failed(rc, "waiting for a message", err);
+        if (arrived) {
+            *source = st.MPI_SOURCE;
+            return 0;
+        }
+        int late = hung_worker(rm);
+        if (late >= 0) {
+            rm->hung = true;
+            *w = late;
+            rm->peers[late].request = 0;        /* said once; the others' answers still count */
+            return dt_error_set(err, DT_EIO, "mpi rank %d did not answer within %.0f s (its "
+                                "measurement limit): it hangs or its machine is gone; what was "
+                                "measured before is logged, and running the same command again "
+                                "resumes", late + 1,
+                                rm->peers[late].n * rm->config_limit + ANSWER_SLACK_SECONDS);
+        }
+        struct timespec pause = { 0, 1000000 };     /* 1 ms: answers come per batch */
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* dt_daemon_remote's receive: the next RESULTS of any worker with a
+ * request out, checked against that request. */
+static int receive_remote(void *ctx, int *w, int *measured, dt_error *err)
+{
+    remote *rm = ctx;
+    int source = -1;
+    *w = -1;
+    int rc = wait_any(rm, &source, w, err);
+    if (rc)
+        return rc;
+    bool hung = false;
+    rc = recv_msg(source, 0, &hung, &rm->buf, rm->msg, err);
+    if (source < 1 || source > rm->workers)
+        return rc ? rc : dt_error_set(err, DT_EINVAL, "mpi rank %d is no worker of this run", source);
+    *w = source - 1;
+    peer *p = &rm->peers[*w];
+    uint32_t request = p->request;
+    p->request = 0;
     if (rc)
         return rc;
     if (rm->msg->type == DT_WIRE_ERROR)
         return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
-                            "mpi rank %d: %s", rm->worker, rm->msg->u.failure.message);
+                            "mpi rank %d: %s", source, rm->msg->u.failure.message);
     const dt_wire_results *a = &rm->msg->u.results;
-    if (rm->msg->type != DT_WIRE_RESULTS || a->request != request || a->n > n)
+    if (rm->msg->type != DT_WIRE_RESULTS || request == 0 || a->request != request || a->n > p->n)
         return dt_error_set(err, DT_EINVAL, "mpi rank %d answered request %u of %d configs with %s "
-                            "(request %u, %d results)", rm->worker, request, n,
+                            "(request %u, %d results)", source, request, p->n,
                             dt_wire_type_name(rm->msg->type), a->request, a->n);
-    memcpy(results, a->results, (size_t)a->n * sizeof *results);
-    return a->n;
+    memcpy(p->results, a->results, (size_t)a->n * sizeof *p->results);
+    *measured = a->n;
+    return 0;
 }
 
-/* dt_daemon_remote's measure: the batch in chunks the wire carries, on the
- * one worker, until a chunk comes back short (the limit ended it). */
-static int measure_remote(void *ctx, int task, const dt_space *space, const dt_point *points,
-                          int n, dt_measure_result *results, const dt_measure_limit *limit,
-                          dt_error *err)
+/* Reads rank `rank`'s HELLO and checks it against rank 0's own (mine). */
+static int greet_worker(remote *rm, int rank, const dt_wire_hello *mine, dt_error *err)
 {
-    remote *rm = ctx;
-    double deadline = limit ? limit->deadline : 0;
-    int done = 0;
-    while (done < n) {
-        if ((limit && limit->stop && *limit->stop) || (deadline > 0 && dt_now_seconds() >= deadline))
-            break;
-        int chunk = n - done < DT_WIRE_MAX_CONFIGS ? n - done : DT_WIRE_MAX_CONFIGS;
-        int got = measure_chunk(rm, task, space, points + done, chunk, results + done, deadline, err);
-        if (got < 0)
-            return got;
-        done += got;
-        if (got < chunk)
-            break;
-    }
-    return done;
+    bool hung = false;         /* opening a worker is loading a model and building spaces */
+    int rc = recv_msg(rank, give_up_at(rm, 0, 1), &hung, &rm->buf, rm->msg, err);
+    rm->hung = rm->hung || hung;
+    if (rc)
+        return rc;
+    if (rm->msg->type == DT_WIRE_ERROR)
+        return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
+                            "mpi rank %d could not start: %s", rank, rm->msg->u.failure.message);
+    if (rm->msg->type != DT_WIRE_HELLO)
+        return dt_error_set(err, DT_EINVAL, "mpi rank %d sent %s before its HELLO", rank,
+                            dt_wire_type_name(rm->msg->type));
+    if ((rc = dt_wire_hello_check(mine, &rm->msg->u.hello, rank, err)))
+        return rc;
+    fprintf(stderr, "dtune: mpi: rank %d measures (%s)\n", rank, rm->msg->u.hello.fingerprint);
+    return 0;
 }
 
-/* Reads the worker's HELLO and checks it against rank 0's own. */
-static int greet_worker(const dt_config *cfg, remote *rm, dt_error *err)
+/* Every worker's HELLO, checked against rank 0's own. */
+static int greet_workers(const dt_config *cfg, remote *rm, dt_error *err)
 {
     dt_run view;
     dt_wire_hello mine;
@@ -448,31 +503,25 @@ static int greet_worker(const dt_config *cfg, remote *rm, dt_error *err)
     if (rc == 0)
         rc = fill_hello(&view, &mine, err);
     close_view(&view);
-    if (rc == 0)            /* opening a worker is loading a model and building spaces */
-        rc = recv_msg(rm->worker, give_up_at(rm, 0, 1), &rm->hung, &rm->buf, rm->msg, err);
-    if (rc)
-        return rc;
-    if (rm->msg->type == DT_WIRE_ERROR)
-        return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
-                            "mpi rank %d could not start: %s", rm->worker, rm->msg->u.failure.message);
-    if (rm->msg->type != DT_WIRE_HELLO)
-        return dt_error_set(err, DT_EINVAL, "mpi rank %d sent %s before its HELLO", rm->worker,
-                            dt_wire_type_name(rm->msg->type));
-    if ((rc = dt_wire_hello_check(&mine, &rm->msg->u.hello, rm->worker, err)))
-        return rc;
-    fprintf(stderr, "dtune: mpi: rank %d measures (%s)\n", rm->worker, rm->msg->u.hello.fingerprint);
-    return 0;
+    for (int w = 0; rc == 0 && w < rm->workers; w++)
+        rc = greet_worker(rm, w + 1, &mine, err);
+    return rc;
 }
 
-static int run_rank0(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
+static int run_rank0(const dt_config *cfg, int size, dt_daemon_result *res, dt_error *err)
 {
-    remote rm = { .worker = 1, .config_limit = dt_measure_compile_timeout(&cfg->measure) +
-                                               cfg->measure.timeout_seconds };
+    remote rm = { .workers = size - 1, .config_limit = dt_measure_compile_timeout(&cfg->measure) +
+                                                       cfg->measure.timeout_seconds };
     rm.msg = malloc(sizeof *rm.msg);
-    if (!rm.msg)
+    rm.peers = calloc((size_t)rm.workers, sizeof *rm.peers);
+    if (!rm.msg || !rm.peers) {
+        free(rm.msg);
+        free(rm.peers);
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = greet_worker(cfg, &rm, err);
-    dt_daemon_remote via = { measure_remote, &rm };
+    }
+    int rc = greet_workers(cfg, &rm, err);
+    dt_daemon_remote via = { .workers = rm.workers, .max_configs = DT_WIRE_MAX_CONFIGS,
+                             .send = send_remote, .receive = receive_remote, .ctx = &rm };
     if (rc == 0)
         rc = dt_daemon_run_remote(cfg, &via, res, err);
     if (rm.hung) {
@@ -481,14 +530,22 @@ static int run_rank0(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
         fprintf(stderr, "dtune tune: %s\n", err->msg);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    /* the worker waits for STOP whatever happened here */
-    dt_error stop_err;
-    rm.msg->type = DT_WIRE_STOP;
-    int stop_rc = send_msg(rm.msg, rm.worker, &rm.buf, &stop_err);
-    if (rc == 0 && stop_rc)
-        rc = stop_rc, *err = stop_err;
+    /* every worker waits for STOP whatever happened here; an answer still
+     * out (the run ended on another worker's error) is dropped first */
+    for (int w = 0; w < rm.workers; w++) {
+        bool hung = false;
+        dt_error drop_err;
+        if (rm.peers[w].request)
+            recv_msg(w + 1, give_up_at(&rm, 0, rm.peers[w].n), &hung, &rm.buf, rm.msg, &drop_err);
+        dt_error stop_err;
+        rm.msg->type = DT_WIRE_STOP;
+        int stop_rc = send_msg(rm.msg, w + 1, &rm.buf, &stop_err);
+        if (rc == 0 && stop_rc)
+            rc = stop_rc, *err = stop_err;
+    }
     dt_buf_free(&rm.buf);
     free(rm.msg);
+    free(rm.peers);
     return rc;
 }
 
@@ -506,13 +563,8 @@ int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *res, bool *is_worker, dt
     *is_worker = rank > 0;
     if (size == 1)
         rc = dt_daemon_run(cfg, res, err);
-    else if (size > 2 && rank == 0)
-        rc = dt_error_set(err, DT_ENOTSUP, "mpirun -np %d: this dtune keeps one slot in flight on "
-                          "one worker so far; run it with -np 2", size);
-    else if (size > 2)
-        rc = DT_ENOTSUP;                    /* rank 0 says why */
     else if (rank == 0)
-        rc = run_rank0(cfg, res, err);
+        rc = run_rank0(cfg, size, res, err);
     else
         rc = run_worker(cfg, rank, err);
     return rc;

@@ -30,7 +30,9 @@ static char out[1 << 16];
 /* Two ranks on this machine: as root too, more ranks than cores allowed,
  * and the ranks talk through shared memory (Open MPI's TCP transport takes
  * its locks in an order ThreadSanitizer reports, in Open MPI's own code). */
-#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2"
+#define MPIRUN_OPTIONS "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+#define MPIRUN MPIRUN_OPTIONS " -np 2"
+#define MPIRUN3 MPIRUN_OPTIONS " -np 3"
 
 /* Whether mpirun is on PATH. */
 static bool have_mpirun(void)
@@ -152,74 +154,6 @@ static void test_two_ranks_equal_one_process(void **state)
     dt_test_remove_tree(one_dir);
 }
 
-/* Three ranks would need N - 1 = 2 slots in flight, not built yet: rank 0
- * says so and every rank ends (none waits for the others for ever). */
-static void test_three_ranks_refused(void **state)
-{
-    (void)state;
-    skip_without_mpi(__func__);
-    char dir[64], cmd[1024];
-    dt_test_tmpdir(dir, sizeof dir);
-    snprintf(cmd, sizeof cmd,
-             "timeout 60 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 3 "
-             "%s tune --model models/tiny.yaml --backend replay --out %s/run --listen off "
-             "--db off --max-slots 2 2>&1", dt_test_dtune(), dir);
-    int rc = run_shell(cmd);
-    if (rc == 0 || rc == 124 || !strstr(out, "mpirun -np 3: this dtune keeps one slot in flight"))
-        fail_msg("exit %d, expected the refusal: %s", rc, out);
-    dt_test_remove_tree(dir);
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-/* Starts `mpirun -np 2 dtune tune -c cfg --max-slots MAX_SLOTS --db off`
- * with its output in log; returns mpirun's pid. */
-static pid_t spawn_mpi_tune(const char *cfg, const char *max_slots, const char *log)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
-               "self,vader", "-np", "2", dt_test_dtune(), "tune", "-c", cfg, "--max-slots", max_slots,
-               "--db", "off", (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Waits up to timeout_ms for pid; its exit status, or -1 when it is still running. */
-static int wait_exit(pid_t pid, int timeout_ms)
-{
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sleep_ms(50);
-    }
-    return -1;
-}
-
-/* The pid rank 1 says it runs as in log, 0 until it has said it. */
-static pid_t worker_pid(const char *log)
-{
-    char *text = dt_test_slurp(log);
-    const char *said = text ? strstr(text, "dtune rank 1: measuring for rank 0 (pid ") : NULL;
-    long pid = 0;
-    if (said)
-        sscanf(said, "dtune rank 1: measuring for rank 0 (pid %ld)", &pid);
-    free(text);
-    return (pid_t)pid;
-}
-
 /* Every measure record of dir's log is another (task, config) and each line
  * is whole JSON; returns how many there are. */
 static size_t assert_log_whole_without_repeats(const char *dir)
@@ -239,6 +173,174 @@ static size_t assert_log_whole_without_repeats(const char *dir)
     json_decref(seen);
     json_decref(recs);
     return n;
+}
+
+/* The slots of dir's log, checked as they run: a task's measure records
+ * carry the number of the one slot it holds until that slot's record closes
+ * it, and no slot is closed twice. A slot a killed run left open (its
+ * measurements logged, never its end) is left behind when its task
+ * measures in another slot after the restart; that it closes later would
+ * mean the two ran at once. Returns the most slots found open at once. */
+static int assert_slots_never_overlap(const char *dir)
+{
+    char path[256], line[8192];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    enum { MAX_TASKS = 64 };
+    int open_slot[MAX_TASKS], most = 0;
+    for (int k = 0; k < MAX_TASKS; k++)
+        open_slot[k] = -1;
+    json_t *closed = json_object(), *left = json_object();
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        assert_non_null(rec);
+        const char *type = json_string_value(json_object_get(rec, "type"));
+        int k = (int)json_integer_value(json_object_get(rec, "task_index"));
+        int slot = (int)json_integer_value(json_object_get(rec, "slot"));
+        char key[32];
+        snprintf(key, sizeof key, "%d", slot);
+        if (strcmp(type, "measure") == 0 && slot > 0) {
+            assert_true(k >= 0 && k < MAX_TASKS);
+            if (open_slot[k] >= 0 && open_slot[k] != slot) {
+                char old[32];
+                snprintf(old, sizeof old, "%d", open_slot[k]);
+                json_object_set_new(left, old, json_integer(slot));
+            }
+            open_slot[k] = slot;
+        } else if (strcmp(type, "slot") == 0 && k >= 0) {
+            if (json_object_get(closed, key))
+                fail_msg("slot %d closed twice", slot);
+            if (json_object_get(left, key))
+                fail_msg("slot %d of task %d closed after the task measured in slot %lld", slot, k,
+                         (long long)json_integer_value(json_object_get(left, key)));
+            json_object_set_new(closed, key, json_true());
+            if (open_slot[k] >= 0 && open_slot[k] != slot)
+                fail_msg("slot %d of task %d closed while its slot %d was open", slot, k, open_slot[k]);
+            open_slot[k] = -1;
+        }
+        int now_open = 0;
+        for (int i = 0; i < MAX_TASKS; i++)
+            now_open += open_slot[i] >= 0;
+        most = now_open > most ? now_open : most;
+        json_decref(rec);
+    }
+    fclose(f);
+    json_decref(closed);
+    json_decref(left);
+    return most;
+}
+
+/* How many configs rank `rank` said it measured in out, -1 when it did not
+ * say. */
+static long rank_measured(const char *text, int rank)
+{
+    char said[64];
+    long n = -1;
+    snprintf(said, sizeof said, "dtune rank %d: measured ", rank);
+    const char *at = strstr(text, said);
+    if (at)
+        sscanf(at + strlen(said), "%ld", &n);
+    return n;
+}
+
+/* Three ranks: two slots in flight, each on another task and measured by
+ * its own worker (batches of 8 in slots of 32 trials, so the records of two
+ * slots interleave in the log); both workers measure, every measured config
+ * is logged once, the slots of one task never overlap, and the same
+ * command with a larger max_slots resumes and measures nothing twice. */
+static void test_three_ranks_keep_two_slots_in_flight(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], run[96], cwd[512], cmd[1024];
+    dt_test_tmpdir(dir, sizeof dir);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "budget: {total_seconds: 60, slot_trials: 32}\n"
+                                        "tuner: {strategy: random, batch_size: 8}\n", cwd, run), 0);
+    const char *fmt = "timeout 120 " MPIRUN3 " %s tune -c %s --db off --max-slots %d 2>&1";
+    snprintf(cmd, sizeof cmd, fmt, dt_test_dtune(), cfg, 8);
+    int rc = run_shell(cmd);
+    if (rc != 0 || !strstr(out, "stopped: max_slots reached after 8 slots"))
+        fail_msg("exit %d, expected a stop at 8 slots: %s", rc, out);
+    assert_non_null(strstr(out, "dtune: mpi: rank 2 measures (replay seed 1)"));
+    long one = rank_measured(out, 1), two = rank_measured(out, 2);
+    if (one <= 0 || two <= 0)
+        fail_msg("rank 1 measured %ld, rank 2 %ld configs; expected both to measure: %s", one, two, out);
+    size_t before = assert_log_whole_without_repeats(run);
+    assert_int_equal((long)before, one + two);
+    assert_true(assert_slots_never_overlap(run) >= 2);
+    char log_path[128];
+    snprintf(log_path, sizeof log_path, "%s/tuning.jsonl", run);
+    assert_int_equal(dt_test_count_lines(log_path, "{\"type\":\"slot\""), 1 + 8);  /* warm-up's + 8 */
+
+    snprintf(cmd, sizeof cmd, fmt, dt_test_dtune(), cfg, 14);
+    rc = run_shell(cmd);
+    char resumed[256];
+    snprintf(resumed, sizeof resumed, "dtune: resuming %s/tuning.jsonl: %zu measurements, 8 slots",
+             run, before);
+    if (rc != 0 || !strstr(out, resumed) || !strstr(out, "stopped: max_slots reached after 14 slots"))
+        fail_msg("exit %d, expected '%s' and a stop at 14 slots: %s", rc, resumed, out);
+    assert_int_equal((long)assert_log_whole_without_repeats(run),
+                     (long)before + rank_measured(out, 1) + rank_measured(out, 2));
+    assert_slots_never_overlap(run);
+    dt_test_remove_tree(dir);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Starts `mpirun -np NP dtune tune -c cfg --max-slots MAX_SLOTS --db off`
+ * with its output in log; returns mpirun's pid. */
+static pid_t spawn_mpi_tune(const char *np, const char *cfg, const char *max_slots, const char *log)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+               "self,vader", "-np", np, dt_test_dtune(), "tune", "-c", cfg, "--max-slots", max_slots,
+               "--db", "off", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits up to timeout_ms for pid; its exit status, or -1 when it is still running. */
+static int wait_exit(pid_t pid, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sleep_ms(50);
+    }
+    return -1;
+}
+
+/* The pid rank `rank` says it runs as in log, 0 until it has said it. */
+static pid_t worker_pid(const char *log, int rank)
+{
+    char *text = dt_test_slurp(log), prefix[64];
+    snprintf(prefix, sizeof prefix, "dtune rank %d: measuring for rank 0 (pid ", rank);
+    const char *said = text ? strstr(text, prefix) : NULL;
+    long pid = 0;
+    if (said)
+        sscanf(said + strlen(prefix), "%ld", &pid);
+    free(text);
+    return (pid_t)pid;
 }
 
 /* A replay run of tiny with 400-trial slots in dir run; each config may
@@ -262,21 +364,44 @@ static void wait_measured(const char *log, int n)
         sleep_ms(20);
 }
 
-/* A 2-rank run far from its end in a new folder dir (config cfg, mpirun's
- * output log, run folder run, its tuning.jsonl path), once it has measured
- * 40 configs; returns mpirun's pid. */
-static pid_t start_long_run(char dir[64], char cfg[128], char log[128], char run[128],
-                            char path[160])
+/* A run of np ranks far from its end in a new folder dir (config cfg,
+ * mpirun's output log, run folder run, its tuning.jsonl path), once it has
+ * measured 40 configs; returns mpirun's pid. */
+static pid_t start_long_run(const char *np, char dir[64], char cfg[128], char log[128],
+                            char run[128], char path[160])
 {
     dt_test_tmpdir(dir, 64);
     snprintf(cfg, 128, "%s/config.yaml", dir);
     snprintf(log, 128, "%s/mpirun.log", dir);
     snprintf(run, 128, "%s/run", dir);
     write_config(cfg, run);
-    pid_t mpirun = spawn_mpi_tune(cfg, "1000", log);
+    pid_t mpirun = spawn_mpi_tune(np, cfg, "1000", log);
     snprintf(path, 160, "%s/tuning.jsonl", run);
     wait_measured(path, 40);
     return mpirun;
+}
+
+/* The same command as the run of np ranks in cfg that ended with `before`
+ * measure records: it resumes from all of them and measures 40 more with
+ * none twice; SIGTERM ends it. */
+static void assert_resumes(const char *np, const char *cfg, const char *log, const char *run,
+                           const char *path, size_t before)
+{
+    pid_t mpirun = spawn_mpi_tune(np, cfg, "1000", log);
+    wait_measured(path, (int)before + 40);
+    assert_int_equal(kill(mpirun, SIGTERM), 0);
+    int rc = wait_exit(mpirun, 30000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        fail_msg("the restart still runs 30 s after SIGTERM: %s", text);
+    }
+    char resumed[256];
+    snprintf(resumed, sizeof resumed, "dtune: resuming %s/tuning.jsonl: %zu measurements", run, before);
+    if (!strstr(text, resumed) || !strstr(text, "dtune: stopped: signal"))
+        fail_msg("expected '%s' and a stop on the signal: %s", resumed, text);
+    free(text);
+    assert_true(assert_log_whole_without_repeats(run) >= before + 40);
 }
 
 /* SIGTERM to mpirun (a run far from its end): both ranks stop after the
@@ -287,7 +412,7 @@ static void test_sigterm_to_mpirun_stops_both_ranks(void **state)
     (void)state;
     skip_without_mpi(__func__);
     char dir[64], cfg[128], log[128], run[128], path[160];
-    pid_t mpirun = start_long_run(dir, cfg, log, run, path);
+    pid_t mpirun = start_long_run("2", dir, cfg, log, run, path);
     assert_int_equal(kill(mpirun, SIGTERM), 0);
     int rc = wait_exit(mpirun, 30000);
     char *text = dt_test_slurp(log);
@@ -314,8 +439,8 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
     (void)state;
     skip_without_mpi(__func__);
     char dir[64], cfg[128], log[128], run[128], path[160];
-    pid_t mpirun = start_long_run(dir, cfg, log, run, path);
-    pid_t worker = worker_pid(log);
+    pid_t mpirun = start_long_run("2", dir, cfg, log, run, path);
+    pid_t worker = worker_pid(log, 1);
     assert_true(worker > 0);
     assert_int_equal(kill(worker, SIGSTOP), 0);
     int rc = wait_exit(mpirun, 40000);
@@ -331,22 +456,37 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
     size_t before = assert_log_whole_without_repeats(run);
     assert_true(before >= 40);
 
-    /* the same command again: it resumes and measures on; SIGTERM ends it */
-    mpirun = spawn_mpi_tune(cfg, "1000", log);
-    wait_measured(path, (int)before + 40);
-    assert_int_equal(kill(mpirun, SIGTERM), 0);
-    rc = wait_exit(mpirun, 30000);
-    text = dt_test_slurp(log);
+    assert_resumes("2", cfg, log, run, path, before);
+    dt_test_remove_tree(dir);
+}
+
+/* A worker of three ranks killed (SIGKILL) while its slot runs: mpirun ends
+ * the job saying which rank died, everything measured before is logged
+ * whole and once, and the same command resumes with nothing lost or
+ * repeated. */
+static void test_killed_worker_ends_the_job_and_the_run_resumes(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], log[128], run[128], path[160];
+    pid_t mpirun = start_long_run("3", dir, cfg, log, run, path);
+    pid_t worker = worker_pid(log, 2);
+    assert_true(worker > 0);
+    assert_int_equal(kill(worker, SIGKILL), 0);
+    int rc = wait_exit(mpirun, 40000);
+    char *text = dt_test_slurp(log);
     if (rc == -1) {
         kill(mpirun, SIGKILL);
-        fail_msg("the restart still runs 30 s after SIGTERM: %s", text);
+        fail_msg("mpirun still runs 40 s after a worker was killed: %s", text);
     }
-    char resumed[256];
-    snprintf(resumed, sizeof resumed, "dtune: resuming %s/tuning.jsonl: %zu measurements", run, before);
-    if (!strstr(text, resumed) || !strstr(text, "dtune: stopped: signal"))
-        fail_msg("expected '%s' and a stop on the signal: %s", resumed, text);
+    if (rc == 0 || !strstr(text, "signal 9"))
+        fail_msg("exit %d, expected mpirun to say the worker died on signal 9: %s", rc, text);
     free(text);
-    assert_true(assert_log_whole_without_repeats(run) >= before + 40);
+    size_t before = assert_log_whole_without_repeats(run);
+    assert_true(before >= 40);
+    assert_slots_never_overlap(run);
+    assert_resumes("3", cfg, log, run, path, before);
+    assert_slots_never_overlap(run);
     dt_test_remove_tree(dir);
 }
 
@@ -362,9 +502,10 @@ int main(void)
     setenv("ASAN_OPTIONS", options, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_process),
-        cmocka_unit_test(test_three_ranks_refused),
+        cmocka_unit_test(test_three_ranks_keep_two_slots_in_flight),
         cmocka_unit_test(test_sigterm_to_mpirun_stops_both_ranks),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
+        cmocka_unit_test(test_killed_worker_ends_the_job_and_the_run_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

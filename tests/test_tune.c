@@ -925,9 +925,57 @@ static void test_dynatune_beats_sequential_on_replay(void **state)
     assert_true(s_dyn < s_seq);
 }
 
+/* The one-process run measures the configs it always measured, in the same
+ * order: tests/data/tiny_replay_configs.txt ("task config" per measure
+ * record) was written by the one-slot loop before the loop with N - 1
+ * slots in flight (daemon_slots.c) was added beside it; a change of the
+ * daemon that moves a tuner's, the scheduler's or the log's sequence for a
+ * fixed seed shows here. */
+static void test_one_process_measures_the_same_configs(void **state)
+{
+    (void)state;
+    char dir[64], path[128], line[8192];
+    dt_test_tmpdir(dir, sizeof dir);
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay",
+                     "--out", dir, "--listen", "off", "--db", "off", "--budget", "600",
+                     "--slot-trials", "16", "--max-slots", "6", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    FILE *golden = fopen("tests/data/tiny_replay_configs.txt", "r");
+    assert_non_null(f);
+    assert_non_null(golden);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        assert_non_null(rec);
+        if (strcmp(json_string_value(json_object_get(rec, "type")), "measure") == 0) {
+            char want[256], got[256];
+            snprintf(got, sizeof got, "%s %lld\n", json_string_value(json_object_get(rec, "task")),
+                     (long long)json_integer_value(json_object_get(rec, "config")));
+            if (!fgets(want, sizeof want, golden) || strcmp(want, got) != 0)
+                fail_msg("measure record %d is '%.*s', the one-process run measured '%s'", n + 1,
+                         (int)strlen(got) - 1, got, want);
+            n++;
+        }
+        json_decref(rec);
+    }
+    char extra[256];
+    if (fgets(extra, sizeof extra, golden))
+        fail_msg("the run measured %d configs, fewer than before (next: %s)", n, extra);
+    assert_true(n > 6 * 16);
+    fclose(f);
+    fclose(golden);
+    dt_test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_process_measures_the_same_configs),
         cmocka_unit_test(test_tiny_on_cpu_end_to_end),
         cmocka_unit_test(test_runner_leaves_with_killed_daemon),
         cmocka_unit_test(test_target_latency_stops),
