@@ -343,8 +343,10 @@ static pid_t worker_pid(const char *log, int rank)
     return (pid_t)pid;
 }
 
-/* A replay run of tiny with 400-trial slots in dir run; each config may
- * take 0.25 + 0.25 s, so a batch of 8 is hung after 8 + 5 s. */
+/* A replay run of tiny with 400-trial slots in dir run, no task finished
+ * before thousands of trials (the runs end by a signal or a fault, not by
+ * themselves); each config may take 0.25 + 0.25 s, so a batch of 8 is hung
+ * after 8 + 5 s. */
 static void write_config(const char *cfg, const char *run)
 {
     char cwd[512];
@@ -353,6 +355,7 @@ static void write_config(const char *cfg, const char *run)
                                         "output: {dir: %s}\nserver: {listen: \"off\"}\n"
                                         "budget: {total_seconds: 300, slot_trials: 400}\n"
                                         "tuner: {strategy: random, batch_size: 8}\n"
+                                        "scheduler: {finish_after: 100000}\n"
                                         "measure: {timeout_seconds: 0.25, "
                                         "compile_timeout_seconds: 0.25}\n", cwd, run), 0);
 }
