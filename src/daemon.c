@@ -32,15 +32,17 @@
 #define WARMUP_BATCH 4
 #define WARMUP_MAX_TRIALS 64
 
-/* The only mutable statics: what signal handlers may touch. */
-static volatile sig_atomic_t stop_requested;
+/* The only mutable statics: what signal handlers may touch. stop_requested
+ * is read by the builder and slot threads too, hence atomic (lock-free, so
+ * a handler may store to it). */
+static atomic_int stop_requested;
 static volatile sig_atomic_t interrupts;
 
 static void on_signal(int sig)
 {
     if (sig == SIGINT && interrupts++ > 0)
         _exit(130);
-    stop_requested = 1;
+    atomic_store(&stop_requested, 1);
 }
 
 const char *dt_stop_reason_name(dt_stop_reason r)
@@ -138,7 +140,7 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
                          dt_measure_result *results, dt_error *err)
 {
     measure_ctx *mc = ctx;
-    dt_measure_limit limit = { .deadline = mc->deadline, .stop = (const volatile int *)&stop_requested };
+    dt_measure_limit limit = { .deadline = mc->deadline, .stop = &stop_requested };
     dt_run *r = mc->run;
     int measured = r->remote ? measure_remote(r, mc->task, space, points, n, results, &limit, err)
                              : dt_measurer_run_until(r->measurer, space, points, n, results, &limit, err);
@@ -213,7 +215,7 @@ static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_e
     seconds = end - now;
     if (seconds <= 0)
         return 0;
-    dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = (const volatile int *)&stop_requested };
+    dt_tuner_budget b = { .trials = trials, .seconds = seconds, .stop = &stop_requested };
     dt_tuner_stats stats;
     int before = r->tasks[k].trials;
     int rc = refresh_transfer(r, &r->tasks[k], err);

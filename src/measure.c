@@ -176,7 +176,7 @@ static void build_one(dt_measurer *m, int i)
 
 static bool limit_reached(const dt_measure_limit *lim)
 {
-    return lim && ((lim->stop && *lim->stop) || (lim->deadline > 0 && dt_now_seconds() >= lim->deadline));
+    return lim && ((lim->stop && atomic_load(lim->stop)) || (lim->deadline > 0 && dt_now_seconds() >= lim->deadline));
 }
 
 /* Claims points in order until none is left or the limit is reached, so the

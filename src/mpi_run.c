@@ -68,12 +68,12 @@
 /* What a worker's signal handler may touch: SIGTERM ends its batch after the
  * config being timed; rank 0, whose daemon has its own handlers, then sends
  * STOP. */
-static volatile sig_atomic_t worker_stop;
+static atomic_int worker_stop;
 
 static void on_worker_signal(int sig)
 {
     (void)sig;
-    worker_stop = 1;
+    atomic_store(&worker_stop, 1);
 }
 
 /* ---- MPI ------------------------------------------------------------------- */
@@ -253,7 +253,7 @@ static void answer_measure(worker *w, const dt_wire_measure *q)
     int measured = 0;
     if (rc == 0) {
         dt_measure_limit limit = { .deadline = q->seconds > 0 ? dt_now_seconds() + q->seconds : 0,
-                                   .stop = (const volatile int *)&worker_stop };
+                                   .stop = &worker_stop };
         measured = dt_measurer_run_until(w->view.measurer, space, w->points, q->n,
                                          out->u.results.results, &limit, &err);
         rc = measured < 0 ? measured : 0;

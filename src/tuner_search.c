@@ -20,7 +20,7 @@ bool dt_tuner_time_up(const dt_tuner *t)
     const dt_tuner_budget *b = t->run_budget;
     if (!b)
         return false;
-    if (b->stop && *b->stop)
+    if (b->stop && atomic_load(b->stop))
         return true;
     return b->seconds > 0 && dt_now_seconds() - t->run_started >= b->seconds;
 }

@@ -13,6 +13,7 @@
 #define DTUNE_MEASURE_H
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ int dt_measurer_run(dt_measurer *m, const dt_space *space, const dt_point *point
  * timed finishes. stop may be NULL, deadline 0 = none. */
 typedef struct dt_measure_limit {
     double deadline;
-    const volatile int *stop;
+    const atomic_int *stop;   /* set by a signal handler or another thread */
 } dt_measure_limit;
 
 /* dt_measurer_run under limit (may be NULL): returns how many points, the

@@ -25,6 +25,7 @@
 #ifndef DTUNE_TUNER_H
 #define DTUNE_TUNER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -113,7 +114,7 @@ int dt_tuner_transfer(dt_tuner *t, struct dt_transfer *x, int *used, dt_error *e
 typedef struct dt_tuner_budget {
     int trials;
     double seconds;
-    const volatile int *stop;
+    const atomic_int *stop;   /* set by a signal handler or another thread */
 } dt_tuner_budget;
 
 typedef struct dt_tuner_stats {
