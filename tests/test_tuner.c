@@ -44,7 +44,7 @@ typedef struct bench {
     int fail_with;          /* non-zero: return this error */
     dt_point last[LAST_MAX];  /* the last batch measured (its first LAST_MAX) */
     int last_n;
-    volatile int *stop;     /* non-NULL: set after each batch */
+    atomic_int *stop;       /* non-NULL: set after each batch */
 } bench;
 
 static int replay_measure(void *ctx, const dt_space *space, const dt_point *points, int n,
@@ -311,7 +311,7 @@ static void test_resume_stop_and_errors(void **state)
     bench_init(&b, &space, 8);
     dt_sampling_set_free(&b.seen);
     b.seen = logged;   /* logged configs count as already measured */
-    volatile int stop = 1;
+    atomic_int stop = 1;
     dt_tuner_budget budget = {.trials = 8, .stop = &stop};
     dt_tuner_stats st;
     assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
@@ -364,7 +364,7 @@ static void test_chameleon_measures_incumbent_neighbours(void **state)
             assert_int_equal(dt_tuner_new(&space, &cfg, seed, &t, NULL), 0);
             bench b;
             bench_init(&b, &space, 32);
-            volatile int stop = 0;
+            atomic_int stop = 0;
             b.stop = &stop;
             for (int round = 0; round < 4; round++) {
                 dt_point best;
