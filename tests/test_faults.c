@@ -43,6 +43,11 @@ static void write_config(const char *dir, const char *extra, char *cfg, size_t l
                                         dir, extra), 0);
 }
 
+/* How long a resnet18 run may take to its first slots: it first counts the
+ * valid points of every task's space, tens of seconds under
+ * ThreadSanitizer (the waits end as soon as the run gets there). */
+#define RESNET18_START_MS 120000
+
 /* True when the text of path starts with before (nothing written was lost). */
 static void assert_log_kept(const char *path, const char *before)
 {
@@ -823,7 +828,8 @@ static void test_log_deleted_or_replaced_during_run(void **state)
     char *argv[] = { "dtune", "tune", "-c", cfg, "--model", "models/resnet18.yaml", "--budget", "120",
                      "--slot-trials", "4", "--finish-after", "1000000", NULL };
     pid_t pid = dt_test_spawn(argv, text);
-    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\"") < 3; waited += 50)
+    for (int waited = 0; waited < RESNET18_START_MS && dt_test_count_lines(log, "\"slot\"") < 3;
+         waited += 50)
         sleep_ms(50);
     char *before = dt_test_slurp(log);
     assert_non_null(before);
@@ -841,7 +847,8 @@ static void test_log_deleted_or_replaced_during_run(void **state)
     free(before);
     /* replaced */
     pid = dt_test_spawn(argv, text);
-    for (int waited = 0; waited < 20000 && !strstr((said = dt_test_slurp(text)) ? said : "", "resuming"); waited += 50) {
+    for (int waited = 0; waited < RESNET18_START_MS && !strstr((said = dt_test_slurp(text)) ? said : "", "resuming");
+         waited += 50) {
         free(said);
         sleep_ms(50);
     }
