@@ -27,13 +27,8 @@ cd "$root"
 [ -f "models/$model.yaml" ] || { echo "$0: no models/$model.yaml" >&2; exit 2; }
 command -v mpirun >/dev/null 2>&1 || { echo "$0: mpirun not installed (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
 [ -x bin/dtune ] || make --no-print-directory build
-mkdir -p "$outdir"
 . scripts/machine.sh
-if [ -f "$outdir/machine.txt" ] && [ "$(cat "$outdir/machine.txt")" != "$machine" ]; then
-    echo "$0: $outdir holds runs of '$(cat "$outdir/machine.txt")', this is '$machine'; use another OUTDIR" >&2
-    exit 1
-fi
-echo "$machine" > "$outdir/machine.txt"
+claim_outdir "$outdir"
 set -- --model "models/$model.yaml" --backend "$backend" --budget "$seconds" --seed "$seed" \
     --listen off --db off
 echo "$0: 1 rank, $model on $backend for $seconds s into $outdir/np1" >&2

@@ -26,13 +26,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ -f "models/$model.yaml" ] || { echo "$0: no models/$model.yaml" >&2; exit 2; }
 [ -x bin/dtune ] || make --no-print-directory build
-mkdir -p "$outdir"
 . scripts/machine.sh
-if [ -f "$outdir/machine.txt" ] && [ "$(cat "$outdir/machine.txt")" != "$machine" ]; then
-    echo "$0: $outdir holds runs of '$(cat "$outdir/machine.txt")', this is '$machine'; use another OUTDIR" >&2
-    exit 1
-fi
-echo "$machine" > "$outdir/machine.txt"
+claim_outdir "$outdir"
 dirs=""
 for seed in $seeds; do
     for policy in ${POLICIES:-sequential dynatune}; do
