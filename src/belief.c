@@ -24,6 +24,8 @@
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "dtune/mcmc.h"
 #include "dtune/util.h"
@@ -44,6 +46,7 @@ struct dt_belief {
     double best;            /* best observed */
     double x_offset;        /* history x = segment x + x_offset */
     double centre[DT_CURVE_MAX_PARAMS + 1], scale[DT_CURVE_MAX_PARAMS + 1];
+    double *draws;          /* f(x | θ) of each kept sample, for the curve's quantiles */
     bool has_model;         /* pts, box, horizon and best are set */
     bool has_posterior;     /* the sampler's chain belongs to them */
 };
@@ -145,6 +148,9 @@ int dt_belief_new(const dt_belief_params *params, dt_belief **out, dt_error *err
         rc = dt_mcmc_new(&mp, &b->sampler, err);
     if (!rc)
         rc = grow_buffers(b, INITIAL_CAPACITY, err);
+    size_t kept = (size_t)(params->steps - params->burn_in) * (size_t)params->walkers;
+    if (!rc && !(b->draws = malloc(kept * sizeof *b->draws)))
+        rc = dt_error_set(err, DT_ENOMEM, "belief: no memory for %zu samples", kept);
     if (rc) {
         dt_belief_free(b);
         return rc;
@@ -162,6 +168,7 @@ void dt_belief_free(dt_belief *belief)
     free(belief->x);
     free(belief->log_x);
     free(belief->y);
+    free(belief->draws);
     free(belief);
 }
 
@@ -207,6 +214,7 @@ static void refuse(dt_belief_prediction *out, const char *fmt, ...)
     out->std = 0;
     out->predictive_std = 0;
     out->expected_improvement = 0;
+    out->curve.n = 0;
 }
 
 static int reject_input(dt_belief_prediction *out, dt_error *err, const char *what)
@@ -352,7 +360,41 @@ static void posterior_summary(const dt_belief *b, double x, double *mean, double
         *noise2 = count > 0 ? sigma2_sum / count : 0;
 }
 
-static void summarise(const dt_belief *b, dt_belief_prediction *out)
+/* The posterior's curve from the segment's first trial (segment x = 1) to the
+ * horizon: at each point the kept samples' f(x | θ), sorted, give the
+ * median and the 5 % and 95 % quantiles. */
+static void posterior_curve(dt_belief *b, dt_belief_curve *curve)
+{
+    int w = b->params.walkers, d = b->p + 1;
+    const double *chain = dt_mcmc_chain(b->sampler);
+    size_t kept = (size_t)(b->params.steps - b->params.burn_in) * (size_t)w;
+    curve->n = DT_BELIEF_CURVE_POINTS;
+    curve->first = 1.0 + b->x_offset;
+    curve->horizon = b->horizon + b->x_offset;
+    for (int i = 0; i < curve->n; i++) {
+        double x = dt_belief_curve_x(curve, i) - b->x_offset;
+        size_t count = 0;
+        for (int t = b->params.burn_in; t < b->params.steps; t++)
+            for (int k = 0; k < w; k++)
+                b->draws[count++] =
+                    dt_curve_eval(b->params.family, chain + ((size_t)t * w + k) * d, x);
+        gsl_sort(b->draws, 1, kept);
+        curve->lo[i] = gsl_stats_quantile_from_sorted_data(b->draws, 1, kept, 0.05);
+        curve->median[i] = gsl_stats_quantile_from_sorted_data(b->draws, 1, kept, 0.5);
+        curve->hi[i] = gsl_stats_quantile_from_sorted_data(b->draws, 1, kept, 0.95);
+    }
+}
+
+bool dt_belief_curve_equal(const dt_belief_curve *a, const dt_belief_curve *b)
+{
+    size_t bytes = a->n > 0 ? (size_t)a->n * sizeof(double) : 0;
+    return a->n == b->n && (a->n == 0 || (a->first == b->first && a->horizon == b->horizon &&
+                                          memcmp(a->median, b->median, bytes) == 0 &&
+                                          memcmp(a->lo, b->lo, bytes) == 0 &&
+                                          memcmp(a->hi, b->hi, bytes) == 0));
+}
+
+static void summarise(dt_belief *b, dt_belief_prediction *out)
 {
     double noise2;
     posterior_summary(b, b->horizon, &out->mean, &out->std, &out->noise, &noise2);
@@ -364,6 +406,7 @@ static void summarise(const dt_belief *b, dt_belief_prediction *out)
     out->acceptance = acceptance / b->params.walkers;
     out->expected_improvement =
         dt_belief_expected_improvement(out->mean, out->predictive_std, out->best_observed);
+    posterior_curve(b, &out->curve);
     out->ok = true;
 }
 

@@ -53,6 +53,31 @@ static void predict_ok(dt_belief *b, const dt_belief_history *h, dt_belief_predi
         fail_msg("prediction refused: %s", out->reason);
 }
 
+/* The fitted curve of an accepted prediction: DT_BELIEF_CURVE_POINTS points
+ * spanning first..horizon, lo ≤ median ≤ hi at each, every quantile
+ * non-decreasing in x (each sampled curve is increasing), the band at the
+ * horizon above the best observed (the prior's condition) and its median
+ * within three standard deviations of the posterior mean. */
+static void assert_band(const dt_belief_prediction *out, double first, double horizon)
+{
+    const dt_belief_curve *c = &out->curve;
+    assert_int_equal(c->n, DT_BELIEF_CURVE_POINTS);
+    assert_true(c->first == first && fabs(c->horizon - horizon) <= 1e-12 * horizon);
+    assert_true(dt_belief_curve_x(c, 0) == first);
+    assert_true(fabs(dt_belief_curve_x(c, c->n - 1) - horizon) <= 1e-12 * horizon);
+    for (int i = 0; i < c->n; i++) {
+        if (!(c->lo[i] <= c->median[i] && c->median[i] <= c->hi[i]))
+            fail_msg("point %d: lo %g, median %g, hi %g out of order", i, c->lo[i],
+                     c->median[i], c->hi[i]);
+        if (i > 0)
+            assert_true(c->lo[i] >= c->lo[i - 1] && c->median[i] >= c->median[i - 1] &&
+                        c->hi[i] >= c->hi[i - 1]);
+    }
+    assert_true(c->lo[c->n - 1] >= out->best_observed);
+    assert_true(c->hi[c->n - 1] > c->lo[c->n - 1]);
+    assert_true(fabs(c->median[c->n - 1] - out->mean) <= 3 * out->std);
+}
+
 static void test_default_params(void **state)
 {
     (void)state;
@@ -154,6 +179,7 @@ static void test_predict_synthetic(void **state)
     assert_true(fabs(out.expected_improvement - ei) <= 1e-15);
     assert_true(out.expected_improvement >= out.mean - out.best_observed);
     assert_int_equal(out.segment_start + out.segment_points, 200);
+    assert_band(&out, out.segment_start + 1, 264);
     dt_belief_free(b);
 }
 
@@ -258,6 +284,7 @@ static void test_segment_reindexed(void **state)
     assert_int_equal(out.segment_start, 40);
     assert_int_equal(out.segment_points, 60);
     assert_true(out.mean >= y[99]);
+    assert_band(&out, 41, 130);
     double mean, std;
     dt_error err;
     assert_int_equal(dt_belief_posterior_at(b, 40.0, &mean, &std, &err), DT_EINVAL);
@@ -280,6 +307,7 @@ static void test_explicit_x(void **state)
     dt_belief_prediction out;
     predict_ok(b, &h, &out);
     assert_true(out.mean >= out.best_observed);
+    assert_band(&out, x[out.segment_start], 300);
     dt_belief_free(b);
 }
 
@@ -293,6 +321,7 @@ static void expect_refusal(dt_belief *b, const dt_belief_history *h, int rc,
     assert_non_null(strstr(out.reason, reason));
     assert_true(out.mean == out.best_observed && out.std == 0 &&
                 out.expected_improvement == 0);
+    assert_int_equal(out.curve.n, 0);
 }
 
 static void test_refusals(void **state)

@@ -16,7 +16,8 @@
  *      ensemble (mcmc.h) from a tight Gaussian ball around the least-squares
  *      fit (lifted into the prior's support when it falls below the best);
  *   4. prediction: mean and standard deviation of f(horizon | θ) over the
- *      post-burn-in samples, and the expected improvement over the best
+ *      post-burn-in samples (and, for charts, the median and 90 % band of
+ *      f(x | θ) from the segment's first trial to the horizon), and the expected improvement over the best
  *      observed, EI = (μ − y*) Φ(Z) + s φ(Z), Z = (μ − y*)/s (AdaTune eq. 1),
  *      of the posterior predictive y(horizon) = f(horizon) + ε: its spread
  *      s = sqrt(std² + E[σ²]) adds the noise σ to the curve's uncertainty
@@ -64,6 +65,34 @@ typedef struct dt_belief_params {
 
 dt_belief_params dt_belief_params_default(void);
 
+/* Points of a fitted curve (dt_belief_curve): enough for a smooth line on a
+ * chart, few enough to log with every decision. */
+#define DT_BELIEF_CURVE_POINTS 24
+
+/* The fitted curve over trials: at n points x_i = first + (horizon − first)
+ * i / (n − 1), the posterior median of f(x_i | θ) and its 5 % and 95 %
+ * quantiles (a 90 % band), lo ≤ median ≤ hi. Values are in the units of the
+ * history's y (normalised, as dt_belief_predict fills it) unless the holder
+ * says otherwise (dt_task_state keeps it in GFLOPS). n = 0: no fitted curve;
+ * otherwise 2 ≤ n ≤ DT_BELIEF_CURVE_POINTS. */
+typedef struct dt_belief_curve {
+    int n;
+    double first;             /* the modelled segment's first trial, history x */
+    double horizon;           /* the prediction's horizon, history x */
+    double median[DT_BELIEF_CURVE_POINTS];
+    double lo[DT_BELIEF_CURVE_POINTS];
+    double hi[DT_BELIEF_CURVE_POINTS];
+} dt_belief_curve;
+
+/* Trial position of point i of c. */
+static inline double dt_belief_curve_x(const dt_belief_curve *c, int i)
+{
+    return c->n > 1 ? c->first + (c->horizon - c->first) * i / (c->n - 1) : c->first;
+}
+
+/* Whether a and b hold the same curve (n, ends and the n points of each). */
+bool dt_belief_curve_equal(const dt_belief_curve *a, const dt_belief_curve *b);
+
 typedef struct dt_belief_prediction {
     bool ok;                  /* false: see reason; then mean = best_observed,
                                  std = 0, expected_improvement = 0 */
@@ -83,6 +112,9 @@ typedef struct dt_belief_prediction {
     double noise;             /* posterior mean of σ */
     double acceptance;        /* mean acceptance fraction of the walkers */
     double theta_ls[DT_CURVE_MAX_PARAMS]; /* least-squares fit, segment x */
+    dt_belief_curve curve;    /* the posterior's curve from the segment's first
+                                 trial to the horizon, DT_BELIEF_CURVE_POINTS
+                                 points; n = 0 unless ok */
 } dt_belief_prediction;
 
 /* One task's history, borrowed. x may be NULL for x = 1..n; otherwise
