@@ -228,6 +228,19 @@ static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_e
     return rc;
 }
 
+/* The fitted curves that changed since the log's previous slot record, into
+ * rec (fits holds the model's tasks, up to DT_MAX_SCORES); they count as
+ * logged once the append succeeds. */
+static void changed_fits(const dt_run *r, dt_slot_fit *fits, dt_slot_record *rec)
+{
+    int n = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
+    rec->nfits = 0;
+    rec->fits = fits;
+    for (int i = 0; i < n; i++)
+        if (!dt_belief_curve_equal(&r->tasks[i].fit, &r->tasks[i].logged_fit))
+            fits[rec->nfits++] = (dt_slot_fit){ .task_index = i, .curve = r->tasks[i].fit };
+}
+
 static int write_slot(dt_run *r, int slot, int k, const double *scores, double decision_ms,
                       dt_error *err)
 {
@@ -242,7 +255,14 @@ static int write_slot(dt_run *r, int slot, int k, const double *scores, double d
     rec.nscores = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
     for (int i = 0; i < rec.nscores; i++)
         rec.scores[i] = scores && isfinite(scores[i]) ? scores[i] : 0.0;
+    dt_slot_fit *fits = malloc((size_t)(rec.nscores > 0 ? rec.nscores : 1) * sizeof *fits);
+    if (!fits)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    changed_fits(r, fits, &rec);
     int rc = dt_tunelog_append_slot(r->log, &rec, err);
+    for (int i = 0; !rc && i < rec.nfits; i++)
+        r->tasks[fits[i].task_index].logged_fit = fits[i].curve;
+    free(fits);
     if (rc)
         return rc;
     if ((rc = dt_run_close_slot(r, slot, k, rec.time, rec.model_latency_ms)))
@@ -435,6 +455,8 @@ static int start_slot(dt_run *r, int slot, int k, const dt_sched_task *st, const
     double now = dt_run_elapsed(r);
     dt_slot_decision d = { .slot = slot, .task = k, .elapsed = now, .decision_ms = decision_ms };
     pthread_mutex_lock(&r->state.lock);
+    for (int i = 0; i < n; i++)
+        r->state.tasks[i].fit = r->tasks[i].fit;
     r->state.slot = slot;
     r->state.current_task = k;
     r->state.elapsed = now;

@@ -48,6 +48,17 @@ static void credible_interval(const dt_belief_prediction *p, double peak, double
     *hi = (high > p->best_observed ? high : p->best_observed) * peak;
 }
 
+/* The prediction's fitted curve from normalised units to GFLOPS. */
+static void fit_gflops(const dt_belief_prediction *p, double peak, dt_belief_curve *fit)
+{
+    *fit = p->curve;
+    for (int i = 0; i < fit->n; i++) {
+        fit->median[i] *= peak;
+        fit->lo[i] *= peak;
+        fit->hi[i] *= peak;
+    }
+}
+
 int dt_run_predict(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks, rc = 0;
@@ -80,6 +91,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
         tr->pred_gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
         credible_interval(&pred[k], tr->peak_gflops, &tr->pred_lo_gflops, &tr->pred_hi_gflops);
         tr->pred_horizon = hist[k].horizon;
+        fit_gflops(&pred[k], tr->peak_gflops, &tr->fit);
     }
 done:
     for (int k = 0; ys && k < n; k++)

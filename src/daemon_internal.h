@@ -48,6 +48,8 @@ typedef struct dt_task_run {
     double pred_hi_gflops;
     double pred_horizon;       /* trial count the prediction is for */
     bool pred_ok;
+    dt_belief_curve fit;       /* the belief's fitted curve, GFLOPS; n = 0: none */
+    dt_belief_curve logged_fit; /* the newest fit tuning.jsonl holds for the task */
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
     int transfer_records;      /* the run's records at the tuner's last transfer */
 } dt_task_run;

@@ -246,6 +246,16 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
                             rc->path, rc->line, rec->slot, INT_MAX / 2 - 1);
     if (check_time(rc, rec->time))
         return DT_EINVAL;
+    for (int i = 0; i < rec->nfits; i++) {
+        const dt_slot_fit *fit = &rec->fits[i];
+        if (fit->task_index >= r->model->ntasks)
+            return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: a fitted curve of task %d; model %s has %d tasks",
+                                rc->path, rc->line, fit->task_index, r->model->name, r->model->ntasks);
+        r->tasks[fit->task_index].fit = r->tasks[fit->task_index].logged_fit = fit->curve;
+        pthread_mutex_lock(&r->state.lock);
+        r->state.tasks[fit->task_index].fit = fit->curve;
+        pthread_mutex_unlock(&r->state.lock);
+    }
     if (rec->slot > r->slot)       /* slots run at once end in any order */
         r->slot = rec->slot;
     dt_scheduler_replay(r->sched, k);

@@ -339,6 +339,10 @@ static mini_axes task_axes(const dt_run_state *rs, int k)
             a.gmax = fmax(a.gmax, row->pred_hi_gflops);
         }
     }
+    for (int i = 0; i < t->fit.n; i++) {
+        a.tmax = fmax(a.tmax, dt_belief_curve_x(&t->fit, i));
+        a.gmax = fmax(a.gmax, t->fit.hi[i]);
+    }
     a.tmax = a.tmax > 0 ? a.tmax * 1.02 : 1;
     a.gmax = a.gmax > 0 ? a.gmax * 1.08 : 1;
     return a;
@@ -365,8 +369,27 @@ static void prediction_marks(FILE *f, const dt_run_state *rs, int k, const mini_
     }
 }
 
-/* Task k's best GFLOPS over its trials as steps, its peak dashed, and the
- * belief's predictions. */
+/* The belief's fitted curve of task k at the last decision: its 90 % band
+ * as a translucent polygon (lo from the first trial out, hi back) and its
+ * median as a line. */
+static void fit_band(FILE *f, const dt_belief_curve *fit, const mini_axes *a)
+{
+    fputs("<polygon class=\"fit-band\" fill=\"#ff7f0e\" fill-opacity=\"0.25\" "
+          "stroke=\"none\" points=\"", f);
+    for (int i = 0; i < fit->n; i++)
+        fprintf(f, "%.1f,%.1f ", mx(a, dt_belief_curve_x(fit, i)), my(a, fit->lo[i]));
+    for (int i = fit->n - 1; i >= 0; i--)
+        fprintf(f, "%.1f,%.1f ", mx(a, dt_belief_curve_x(fit, i)), my(a, fit->hi[i]));
+    fputs("\"/>\n<polyline class=\"fit-median\" fill=\"none\" stroke=\"#ff7f0e\" "
+          "stroke-width=\"1.5\" points=\"", f);
+    for (int i = 0; i < fit->n; i++)
+        fprintf(f, "%.1f,%.1f ", mx(a, dt_belief_curve_x(fit, i)), my(a, fit->median[i]));
+    fputs("\"/>\n", f);
+}
+
+/* Task k's best GFLOPS over its trials as steps, its peak dashed, the
+ * belief's fitted curve with its band at the last decision, and its
+ * predictions. */
 static void task_curve(FILE *f, const dt_run_state *rs, int k)
 {
     const dt_task_state *t = &rs->tasks[k];
@@ -381,6 +404,12 @@ static void task_curve(FILE *f, const dt_run_state *rs, int k)
         fputs("no valid measurement yet</div>\n", f);
         return;
     }
+    if (t->fit.n > 0)
+        fprintf(f, "<span class=\"fit-note\">fitted curve and 90 %% band at the last decision, "
+                   "trials %.0f to %.0f</span><br>\n", t->fit.first, t->fit.horizon);
+    else
+        fputs("<span class=\"fit-note\">no fitted curve: the belief has not fitted this task "
+              "(untried, or too few trials since its last jump)</span><br>\n", f);
     fprintf(f, "<svg class=\"task-chart\" xmlns=\"http://www.w3.org/2000/svg\" "
                "viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" font-size=\"10\" data-points=\"%d\">\n",
             MINI_W, MINI_H, MINI_W, n);
@@ -394,6 +423,8 @@ static void task_curve(FILE *f, const dt_run_state *rs, int k)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
                    "stroke-dasharray=\"4 3\"/>\n",
                 MINI_X0, my(&a, t->peak_gflops), MINI_X1, my(&a, t->peak_gflops));
+    if (t->fit.n > 0)
+        fit_band(f, &t->fit, &a);
     fputs("<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"", f);
     double last = 0;
     for (int i = 0; i < rs->nsteps; i++) {
@@ -414,9 +445,11 @@ static void task_curves(FILE *f, const dt_run_state *rs)
     if (rs->nsteps == 0)
         return;
     fputs("<h2>Each task's best so far</h2>\n<p>Best GFLOPS after each trial (blue), the peak "
-          "(dashed), and at each decision the belief's prediction for the end of the task's next "
-          "slot with its 90 % interval (grey; the newest red): what it expected against what then "
-          "happened.</p>\n", f);
+          "(dashed), the belief's fitted curve at the last decision (orange: the posterior median "
+          "of the curve, with the band holding 90 % of its samples, from the first trial it "
+          "modelled to the end of the task's next slot), and at each decision the belief's "
+          "prediction for the end of the task's next slot with its 90 % interval (grey; the "
+          "newest red): what it expected against what then happened.</p>\n", f);
     for (int k = 0; k < rs->ntasks; k++)
         task_curve(f, rs, k);
 }
@@ -584,13 +617,24 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err)
 typedef struct load_ctx {
     dt_run_state *rs;
     double *best;              /* best GFLOPS so far of each task */
+    const char *path;
+    dt_error *err;
 } load_ctx;
 
-/* One slot record: its latency point and, past warm-up, its decision with
- * the scores the log kept (the log keeps no predictions). */
+/* One slot record: its latency point, its fitted curves (each task keeps its
+ * newest) and, past warm-up, its decision with the scores the log kept (the
+ * log keeps no prediction at the horizon). */
 static int load_slot(void *ctx, const dt_slot_record *rec)
 {
-    dt_run_state *rs = ((load_ctx *)ctx)->rs;
+    load_ctx *lc = ctx;
+    dt_run_state *rs = lc->rs;
+    for (int i = 0; i < rec->nfits; i++) {
+        if (rec->fits[i].task_index >= rs->ntasks)
+            return dt_error_set(lc->err, DT_EINVAL, "%s: slot %d has a fitted curve of task %d; "
+                                "the run has %d tasks", lc->path, rec->slot,
+                                rec->fits[i].task_index, rs->ntasks);
+        rs->tasks[rec->fits[i].task_index].fit = rec->fits[i].curve;
+    }
     double decided = rs->npoints > 0 ? rs->points[rs->npoints - 1].elapsed : rec->time;
     dt_latency_point p = { .elapsed = rec->time, .slot = rec->slot, .task = rec->task_index,
                            .model_latency_ms = rec->model_latency_ms };
@@ -626,7 +670,8 @@ int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
         return rc;
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
-    load_ctx ctx = { out, calloc((size_t)(out->ntasks > 0 ? out->ntasks : 1), sizeof(double)) };
+    load_ctx ctx = { out, calloc((size_t)(out->ntasks > 0 ? out->ntasks : 1), sizeof(double)),
+                     path, err };
     dt_tunelog_visitor v = { .measure = load_measure, .slot = load_slot, .ctx = &ctx };
     rc = ctx.best ? dt_tunelog_replay(path, &v, NULL, err)
                   : dt_error_set(err, DT_ENOMEM, "out of memory");

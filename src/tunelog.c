@@ -106,7 +106,7 @@ static const field measure_fields[] = {
     FIELD(dt_measure_record, "time", F_DBL, time),
 };
 
-/* "scores" is an array and is handled by encode_slot / decode_slot. */
+/* "scores" and "fits" are arrays and are handled by encode_slot / decode_slot. */
 static const field slot_fields[] = {
     FIELD(dt_slot_record, "slot", F_INT, slot),
     FIELD(dt_slot_record, "task", F_STR, task),
@@ -244,6 +244,31 @@ static json_t *encode_scores(const double *scores, int n)
     return array;
 }
 
+static json_t *encode_fit(const dt_slot_fit *fit)
+{
+    const dt_belief_curve *c = &fit->curve;
+    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "task_index", fit->task_index,
+                     "first", encode_double(c->first), "horizon", encode_double(c->horizon),
+                     "median", encode_scores(c->median, c->n), "lo", encode_scores(c->lo, c->n),
+                     "hi", encode_scores(c->hi, c->n));
+}
+
+static int check_fits(const dt_slot_record *r, dt_error *err)
+{
+    if (r->nfits < 0 || r->nfits > DT_MAX_SCORES || (r->nfits > 0 && !r->fits))
+        return dt_error_set(err, DT_EINVAL, "slot record: nfits %d is not in 0..%d",
+                            r->nfits, DT_MAX_SCORES);
+    for (int i = 0; i < r->nfits; i++) {
+        int n = r->fits[i].curve.n, k = r->fits[i].task_index;
+        if (k < 0 || k >= DT_MAX_SCORES || n < 0 || n == 1 || n > DT_BELIEF_CURVE_POINTS)
+            return dt_error_set(err, DT_EINVAL,
+                                "slot record: fit %d (task %d) has %d points; need 0 or "
+                                "2..%d, task 0..%d", i, k, n, DT_BELIEF_CURVE_POINTS,
+                                DT_MAX_SCORES - 1);
+    }
+    return 0;
+}
+
 static int encode_slot(const dt_slot_record *r, json_t **out, dt_error *err)
 {
     int rc;
@@ -251,10 +276,20 @@ static int encode_slot(const dt_slot_record *r, json_t **out, dt_error *err)
     if (r->nscores < 0 || r->nscores > DT_MAX_SCORES)
         return dt_error_set(err, DT_EINVAL, "slot record: nscores %d is not in 0..%d",
                             r->nscores, DT_MAX_SCORES);
+    if ((rc = check_fits(r, err)))
+        return rc;
     rc = encode_record("slot", slot_fields, COUNT(slot_fields), r, out, err);
     if (rc != 0)
         return rc;
-    if (json_object_set_new(*out, "scores", encode_scores(r->scores, r->nscores)) != 0) {
+    json_t *fits = r->nfits > 0 ? json_array() : NULL;
+    for (int i = 0; fits && i < r->nfits; i++) {
+        if (json_array_append_new(fits, encode_fit(&r->fits[i])) != 0) {
+            json_decref(fits);
+            fits = NULL;
+        }
+    }
+    if (json_object_set_new(*out, "scores", encode_scores(r->scores, r->nscores)) != 0 ||
+        (r->nfits > 0 && json_object_set_new(*out, "fits", fits) != 0)) {
         json_decref(*out);
         *out = NULL;
         return dt_error_set(err, DT_ENOMEM, "out of memory encoding a slot record");
@@ -752,6 +787,84 @@ static int decode_scores(const json_t *obj, dt_slot_record *r, const line_ref *a
     return 0;
 }
 
+/* Numbers of one of a fit's arrays into out[0..n); -1 unless every one is a
+ * finite number. */
+static int decode_points(const json_t *array, double *out, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (decode_double(json_array_get(array, (size_t)i), &out[i]) != 0 || !isfinite(out[i]))
+            return -1;
+    return 0;
+}
+
+/* One entry of "fits": 0, or -1 with what naming the problem. */
+static int decode_fit(const json_t *entry, dt_slot_fit *fit, char *what, size_t len)
+{
+    dt_belief_curve *c = &fit->curve;
+    const json_t *median = json_object_get(entry, "median"), *lo = json_object_get(entry, "lo"),
+                 *hi = json_object_get(entry, "hi");
+    if (!json_is_object(entry) || decode_int(json_object_get(entry, "task_index"),
+                                             &fit->task_index) != 0 ||
+        fit->task_index < 0 || fit->task_index >= DT_MAX_SCORES) {
+        snprintf(what, len, "needs a task_index in 0..%d", DT_MAX_SCORES - 1);
+        return -1;
+    }
+    if (decode_double(json_object_get(entry, "first"), &c->first) != 0 ||
+        decode_double(json_object_get(entry, "horizon"), &c->horizon) != 0 ||
+        !(c->first >= 1 && c->first <= c->horizon && isfinite(c->horizon))) {
+        snprintf(what, len, "needs numbers first and horizon with 1 <= first <= horizon");
+        return -1;
+    }
+    size_t n = json_array_size(median);
+    if (!json_is_array(median) || !json_is_array(lo) || !json_is_array(hi) ||
+        json_array_size(lo) != n || json_array_size(hi) != n || n == 1 ||
+        n > DT_BELIEF_CURVE_POINTS) {
+        snprintf(what, len, "needs arrays median, lo and hi of one length, 0 or 2..%d",
+                 DT_BELIEF_CURVE_POINTS);
+        return -1;
+    }
+    c->n = (int)n;
+    if (decode_points(median, c->median, c->n) || decode_points(lo, c->lo, c->n) ||
+        decode_points(hi, c->hi, c->n)) {
+        snprintf(what, len, "must hold only finite numbers in median, lo and hi");
+        return -1;
+    }
+    for (int i = 0; i < c->n; i++)
+        if (!(c->lo[i] <= c->median[i] && c->median[i] <= c->hi[i])) {
+            snprintf(what, len, "needs lo <= median <= hi at every point (point %d)", i);
+            return -1;
+        }
+    return 0;
+}
+
+/* "fits", optional: into a malloc'd array the caller frees. */
+static int decode_fits(const json_t *obj, dt_slot_record *r, dt_slot_fit **fits,
+                       const line_ref *at, dt_error *err)
+{
+    const json_t *array = json_object_get(obj, "fits");
+    *fits = NULL;
+    if (!array)
+        return 0;
+    if (!json_is_array(array) || json_array_size(array) > DT_MAX_SCORES) {
+        char what[64];
+        snprintf(what, sizeof what, "must be an array of at most %d fitted curves", DT_MAX_SCORES);
+        return field_error(at, "fits", what, err);
+    }
+    r->nfits = (int)json_array_size(array);
+    if (r->nfits == 0)
+        return 0;
+    if (!(*fits = calloc((size_t)r->nfits, sizeof **fits)))
+        return dt_error_set(err, DT_ENOMEM, "%s:%ld: out of memory", at->path, at->line);
+    for (int i = 0; i < r->nfits; i++) {
+        char what[128];
+        if (decode_fit(json_array_get(array, (size_t)i), &(*fits)[i], what, sizeof what))
+            return dt_error_set(err, DT_EINVAL, "%s:%ld: field 'fits' entry %d %s", at->path,
+                                at->line, i, what);
+    }
+    r->fits = *fits;
+    return 0;
+}
+
 /* Calls the visitor; when it fails without filling err, names the line. */
 static int visit(int rc, const line_ref *at, dt_error *err)
 {
@@ -779,12 +892,16 @@ static int decode_slot(const json_t *obj, const dt_tunelog_visitor *v, const lin
     dt_slot_record r;
     int rc;
     memset(&r, 0, sizeof r);
+    dt_slot_fit *fits = NULL;
     rc = decode_fields(slot_fields, COUNT(slot_fields), obj, &r, at, err);
     if (rc == 0)
         rc = decode_scores(obj, &r, at, err);
-    if (rc != 0 || !v || !v->slot)
-        return rc;
-    return visit(v->slot(v->ctx, &r), at, err);
+    if (rc == 0)
+        rc = decode_fits(obj, &r, &fits, at, err);
+    if (rc == 0 && v && v->slot)
+        rc = visit(v->slot(v->ctx, &r), at, err);
+    free(fits);
+    return rc;
 }
 
 static int decode_run(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,

@@ -507,6 +507,112 @@ static void test_report_command(void **state)
     remove_run_dir(dir);
 }
 
+/* ---- the belief's fitted curve on each task's chart ----------------------- */
+
+/* Task k's chart of html: from its name to the end of its div, malloc'd. */
+static char *task_div(const char *html, const char *name)
+{
+    char head[96];
+    snprintf(head, sizeof head, "<div class=\"mini\"><b>%s</b>", name);
+    const char *at = strstr(html, head);
+    assert_non_null(at);
+    const char *end = strstr(at, "</div>");
+    assert_non_null(end);
+    return strndup(at, (size_t)(end - at));
+}
+
+/* A fitted task's chart draws the band as one polygon of 2n points, lo out
+ * and hi back, inside the chart, with the median as a line; a task with
+ * measurements but no fit draws none and says so. */
+static void test_html_fit_band(void **state)
+{
+    (void)state;
+    dt_run_state rs;
+    fill_run(&rs, "/nonexistent", 3);
+    for (int k = 0; k < 2; k++) {
+        rs.tasks[k].trials = 37;
+        dt_best_step step = { .task = k, .trial = 3, .gflops = 211.7 * (k + 1) };
+        assert_int_equal(dt_run_state_add_step(&rs, &step), 0);
+    }
+    dt_belief_curve *fit = &rs.tasks[0].fit;
+    *fit = (dt_belief_curve){ .n = DT_BELIEF_CURVE_POINTS, .first = 3, .horizon = 53 };
+    for (int i = 0; i < fit->n; i++) {
+        fit->median[i] = 200 + 317.9 * (1 - exp(-0.21 * i));
+        fit->lo[i] = 0.83 * fit->median[i];
+        fit->hi[i] = 1.19 * fit->median[i];
+    }
+    char *html = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&html, &len);
+    assert_non_null(f);
+    assert_int_equal(dt_report_html(f, &rs, false, NULL), 0);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(count_substr(html, "class=\"fit-band\""), 1);
+    char *fitted = task_div(html, "conv1"), *unfitted = task_div(html, "layer1,3x3");
+    const char *band = strstr(fitted, "class=\"fit-band\"");
+    assert_non_null(band);
+    assert_non_null(strstr(fitted, "class=\"fit-median\""));
+    assert_non_null(strstr(fitted, "trials 3 to 53"));
+    const char *p = strstr(band, "points=\"") + strlen("points=\"");
+    double x, y, first_y = 0, last_lo_y = 0, first_hi_y = 0;
+    int n = 0, used;
+    while (sscanf(p, "%lf,%lf %n", &x, &y, &used) == 2) {
+        assert_true(x > 0 && x < 440 && y > 0 && y < 170);
+        if (n == 0)
+            first_y = y;
+        if (n == DT_BELIEF_CURVE_POINTS - 1)
+            last_lo_y = y;
+        if (n == DT_BELIEF_CURVE_POINTS)
+            first_hi_y = y;
+        n++;
+        p += used;
+    }
+    assert_int_equal(n, 2 * DT_BELIEF_CURVE_POINTS);
+    assert_true(last_lo_y < first_y);     /* the curve rises: smaller y is higher */
+    assert_true(first_hi_y < last_lo_y);  /* hi at the horizon above lo there */
+    assert_null(strstr(unfitted, "fit-band"));
+    assert_null(strstr(unfitted, "fit-median"));
+    assert_non_null(strstr(unfitted, "no fitted curve"));
+    free(fitted);
+    free(unfitted);
+    free(html);
+    dt_run_state_destroy(&rs);
+}
+
+/* `dtune report --html`'s reader keeps each task's newest fit from the log
+ * and refuses a fit of a task the run does not have. */
+static void test_load_run_fits(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir(), path[512];
+    dt_run_state rs, got;
+    dt_error err;
+    fill_run(&rs, dir, 0);
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    path_in(path, sizeof path, dir, "tuning.jsonl");
+    const char *slot = "{\"type\":\"slot\",\"slot\":%d,\"task\":\"fc\",\"task_index\":2,"
+                       "\"time\":%d.5,\"model_latency_ms\":2.5,\"decision_ms\":0.25,"
+                       "\"scores\":[1,2,3],\"fits\":[{\"task_index\":%d,\"first\":1,"
+                       "\"horizon\":%d,\"median\":[1.5,2.5],\"lo\":[1,2],\"hi\":[2,3]}]}\n";
+    char line[512];
+    snprintf(line, sizeof line, slot, 0, 1, 1, 9);
+    append_text(path, line);
+    snprintf(line, sizeof line, slot, 1, 2, 1, 17);
+    append_text(path, line);
+    assert_int_equal(dt_report_load_run(dir, &got, &err), 0);
+    assert_int_equal(got.tasks[1].fit.n, 2);
+    assert_true(got.tasks[1].fit.horizon == 17);
+    assert_int_equal(got.tasks[0].fit.n, 0);
+    dt_run_state_destroy(&got);
+    snprintf(line, sizeof line, slot, 2, 3, 7, 9);
+    append_text(path, line);
+    assert_int_equal(dt_report_load_run(dir, &got, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "tuning.jsonl"));
+    assert_non_null(strstr(err.msg, "task 7"));
+    remove_run_dir(dir);
+}
+
 /* ---- dtune compare -------------------------------------------------------- */
 
 /* A run dir of model `model` under `policy` whose latency.csv holds rows. */
@@ -615,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_best_round_trip),     cmocka_unit_test(test_best_bad_files),
         cmocka_unit_test(test_latency_svg),         cmocka_unit_test(test_svg_curves),
         cmocka_unit_test(test_charts_from_threads), cmocka_unit_test(test_report_command),
+        cmocka_unit_test(test_html_fit_band),       cmocka_unit_test(test_load_run_fits),
         cmocka_unit_test(test_compare_command),     cmocka_unit_test(test_format_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

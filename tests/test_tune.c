@@ -663,6 +663,28 @@ static void task_chart_points(const char *html, char *buf, size_t len)
                                  atoi(strstr(at, "data-points=\"") + strlen("data-points=\"")));
 }
 
+/* Each per-task chart of html as one letter: B with the belief's band and
+ * fitted median, N saying it has no fitted curve (and drawing none), ? for
+ * anything else, - with no valid measurement. */
+static void task_fit_bands(const char *html, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *at = strstr(html, "<div class=\"mini\">"); at && used + 1 < len;
+         at = strstr(at + 1, "<div class=\"mini\">")) {
+        const char *end = strstr(at, "</div>");
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        char *div = strndup(at, n);
+        assert_non_null(div);
+        bool band = strstr(div, "class=\"fit-band\"") && strstr(div, "class=\"fit-median\"");
+        bool none = strstr(div, "no fitted curve") && !strstr(div, "fit-band") &&
+                    !strstr(div, "fit-median");
+        buf[used++] = !strstr(div, "<svg") ? '-' : band ? 'B' : none ? 'N' : '?';
+        buf[used] = '\0';
+        free(div);
+    }
+}
+
 /* Every run leaves report.html; `dtune report --html` rebuilds the same
  * charts from the run's files. */
 static void test_report_html_stays(void **state)
@@ -702,6 +724,15 @@ static void test_report_html_stays(void **state)
     assert_int_equal(dt_test_count_lines(path, "\"type\":\"slot\""), slots);
     assert_true(strlen(live_steps) >= 6); /* three tasks */
     assert_string_equal(live_steps, log_steps);
+    /* the belief's band where it fitted a task, none where it did not, the
+     * same from the log as live */
+    char live_bands[16], log_bands[16];
+    task_fit_bands(html, live_bands, sizeof live_bands);
+    task_fit_bands(again, log_bands, sizeof log_bands);
+    assert_non_null(strchr(live_bands, 'B'));
+    assert_non_null(strchr(live_bands, 'N'));
+    assert_null(strchr(live_bands, '?'));
+    assert_string_equal(live_bands, log_bands);
     free(again);
     free(html);
     rc = dt_test_run((char *[]){ "dtune", "report", dir, "-o", other, NULL }, out, sizeof out);

@@ -585,6 +585,137 @@ static void test_bad_fields_name_line_and_field(void **state)
     }
 }
 
+/* ---- a slot record's fitted curves ---------------------------------------- */
+
+/* What a visitor saw of the slot records' fits (the record's array lives
+ * only during the call). */
+typedef struct seen_fits {
+    int nslots;
+    int nfits;
+    dt_slot_fit fits[DT_MAX_SCORES];
+} seen_fits;
+
+static int see_fits(void *ctx, const dt_slot_record *r)
+{
+    seen_fits *s = ctx;
+    s->nslots++;
+    s->nfits = r->nfits;
+    for (int i = 0; i < r->nfits; i++)
+        s->fits[i] = r->fits[i];
+    return 0;
+}
+
+/* A fit of task k over trials 3..37.5 with n points, lo < median < hi. */
+static dt_slot_fit sample_fit(int k, int n)
+{
+    dt_slot_fit fit = { .task_index = k, .curve = { .n = n, .first = 3, .horizon = 37.5 } };
+    for (int i = 0; i < n; i++) {
+        fit.curve.median[i] = 41.3 * (1 - exp(-0.173 * (i + 1))) + k;
+        fit.curve.lo[i] = fit.curve.median[i] * 0.917;
+        fit.curve.hi[i] = fit.curve.median[i] * 1.0831;
+    }
+    return fit;
+}
+
+/* Fits round-trip exactly (an empty one says "no fit"); a slot record of
+ * the most tasks, each with the most points, stays under the size limit;
+ * a line without "fits" (an older log) reads with none. */
+static void test_slot_fits_round_trip(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    seen_fits *got = calloc(1, sizeof *got);
+    dt_slot_fit *fits = calloc(DT_MAX_SCORES, sizeof *fits);
+    assert_non_null(got);
+    assert_non_null(fits);
+    dt_slot_record s;
+    sample_slot(&s, 4, "conv1", 0);
+    fits[0] = sample_fit(2, DT_BELIEF_CURVE_POINTS);
+    fits[1] = sample_fit(0, 0);
+    s.fits = fits;
+    s.nfits = 2;
+    dt_tunelog *log = open_log(fx->log);
+    append_slot_ok(log, &s);
+    dt_tunelog_close(log);
+    dt_tunelog_visitor v = { .slot = see_fits, .ctx = got };
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_int_equal(got->nfits, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(got->fits[i].task_index, fits[i].task_index);
+        assert_true(dt_belief_curve_equal(&got->fits[i].curve, &fits[i].curve));
+    }
+    for (int k = 0; k < DT_MAX_SCORES; k++)
+        fits[k] = sample_fit(k, DT_BELIEF_CURVE_POINTS);
+    s.nfits = DT_MAX_SCORES;
+    s.nscores = DT_MAX_SCORES;
+    log = open_log(fx->log);
+    append_slot_ok(log, &s);
+    dt_tunelog_close(log);
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_int_equal(got->nfits, DT_MAX_SCORES);
+    assert_true(dt_belief_curve_equal(&got->fits[DT_MAX_SCORES - 1].curve,
+                                      &fits[DT_MAX_SCORES - 1].curve));
+    write_text(fx->log, "w", "{\"type\":\"slot\",\"slot\":3,\"task\":\"conv1\",\"task_index\":0,"
+                             "\"time\":1.5,\"model_latency_ms\":2.25,\"decision_ms\":0.5,"
+                             "\"scores\":[0.75]}\n");
+    *got = (seen_fits){ 0 };
+    got->nfits = -1;
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_int_equal(got->nslots, 1);
+    assert_int_equal(got->nfits, 0);
+    /* appending refuses a fit of one point or of too many */
+    fits[0] = sample_fit(1, DT_BELIEF_CURVE_POINTS);
+    fits[0].curve.n = 1;
+    s.nfits = 1;
+    log = open_log(fx->log);
+    assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
+    fits[0].curve.n = DT_BELIEF_CURVE_POINTS + 1;
+    assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
+    dt_tunelog_close(log);
+    free(fits);
+    free(got);
+}
+
+/* A malformed "fits" is DT_EINVAL naming the file, the line and the field,
+ * never a crash. */
+static void test_bad_slot_fits_name_line(void **state)
+{
+    static const char *const bad[] = {
+        "{}",
+        "[1]",
+        "[{\"task_index\":-1,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":0,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":10,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1],\"lo\":[1],\"hi\":[1]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,\"x\"],\"lo\":[1,2],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,\"nan\"],\"lo\":[1,2],\"hi\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2.5],\"hi\":[1,3]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2,3,4,5,6,7,8,9,10,11,12,13,"
+        "14,15,16,17,18,19,20,21,22,23,24,25],\"lo\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
+        "18,19,20,21,22,23,24,25],\"hi\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,"
+        "22,23,24,25]}]",
+    };
+    fixture *fx = *state;
+    dt_error err;
+    char line[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(fx->log, "w", "{\"type\":\"slot\",\"slot\":0,\"task\":\"conv1\",\"task_index\":0,"
+                                 "\"time\":1,\"model_latency_ms\":2,\"decision_ms\":0.5,"
+                                 "\"scores\":[0.75]}\n");
+        snprintf(line, sizeof line, "{\"type\":\"slot\",\"slot\":1,\"task\":\"conv1\","
+                                    "\"task_index\":0,\"time\":2,\"model_latency_ms\":2,"
+                                    "\"decision_ms\":0.5,\"scores\":[0.75],\"fits\":%s}\n", bad[i]);
+        write_text(fx->log, "a", line);
+        assert_int_equal(dt_tunelog_replay(fx->log, NULL, NULL, &err), DT_EINVAL);
+        char where[160];
+        snprintf(where, sizeof where, "%s:2:", fx->log);
+        assert_contains(err.msg, where);
+        assert_contains(err.msg, "'fits'");
+    }
+}
+
 static void test_empty_and_missing_files(void **state)
 {
     fixture *fx = *state;
@@ -888,6 +1019,8 @@ int main(void)
         T(test_record_size_limit),
         T(test_garbled_middle_line_is_an_error),
         T(test_bad_fields_name_line_and_field),
+        T(test_slot_fits_round_trip),
+        T(test_bad_slot_fits_name_line),
         T(test_empty_and_missing_files),
         T(test_visitor_can_stop_replay),
         T(test_open_errors),

@@ -86,7 +86,8 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
 
 /* Writes the run as one self-contained HTML page to f: headline (model
  * latency now and after warm-up, target), latency over time and the
- * allocation timeline as inline SVG, the per-task table, the newest
+ * allocation timeline as inline SVG, the per-task table, each task's best
+ * so far with the belief's fitted curve and 90 % band, the newest
  * decision ranked (score, predicted cut and its interval, note) and the
  * earlier decisions. With live, the status server's page: it reloads itself
  * every DT_REPORT_REFRESH_SECONDS, opens with the live line (phase, clock,
@@ -108,7 +109,8 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err);
 /* Reads a run from its files into out, which this call initialises (free
  * with dt_run_state_destroy; on failure out holds nothing to free):
  * best.json as dt_report_load_best, then every slot of RUN_DIR/tuning.jsonl
- * as a latency point and, past warm-up, a decision with the logged scores.
+ * as a latency point and, past warm-up, a decision with the logged scores;
+ * each task's fit is the newest fitted curve the log holds for it.
  * Returns what dt_report_load_best returns, or DT_EPARSE / DT_EINVAL for a
  * bad tuning.jsonl (the message names the line). */
 int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dtune/belief.h"
 #include "dtune/model.h"
 #include "dtune/result.h"
 
@@ -47,6 +48,8 @@ typedef struct dt_task_state {
     int slots;
     bool finished;
     char failed[DT_REASON_MAX]; /* why no config could run; "" unless failed */
+    dt_belief_curve fit;       /* the belief's fitted curve of the best GFLOPS, with
+                                  its 90 % band, at the last decision; n = 0: none */
 } dt_task_state;
 
 /* One task's row of one scheduling decision: the task's score as the policy

@@ -10,9 +10,16 @@
  *    "result":"ok", "gflops":..., "latency_ms":..., "repeats":..., "cv":...,
  *    "compile_ms":..., "run_ms":..., "slot":..., "trial":..., "time":...}
  *   {"type":"slot", "slot":..., "task":"conv1", "task_index":0, "time":...,
- *    "model_latency_ms":..., "scores":[...], "decision_ms":...}
+ *    "model_latency_ms":..., "scores":[...], "decision_ms":...,
+ *    "fits":[{"task_index":0, "first":..., "horizon":..., "median":[...],
+ *             "lo":[...], "hi":[...]}]}   ("fits" optional)
  *   {"type":"failed", "task":"conv1", "task_index":0, "reason":"...",
  *    "reference_ms":..., "time":...}
+ *
+ * A slot record's "fits" are the belief's fitted curves (dt_belief_curve, in
+ * GFLOPS) that changed since the log's previous slot record; an entry with
+ * empty arrays says the belief holds no fit of that task any more. A reader
+ * keeps each task's newest entry: that is the fit at the last decision.
  *
  * A "failed" record marks a task that no config of its space could run: the
  * run goes on without it and counts it at its reference implementation's
@@ -32,6 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dtune/belief.h"
 #include "dtune/error.h"
 #include "dtune/model.h"
 #include "dtune/result.h"
@@ -51,6 +59,12 @@ typedef struct dt_measure_record {
 
 #define DT_MAX_SCORES 256
 
+/* One task's fitted curve in a slot record. */
+typedef struct dt_slot_fit {
+    int task_index;            /* 0 .. DT_MAX_SCORES - 1 */
+    dt_belief_curve curve;     /* GFLOPS; n = 0: the belief holds no fit of the task */
+} dt_slot_fit;
+
 typedef struct dt_slot_record {
     int slot;
     char task[DT_NAME_MAX];
@@ -60,6 +74,9 @@ typedef struct dt_slot_record {
     double decision_ms;        /* scheduling overhead of this slot's choice */
     int nscores;
     double scores[DT_MAX_SCORES];
+    int nfits;                 /* 0 .. DT_MAX_SCORES */
+    const dt_slot_fit *fits;   /* borrowed: the caller's when appending; in replay,
+                                  valid until the visitor returns */
 } dt_slot_record;
 
 typedef struct dt_failed_record {
@@ -97,7 +114,8 @@ int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
  * Each append: one line, written by one write() loop on an O_APPEND fd and
  * fsync'd before returning, so a record whose append returned 0 survives a
  * crash. Appends from several threads are serialised. DT_EINVAL for a record
- * that cannot be logged (result class or nscores out of range), DT_EIO when
+ * that cannot be logged (result class, nscores, nfits or a fit's points
+ * out of range), DT_EIO when
  * the write or fsync fails: a half-written line is cut back off, and after a
  * failed fsync the log refuses further appends. Doubles round-trip exactly
  * (NaN and infinities as "nan", "inf", "-inf"); latency is logged in ms, so
