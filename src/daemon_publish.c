@@ -85,8 +85,10 @@ static void decision_entry(FILE *f, const dt_run_state *s, const dt_task_score *
         fprintf(f, "%.3g", row->score);
     else
         fputs("-", f);
-    if (isfinite(row->cut_ms))
+    if (isfinite(row->cut_ms) && isfinite(row->cut_lo_ms) && isfinite(row->cut_hi_ms))
         fprintf(f, " (cut %.3g ms, 90%% %.3g-%.3g)", row->cut_ms, row->cut_lo_ms, row->cut_hi_ms);
+    else if (isfinite(row->cut_ms))   /* a cut from the prior alone has no interval */
+        fprintf(f, " (cut %.3g ms)", row->cut_ms);
     if (row->note[0])
         fprintf(f, " [%s]", row->note);
 }

@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 #include <dirent.h>
+#include <errno.h>
+#include <pty.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -644,6 +646,51 @@ static void test_threads_stay_off_the_timing_core(void **state)
     assert_int_equal(dt_test_wait(pid), 0);
 }
 
+static int count_substr(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle))
+        n++;
+    return n;
+}
+
+/* On a terminal each decision is one line: the chosen task, then the next
+ * two, each with its score and its note; a cut without an interval (the
+ * prior's alone) prints none, so no number reads "nan". */
+static void test_terminal_says_why(void **state)
+{
+    (void)state;
+    char dir[64], text[1 << 16];
+    dt_test_tmpdir(dir, sizeof dir);
+    int terminal;
+    pid_t pid = forkpty(&terminal, NULL, NULL, NULL);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char **argv = TUNE(dir, "--db", "off", "--budget", "60", "--slot-trials", "4",
+                           "--max-slots", "3");
+        argv[0] = (char *)dt_test_dtune();
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    size_t used = 0;
+    for (;;) {
+        ssize_t n = read(terminal, text + used, sizeof text - 1 - used);
+        if (n > 0)
+            used += (size_t)n;
+        else if (n == 0 || errno != EINTR)
+            break;  /* EIO: the child closed the terminal */
+    }
+    text[used] = '\0';
+    close(terminal);
+    assert_int_equal(dt_test_wait(pid), 0);
+    assert_int_equal(count_substr(text, "why slot "), 3);
+    const char *first = strstr(text, "why slot 1: ");
+    assert_non_null(first);
+    assert_non_null(strstr(first, " over "));
+    assert_non_null(strstr(first, "[untried]"));
+    assert_null(strstr(text, "nan"));
+}
+
 /* Value of the first `data-points="N"` after marker in html, or -1. */
 static int chart_points(const char *html, const char *marker)
 {
@@ -1020,6 +1067,7 @@ int main(void)
         cmocka_unit_test(test_status_ticks_within_a_slot),
         cmocka_unit_test(test_metrics_pass_promtool),
         cmocka_unit_test(test_report_html_stays),
+        cmocka_unit_test(test_terminal_says_why),
         cmocka_unit_test(test_threads_stay_off_the_timing_core),
         cmocka_unit_test(test_browser_shows_the_status),
         cmocka_unit_test(test_dynatune_beats_sequential_on_replay),
