@@ -2,9 +2,11 @@
 # soak.sh SECONDS OUTDIR [MODEL] [PORT] — a long replay run that should not
 # leak. `dtune tune` on the replay backend (no kernel is timed, so the run is
 # a soak of the daemon itself: scheduler, beliefs, tuners, log, reports,
-# status server) with slots of 8 measured configs and a light PPO agent (16
-# episodes of at most 100 steps), so a two-hour run has well over 10,000
-# slots and every slot measures. Every SAMPLE seconds (default 30) it records the process's
+# status server) with slots of SLOT_TRIALS (default 2) measured configs, a
+# light PPO agent (16 episodes of at most 100 steps) and a light cost model
+# (ROUNDS, default 20, boosting rounds per fit; every fit trains on all the
+# task's records, so its cost grows with the run), so a two-hour run has
+# well over 10,000 slots and every slot measures. Every SAMPLE seconds (default 30) it records the process's
 # resident memory, open file descriptors, the log's size and records, and
 # the slot and trial counts the status server reports (asking /status and
 # /metrics, so the server is soaked too) into OUTDIR/samples.csv. At the end
@@ -14,7 +16,8 @@
 # first tenth of the run) against the records the tuners then held, so a
 # leak (memory that grows with slots) is told apart from the measured
 # history the cost models train on (memory that grows with records).
-# Runs niced: it is not a timing run and must not be one's neighbour.
+# Runs niced (SOAK_NICE, default 19): it is not a timing run and must not be
+# one's neighbour.
 set -eu
 
 if [ $# -lt 2 ] || [ $# -gt 4 ]; then
@@ -38,13 +41,15 @@ backend: replay
 seed: 1
 budget:
   total_seconds: $seconds
-  slot_trials: 8
+  slot_trials: ${SLOT_TRIALS:-2}
 scheduler:
   finish_after: 1000000000       # no task is ever done: the run lasts its budget
 tuner:
   ppo:
     episodes: 16
     max_steps: 100
+  cost_model:
+    rounds: ${ROUNDS:-20}
 output:
   dir: $outdir/run
 server:
@@ -53,7 +58,7 @@ db:
   path: "off"
 EOF
 
-nice -n 19 bin/dtune tune -c "$outdir/config.yaml" > "$outdir/tune.out" 2>&1 &
+nice -n "${SOAK_NICE:-19}" bin/dtune tune -c "$outdir/config.yaml" > "$outdir/tune.out" 2>&1 &
 pid=$!
 start=$(date +%s)
 echo "t_s,rss_kb,fds,log_bytes,log_lines,slot,measurements" > "$outdir/samples.csv"
