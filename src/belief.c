@@ -394,6 +394,12 @@ bool dt_belief_curve_equal(const dt_belief_curve *a, const dt_belief_curve *b)
                                           memcmp(a->hi, b->hi, bytes) == 0));
 }
 
+bool dt_belief_forecast_ok(const dt_belief_forecast *f)
+{
+    return isfinite(f->gflops) && isfinite(f->lo_gflops) && isfinite(f->hi_gflops) &&
+           f->lo_gflops <= f->hi_gflops && isfinite(f->horizon) && f->horizon > 0;
+}
+
 static void summarise(dt_belief *b, dt_belief_prediction *out)
 {
     double noise2;

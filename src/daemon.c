@@ -169,7 +169,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->bandwidth_gbs = tr->bound_gbs;
         s->group = tr->group;
         s->best_gflops = tr->best_gflops;
-        s->pred_gflops = tr->pred_gflops;
+        s->pred_gflops = tr->pred.gflops;
         s->pred_ok = tr->pred_ok;
         s->slots = tr->slots;
         s->measured_slots = tr->measured_slots;
@@ -228,17 +228,50 @@ static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_e
     return rc;
 }
 
-/* The fitted curves that changed since the log's previous slot record, into
- * rec (fits holds the model's tasks, up to DT_MAX_SCORES); they count as
- * logged once the append succeeds. */
-static void changed_fits(const dt_run *r, dt_slot_fit *fits, dt_slot_record *rec)
+/* Each task's prediction at the decision that gave slot to task k, as the
+ * run state's rows hold it (preds holds the model's tasks); false when no
+ * decision started the slot (k = -1: warm-up). */
+static bool decision_preds(dt_run *r, int slot, int k, dt_belief_forecast *preds)
+{
+    bool found = false;
+    pthread_mutex_lock(&r->state.lock);
+    for (int i = r->state.ndecisions - 1; k >= 0 && i >= 0 && !found; i--) {
+        if (r->state.decisions[i].slot != slot || r->state.decisions[i].task != k)
+            continue;
+        const dt_task_score *rows = dt_run_state_scores(&r->state, i);
+        for (int t = 0; t < r->model->ntasks; t++)
+            preds[t] = rows[t].pred;
+        found = true;
+    }
+    pthread_mutex_unlock(&r->state.lock);
+    return found;
+}
+
+static bool same_forecast(const dt_belief_forecast *a, const dt_belief_forecast *b)
+{
+    return a->gflops == b->gflops && a->lo_gflops == b->lo_gflops &&
+           a->hi_gflops == b->hi_gflops && a->horizon == b->horizon;
+}
+
+/* The tasks whose fitted curve, or prediction at rec's decision, changed
+ * since the log's previous slot record, into rec (fits holds the model's
+ * tasks, up to DT_MAX_SCORES); they count as logged once the append
+ * succeeds. A slot no decision started keeps the logged predictions. */
+static void changed_fits(dt_run *r, dt_slot_fit *fits, dt_slot_record *rec)
 {
     int n = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
+    dt_belief_forecast preds[r->model->ntasks > 0 ? r->model->ntasks : 1];
+    bool decided = decision_preds(r, rec->slot, rec->task_index, preds);
     rec->nfits = 0;
     rec->fits = fits;
-    for (int i = 0; i < n; i++)
-        if (!dt_belief_curve_equal(&r->tasks[i].fit, &r->tasks[i].logged_fit))
-            fits[rec->nfits++] = (dt_slot_fit){ .task_index = i, .curve = r->tasks[i].fit };
+    for (int i = 0; i < n; i++) {
+        const dt_slot_fit *logged = &r->tasks[i].logged;
+        dt_slot_fit now = { .task_index = i, .curve = r->tasks[i].fit,
+                            .pred = decided ? preds[i] : logged->pred };
+        if (!dt_belief_curve_equal(&now.curve, &logged->curve) ||
+            !same_forecast(&now.pred, &logged->pred))
+            fits[rec->nfits++] = now;
+    }
 }
 
 static int write_slot(dt_run *r, int slot, int k, const double *scores, double decision_ms,
@@ -261,7 +294,7 @@ static int write_slot(dt_run *r, int slot, int k, const double *scores, double d
     changed_fits(r, fits, &rec);
     int rc = dt_tunelog_append_slot(r->log, &rec, err);
     for (int i = 0; !rc && i < rec.nfits; i++)
-        r->tasks[fits[i].task_index].logged_fit = fits[i].curve;
+        r->tasks[fits[i].task_index].logged = fits[i];
     free(fits);
     if (rc)
         return rc;
@@ -426,18 +459,15 @@ static void score_row(const dt_run *r, const dt_sched_task *st, const double *sc
                       dt_task_score *row)
 {
     const dt_task_run *tr = &r->tasks[i];
-    *row = dt_run_state_logged_score(scores[i]);
+    bool believed = dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0;
+    *row = dt_run_state_logged_score(scores[i], believed ? &tr->pred : NULL);
     if (dt_scheduler_predicts(r->sched))
         row->cut_ms = dt_scheduler_predicted_cut(r->sched, &st[i]);
-    if (dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0) {
-        row->pred_gflops = tr->pred_gflops;
-        row->pred_lo_gflops = tr->pred_lo_gflops;
-        row->pred_hi_gflops = tr->pred_hi_gflops;
-        row->horizon = tr->pred_horizon;
+    if (believed) {
         dt_sched_task bound = st[i];
-        bound.pred_gflops = tr->pred_lo_gflops;
+        bound.pred_gflops = tr->pred.lo_gflops;
         row->cut_lo_ms = dt_sched_expected_reduction(&bound);
-        bound.pred_gflops = tr->pred_hi_gflops;
+        bound.pred_gflops = tr->pred.hi_gflops;
         row->cut_hi_ms = dt_sched_expected_reduction(&bound);
     }
     snprintf(row->note, sizeof row->note, "%s", score_note(r, st, i));

@@ -88,9 +88,9 @@ int dt_run_predict(dt_run *r, dt_error *err)
     for (int k = 0; k < n; k++) {
         dt_task_run *tr = &r->tasks[k];
         tr->pred_ok = pred[k].ok;
-        tr->pred_gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
-        credible_interval(&pred[k], tr->peak_gflops, &tr->pred_lo_gflops, &tr->pred_hi_gflops);
-        tr->pred_horizon = hist[k].horizon;
+        tr->pred.gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
+        credible_interval(&pred[k], tr->peak_gflops, &tr->pred.lo_gflops, &tr->pred.hi_gflops);
+        tr->pred.horizon = hist[k].horizon;
         fit_gflops(&pred[k], tr->peak_gflops, &tr->fit);
     }
 done:

@@ -43,13 +43,11 @@ typedef struct dt_task_run {
     int ncurve, capcurve;
     int nhistory;
     double latency_history[DT_SCHED_WINDOW];
-    double pred_gflops;        /* belief prediction at the next slot's end */
-    double pred_lo_gflops;     /* its 90 % credible interval */
-    double pred_hi_gflops;
-    double pred_horizon;       /* trial count the prediction is for */
+    dt_belief_forecast pred;   /* belief prediction at the next slot's end */
     bool pred_ok;
     dt_belief_curve fit;       /* the belief's fitted curve, GFLOPS; n = 0: none */
-    dt_belief_curve logged_fit; /* the newest fit tuning.jsonl holds for the task */
+    dt_slot_fit logged;        /* the newest fit and prediction tuning.jsonl holds
+                                  for the task */
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
     int transfer_records;      /* the run's records at the tuner's last transfer */
 } dt_task_run;
@@ -162,7 +160,7 @@ void dt_run_db_stamp(const dt_run *r, dt_run_record *run);
 void dt_run_db_add(dt_run *r, int k, const dt_measure_record *rec);
 void dt_run_db_close(dt_run *r);
 
-/* Fills pred_gflops / pred_ok of every task from the belief model. */
+/* Fills pred / pred_ok / fit of every task from the belief model. */
 int dt_run_predict(dt_run *r, dt_error *err);
 void dt_run_belief_free(dt_run *r);
 

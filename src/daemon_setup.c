@@ -212,14 +212,15 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     return dt_run_account(r, k, rec->config, &rec->m, tr->trials + 1);
 }
 
-/* A logged decision back into the run state: the logged scores, with no
- * prediction (the log keeps none). */
+/* A logged decision back into the run state: the logged scores, each with
+ * the task's newest logged prediction (rec's fits already replayed). */
 static int replay_decision(dt_run *r, const dt_slot_record *rec)
 {
     int n = r->model->ntasks;
     dt_task_score rows[n];
     for (int i = 0; i < n; i++)
-        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN);
+        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN,
+                                            &r->tasks[i].logged.pred);
     pthread_mutex_lock(&r->state.lock);
     /* decided when the slot before it closed */
     double at = r->state.npoints > 0 ? r->state.points[r->state.npoints - 1].elapsed : rec->time;
@@ -251,7 +252,8 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
         if (fit->task_index >= r->model->ntasks)
             return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: a fitted curve of task %d; model %s has %d tasks",
                                 rc->path, rc->line, fit->task_index, r->model->name, r->model->ntasks);
-        r->tasks[fit->task_index].fit = r->tasks[fit->task_index].logged_fit = fit->curve;
+        r->tasks[fit->task_index].fit = fit->curve;
+        r->tasks[fit->task_index].logged = *fit;
         pthread_mutex_lock(&r->state.lock);
         r->state.tasks[fit->task_index].fit = fit->curve;
         pthread_mutex_unlock(&r->state.lock);

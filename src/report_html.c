@@ -333,10 +333,10 @@ static mini_axes task_axes(const dt_run_state *rs, int k)
     const dt_task_state *t = &rs->tasks[k];
     mini_axes a = { .tmax = t->trials, .gmax = fmax(t->best_gflops, t->peak_gflops) };
     for (int i = 0; i < rs->ndecisions; i++) {
-        const dt_task_score *row = &dt_run_state_scores(rs, i)[k];
-        if (isfinite(row->pred_hi_gflops) && row->horizon > 0) {
-            a.tmax = fmax(a.tmax, row->horizon);
-            a.gmax = fmax(a.gmax, row->pred_hi_gflops);
+        const dt_belief_forecast *p = &dt_run_state_scores(rs, i)[k].pred;
+        if (dt_belief_forecast_ok(p)) {
+            a.tmax = fmax(a.tmax, p->horizon);
+            a.gmax = fmax(a.gmax, fmax(p->hi_gflops, p->gflops));
         }
     }
     for (int i = 0; i < t->fit.n; i++) {
@@ -349,23 +349,24 @@ static mini_axes task_axes(const dt_run_state *rs, int k)
 }
 
 /* Each prediction the belief made for task k at a decision: its value at the
- * horizon with the 90 % interval; the newest in red. */
+ * horizon with the 90 % interval, one <g class="pred-mark"> each; the newest
+ * in red. */
 static void prediction_marks(FILE *f, const dt_run_state *rs, int k, const mini_axes *a)
 {
     int newest = -1;
     for (int i = 0; i < rs->ndecisions; i++)
-        if (isfinite(dt_run_state_scores(rs, i)[k].pred_gflops))
+        if (dt_belief_forecast_ok(&dt_run_state_scores(rs, i)[k].pred))
             newest = i;
     for (int i = 0; i <= newest; i++) {
-        const dt_task_score *row = &dt_run_state_scores(rs, i)[k];
-        if (!isfinite(row->pred_gflops) || !(row->horizon > 0))
+        const dt_belief_forecast *p = &dt_run_state_scores(rs, i)[k].pred;
+        if (!dt_belief_forecast_ok(p))
             continue;
         const char *colour = i == newest ? "#d62728" : "#999";
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>"
-                   "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-                mx(a, row->horizon), my(a, row->pred_lo_gflops), mx(a, row->horizon),
-                my(a, row->pred_hi_gflops), colour, mx(a, row->horizon), my(a, row->pred_gflops),
-                colour);
+        fprintf(f, "<g class=\"pred-mark\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                   "y2=\"%.1f\" stroke=\"%s\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
+                   "fill=\"%s\"/></g>\n",
+                mx(a, p->horizon), my(a, p->lo_gflops), mx(a, p->horizon), my(a, p->hi_gflops),
+                colour, mx(a, p->horizon), my(a, p->gflops), colour);
     }
 }
 
@@ -617,13 +618,14 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err)
 typedef struct load_ctx {
     dt_run_state *rs;
     double *best;              /* best GFLOPS so far of each task */
+    dt_belief_forecast *pred;  /* each task's newest logged prediction */
     const char *path;
     dt_error *err;
 } load_ctx;
 
-/* One slot record: its latency point, its fitted curves (each task keeps its
- * newest) and, past warm-up, its decision with the scores the log kept (the
- * log keeps no prediction at the horizon). */
+/* One slot record: its latency point, its fits (each task keeps its newest
+ * curve and prediction) and, past warm-up, its decision with the scores and
+ * predictions the log kept. */
 static int load_slot(void *ctx, const dt_slot_record *rec)
 {
     load_ctx *lc = ctx;
@@ -634,6 +636,7 @@ static int load_slot(void *ctx, const dt_slot_record *rec)
                                 "the run has %d tasks", lc->path, rec->slot,
                                 rec->fits[i].task_index, rs->ntasks);
         rs->tasks[rec->fits[i].task_index].fit = rec->fits[i].curve;
+        lc->pred[rec->fits[i].task_index] = rec->fits[i].pred;
     }
     double decided = rs->npoints > 0 ? rs->points[rs->npoints - 1].elapsed : rec->time;
     dt_latency_point p = { .elapsed = rec->time, .slot = rec->slot, .task = rec->task_index,
@@ -644,7 +647,7 @@ static int load_slot(void *ctx, const dt_slot_record *rec)
         return 0;
     dt_task_score rows[rs->ntasks];
     for (int i = 0; i < rs->ntasks; i++)
-        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN);
+        rows[i] = dt_run_state_logged_score(i < rec->nscores ? rec->scores[i] : NAN, &lc->pred[i]);
     dt_slot_decision d = { .slot = rec->slot, .task = rec->task_index, .elapsed = decided,
                            .decision_ms = rec->decision_ms };
     return dt_run_state_add_decision(rs, &d, rows);
@@ -670,12 +673,13 @@ int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err)
         return rc;
     char path[DT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
-    load_ctx ctx = { out, calloc((size_t)(out->ntasks > 0 ? out->ntasks : 1), sizeof(double)),
-                     path, err };
+    size_t n = (size_t)(out->ntasks > 0 ? out->ntasks : 1);
+    load_ctx ctx = { out, calloc(n, sizeof *ctx.best), calloc(n, sizeof *ctx.pred), path, err };
     dt_tunelog_visitor v = { .measure = load_measure, .slot = load_slot, .ctx = &ctx };
-    rc = ctx.best ? dt_tunelog_replay(path, &v, NULL, err)
-                  : dt_error_set(err, DT_ENOMEM, "out of memory");
+    rc = ctx.best && ctx.pred ? dt_tunelog_replay(path, &v, NULL, err)
+                              : dt_error_set(err, DT_ENOMEM, "out of memory");
     free(ctx.best);
+    free(ctx.pred);
     if (rc == DT_ENOTFOUND)
         rc = 0; /* best.json alone: the tables without the time line */
     if (rc)

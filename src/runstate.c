@@ -94,11 +94,12 @@ int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step)
     return 0;
 }
 
-dt_task_score dt_run_state_logged_score(double score)
+dt_task_score dt_run_state_logged_score(double score, const dt_belief_forecast *pred)
 {
-    return (dt_task_score){ .score = score, .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN,
-                            .pred_gflops = NAN, .pred_lo_gflops = NAN, .pred_hi_gflops = NAN,
-                            .horizon = NAN };
+    dt_task_score row = { .score = score, .cut_ms = NAN, .cut_lo_ms = NAN, .cut_hi_ms = NAN };
+    if (pred && dt_belief_forecast_ok(pred))
+        row.pred = *pred;
+    return row;
 }
 
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i)

@@ -244,13 +244,26 @@ static json_t *encode_scores(const double *scores, int n)
     return array;
 }
 
+/* One entry of "fits"; "pred" only where the fit holds a prediction. NULL
+ * when out of memory. */
 static json_t *encode_fit(const dt_slot_fit *fit)
 {
     const dt_belief_curve *c = &fit->curve;
-    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "task_index", fit->task_index,
-                     "first", encode_double(c->first), "horizon", encode_double(c->horizon),
-                     "median", encode_scores(c->median, c->n), "lo", encode_scores(c->lo, c->n),
-                     "hi", encode_scores(c->hi, c->n));
+    const dt_belief_forecast *p = &fit->pred;
+    json_t *entry = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "task_index", fit->task_index,
+                              "first", encode_double(c->first), "horizon", encode_double(c->horizon),
+                              "median", encode_scores(c->median, c->n),
+                              "lo", encode_scores(c->lo, c->n), "hi", encode_scores(c->hi, c->n));
+    if (!entry || !dt_belief_forecast_ok(p))
+        return entry;
+    json_t *pred = json_pack("{s:o, s:o, s:o, s:o}", "gflops", encode_double(p->gflops),
+                             "lo", encode_double(p->lo_gflops), "hi", encode_double(p->hi_gflops),
+                             "horizon", encode_double(p->horizon));
+    if (!pred || json_object_set_new(entry, "pred", pred) != 0) {
+        json_decref(entry);
+        return NULL;
+    }
+    return entry;
 }
 
 static int check_fits(const dt_slot_record *r, dt_error *err)
@@ -797,6 +810,25 @@ static int decode_points(const json_t *array, double *out, int n)
     return 0;
 }
 
+/* An entry's "pred", optional (absent: none, all zero): 0, or -1 with what
+ * naming the problem. */
+static int decode_pred(const json_t *entry, dt_belief_forecast *p, char *what, size_t len)
+{
+    const json_t *pred = json_object_get(entry, "pred");
+    *p = (dt_belief_forecast){ 0 };
+    if (!pred)
+        return 0;
+    if (!json_is_object(pred) || decode_double(json_object_get(pred, "gflops"), &p->gflops) ||
+        decode_double(json_object_get(pred, "lo"), &p->lo_gflops) ||
+        decode_double(json_object_get(pred, "hi"), &p->hi_gflops) ||
+        decode_double(json_object_get(pred, "horizon"), &p->horizon) ||
+        !dt_belief_forecast_ok(p)) {
+        snprintf(what, len, "needs a pred of finite numbers gflops, lo <= hi and horizon > 0");
+        return -1;
+    }
+    return 0;
+}
+
 /* One entry of "fits": 0, or -1 with what naming the problem. */
 static int decode_fit(const json_t *entry, dt_slot_fit *fit, char *what, size_t len)
 {
@@ -834,7 +866,7 @@ static int decode_fit(const json_t *entry, dt_slot_fit *fit, char *what, size_t 
             snprintf(what, len, "needs lo <= median <= hi at every point (point %d)", i);
             return -1;
         }
-    return 0;
+    return decode_pred(entry, &fit->pred, what, len);
 }
 
 /* "fits", optional: into a malloc'd array the caller frees. */

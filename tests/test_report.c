@@ -521,6 +521,18 @@ static char *task_div(const char *html, const char *name)
     return strndup(at, (size_t)(end - at));
 }
 
+/* rs's report page (not live), malloc'd. */
+static char *report_page(const dt_run_state *rs)
+{
+    char *html = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&html, &len);
+    assert_non_null(f);
+    assert_int_equal(dt_report_html(f, rs, false, NULL), 0);
+    assert_int_equal(fclose(f), 0);
+    return html;
+}
+
 /* A fitted task's chart draws the band as one polygon of 2n points, lo out
  * and hi back, inside the chart, with the median as a line; a task with
  * measurements but no fit draws none and says so. */
@@ -541,12 +553,7 @@ static void test_html_fit_band(void **state)
         fit->lo[i] = 0.83 * fit->median[i];
         fit->hi[i] = 1.19 * fit->median[i];
     }
-    char *html = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&html, &len);
-    assert_non_null(f);
-    assert_int_equal(dt_report_html(f, &rs, false, NULL), 0);
-    assert_int_equal(fclose(f), 0);
+    char *html = report_page(&rs);
     assert_int_equal(count_substr(html, "class=\"fit-band\""), 1);
     char *fitted = task_div(html, "conv1"), *unfitted = task_div(html, "layer1,3x3");
     const char *band = strstr(fitted, "class=\"fit-band\"");
@@ -579,21 +586,36 @@ static void test_html_fit_band(void **state)
     dt_run_state_destroy(&rs);
 }
 
+/* A new run dir holding fill_run's best.json (three tasks, no log yet); its
+ * tuning.jsonl's path into log. */
+static char *run_dir_with_best(char *log, size_t len)
+{
+    char *dir = make_run_dir();
+    dt_run_state rs;
+    dt_error err;
+    fill_run(&rs, dir, 0);
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    path_in(log, len, dir, "tuning.jsonl");
+    return dir;
+}
+
+/* The head of a slot record of task fc (slot, time's whole seconds), for
+ * the tests to end with their fields and "}\n". */
+#define FC_SLOT_HEAD "{\"type\":\"slot\",\"slot\":%d,\"task\":\"fc\",\"task_index\":2," \
+                     "\"time\":%d.5,\"model_latency_ms\":2.5,\"decision_ms\":0.25," \
+                     "\"scores\":[1,2,3]"
+
 /* `dtune report --html`'s reader keeps each task's newest fit from the log
  * and refuses a fit of a task the run does not have. */
 static void test_load_run_fits(void **state)
 {
     (void)state;
-    char *dir = make_run_dir(), path[512];
-    dt_run_state rs, got;
+    char path[512];
+    char *dir = run_dir_with_best(path, sizeof path);
+    dt_run_state got;
     dt_error err;
-    fill_run(&rs, dir, 0);
-    assert_int_equal(dt_report_write_best(&rs, &err), 0);
-    dt_run_state_destroy(&rs);
-    path_in(path, sizeof path, dir, "tuning.jsonl");
-    const char *slot = "{\"type\":\"slot\",\"slot\":%d,\"task\":\"fc\",\"task_index\":2,"
-                       "\"time\":%d.5,\"model_latency_ms\":2.5,\"decision_ms\":0.25,"
-                       "\"scores\":[1,2,3],\"fits\":[{\"task_index\":%d,\"first\":1,"
+    const char *slot = FC_SLOT_HEAD ",\"fits\":[{\"task_index\":%d,\"first\":1,"
                        "\"horizon\":%d,\"median\":[1.5,2.5],\"lo\":[1,2],\"hi\":[2,3]}]}\n";
     char line[512];
     snprintf(line, sizeof line, slot, 0, 1, 1, 9);
@@ -604,12 +626,62 @@ static void test_load_run_fits(void **state)
     assert_int_equal(got.tasks[1].fit.n, 2);
     assert_true(got.tasks[1].fit.horizon == 17);
     assert_int_equal(got.tasks[0].fit.n, 0);
+    assert_int_equal(got.ndecisions, 2);
+    for (int i = 0; i < got.ndecisions * got.ntasks; i++)
+        assert_false(dt_belief_forecast_ok(&got.scores[i].pred)); /* fits without "pred" */
     dt_run_state_destroy(&got);
     snprintf(line, sizeof line, slot, 2, 3, 7, 9);
     append_text(path, line);
     assert_int_equal(dt_report_load_run(dir, &got, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "tuning.jsonl"));
     assert_non_null(strstr(err.msg, "task 7"));
+    remove_run_dir(dir);
+}
+
+/* The log's predictions back on each decision: a task keeps its newest
+ * logged one (an entry without "pred" ends it), and the chart draws one
+ * mark per decision that held one. */
+static void test_load_run_predictions(void **state)
+{
+    (void)state;
+    char path[512], line[768];
+    char *dir = run_dir_with_best(path, sizeof path);
+    dt_run_state got;
+    dt_error err;
+    const char *slot = FC_SLOT_HEAD "%s}\n";
+    const char *fit = ",\"fits\":[{\"task_index\":1,\"first\":1,\"horizon\":17,"
+                      "\"median\":[1.5,2.5],\"lo\":[1,2],\"hi\":[2,3]%s}]";
+    char fits[256];
+    snprintf(fits, sizeof fits, fit, ",\"pred\":{\"gflops\":314.159,\"lo\":271.828,"
+                                     "\"hi\":331.7,\"horizon\":17}");
+    snprintf(line, sizeof line, slot, 1, 1, fits);
+    append_text(path, line);
+    snprintf(line, sizeof line, slot, 2, 2, "");
+    append_text(path, line);
+    snprintf(fits, sizeof fits, fit, "");
+    snprintf(line, sizeof line, slot, 3, 3, fits);
+    append_text(path, line);
+    assert_int_equal(dt_report_load_run(dir, &got, &err), 0);
+    assert_int_equal(got.ndecisions, 3);
+    for (int i = 0; i < 3; i++) {
+        const dt_task_score *rows = dt_run_state_scores(&got, i);
+        assert_false(dt_belief_forecast_ok(&rows[0].pred));
+        assert_false(dt_belief_forecast_ok(&rows[2].pred));
+        assert_int_equal(dt_belief_forecast_ok(&rows[1].pred), i < 2);
+    }
+    const dt_belief_forecast *p = &dt_run_state_scores(&got, 1)[1].pred;
+    assert_true(p->gflops == 314.159 && p->lo_gflops == 271.828 && p->hi_gflops == 331.7 &&
+                p->horizon == 17);
+    got.tasks[1].trials = 13;
+    dt_best_step step = { .task = 1, .trial = 4, .gflops = 262.5 };
+    assert_int_equal(dt_run_state_add_step(&got, &step), 0);
+    char *html = report_page(&got);
+    char *chart = task_div(html, task_names[1]);
+    assert_int_equal(count_substr(chart, "class=\"pred-mark\""), 2);
+    assert_int_equal(count_substr(html, "class=\"pred-mark\""), 2);
+    free(chart);
+    free(html);
+    dt_run_state_destroy(&got);
     remove_run_dir(dir);
 }
 
@@ -722,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_latency_svg),         cmocka_unit_test(test_svg_curves),
         cmocka_unit_test(test_charts_from_threads), cmocka_unit_test(test_report_command),
         cmocka_unit_test(test_html_fit_band),       cmocka_unit_test(test_load_run_fits),
+        cmocka_unit_test(test_load_run_predictions),
         cmocka_unit_test(test_compare_command),     cmocka_unit_test(test_format_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

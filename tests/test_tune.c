@@ -780,6 +780,11 @@ static void test_report_html_stays(void **state)
     assert_non_null(strchr(live_bands, 'N'));
     assert_null(strchr(live_bands, '?'));
     assert_string_equal(live_bands, log_bands);
+    /* the belief's prediction at each decision, as many marks from the log
+     * as live */
+    int marks = count_substr(html, "class=\"pred-mark\"");
+    assert_true(marks > 0);
+    assert_int_equal(count_substr(again, "class=\"pred-mark\""), marks);
     free(again);
     free(html);
     rc = dt_test_run((char *[]){ "dtune", "report", dir, "-o", other, NULL }, out, sizeof out);
@@ -804,6 +809,51 @@ static void test_report_html_stays(void **state)
                                  "/nonexistent_dtune_run", NULL }, out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "/nonexistent_dtune_run"));
+}
+
+/* Prediction marks in dir's report.html, and in `dtune report --html`'s page
+ * of dir (into *from_log). */
+static int prediction_marks(const char *dir, int *from_log)
+{
+    char path[128], other[128];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    snprintf(other, sizeof other, "%s/again.html", dir);
+    int rc = dt_test_run((char *[]){ "dtune", "report", (char *)dir, "--html", "-o", other, NULL },
+                         out, sizeof out);
+    if (rc != 0)
+        fail_msg("dtune report --html: exit %d: %s", rc, out);
+    char *live = dt_test_slurp(path), *again = dt_test_slurp(other);
+    assert_non_null(live);
+    assert_non_null(again);
+    int marks = count_substr(live, "class=\"pred-mark\"");
+    *from_log = count_substr(again, "class=\"pred-mark\"");
+    free(live);
+    free(again);
+    return marks;
+}
+
+/* A resumed run's report keeps the predictions its first part made: its
+ * report.html draws as many marks as the whole log holds. */
+static void test_resumed_report_keeps_predictions(void **state)
+{
+    (void)state;
+    char dir[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "60", "--slot-trials", "4", "--max-slots", "3"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    int first_log, first = prediction_marks(dir, &first_log);
+    assert_true(first > 0);
+    assert_int_equal(first_log, first);
+    rc = dt_test_run(TUNE(dir, "--budget", "60", "--slot-trials", "4", "--max-slots", "6"), out,
+                     sizeof out);
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "resuming"));
+    int whole_log, whole = prediction_marks(dir, &whole_log);
+    assert_true(whole > first);
+    assert_int_equal(whole, whole_log);
 }
 
 /* Headless Chromium's DOM of url, or NULL when it could not load it. */
@@ -1060,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_budget_stops_and_reports),
         cmocka_unit_test(test_sigterm_is_graceful),
         cmocka_unit_test(test_kill9_and_resume),
+        cmocka_unit_test(test_resumed_report_keeps_predictions),
         cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_resume_refuses_another_space),
         cmocka_unit_test(test_resume_matches_tasks_by_name),

@@ -605,7 +605,9 @@ static int see_fits(void *ctx, const dt_slot_record *r)
     return 0;
 }
 
-/* A fit of task k over trials 3..37.5 with n points, lo < median < hi. */
+/* A fit of task k over trials 3..37.5 with n points, lo < median < hi, and
+ * with n > 0 a prediction at trial 37.5 above the interval's high end (a
+ * mean may lie outside its 5 %..95 % quantiles). */
 static dt_slot_fit sample_fit(int k, int n)
 {
     dt_slot_fit fit = { .task_index = k, .curve = { .n = n, .first = 3, .horizon = 37.5 } };
@@ -614,7 +616,29 @@ static dt_slot_fit sample_fit(int k, int n)
         fit.curve.lo[i] = fit.curve.median[i] * 0.917;
         fit.curve.hi[i] = fit.curve.median[i] * 1.0831;
     }
+    if (n > 0)
+        fit.pred = (dt_belief_forecast){ .gflops = fit.curve.hi[n - 1] * 1.0173,
+                                         .lo_gflops = fit.curve.lo[n - 1] * 1.0029,
+                                         .hi_gflops = fit.curve.hi[n - 1], .horizon = 37.5 };
     return fit;
+}
+
+/* Appends s to the log at path and replays it, the last slot record's fits
+ * into got. */
+static void log_and_see_fits(const char *path, const dt_slot_record *s, seen_fits *got)
+{
+    dt_error err;
+    dt_tunelog *log = open_log(path);
+    append_slot_ok(log, s);
+    dt_tunelog_close(log);
+    dt_tunelog_visitor v = { .slot = see_fits, .ctx = got };
+    assert_int_equal(dt_tunelog_replay(path, &v, NULL, &err), 0);
+}
+
+static void assert_same_forecast(const dt_belief_forecast *a, const dt_belief_forecast *b)
+{
+    assert_true(a->gflops == b->gflops && a->lo_gflops == b->lo_gflops &&
+                a->hi_gflops == b->hi_gflops && a->horizon == b->horizon);
 }
 
 /* Fits round-trip exactly (an empty one says "no fit"); a slot record of
@@ -634,32 +658,28 @@ static void test_slot_fits_round_trip(void **state)
     fits[1] = sample_fit(0, 0);
     s.fits = fits;
     s.nfits = 2;
-    dt_tunelog *log = open_log(fx->log);
-    append_slot_ok(log, &s);
-    dt_tunelog_close(log);
-    dt_tunelog_visitor v = { .slot = see_fits, .ctx = got };
-    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    log_and_see_fits(fx->log, &s, got);
     assert_int_equal(got->nfits, 2);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(got->fits[i].task_index, fits[i].task_index);
         assert_true(dt_belief_curve_equal(&got->fits[i].curve, &fits[i].curve));
+        assert_same_forecast(&got->fits[i].pred, &fits[i].pred);
     }
     for (int k = 0; k < DT_MAX_SCORES; k++)
         fits[k] = sample_fit(k, DT_BELIEF_CURVE_POINTS);
     s.nfits = DT_MAX_SCORES;
     s.nscores = DT_MAX_SCORES;
-    log = open_log(fx->log);
-    append_slot_ok(log, &s);
-    dt_tunelog_close(log);
-    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    log_and_see_fits(fx->log, &s, got);
     assert_int_equal(got->nfits, DT_MAX_SCORES);
     assert_true(dt_belief_curve_equal(&got->fits[DT_MAX_SCORES - 1].curve,
                                       &fits[DT_MAX_SCORES - 1].curve));
+    assert_same_forecast(&got->fits[DT_MAX_SCORES - 1].pred, &fits[DT_MAX_SCORES - 1].pred);
     write_text(fx->log, "w", "{\"type\":\"slot\",\"slot\":3,\"task\":\"conv1\",\"task_index\":0,"
                              "\"time\":1.5,\"model_latency_ms\":2.25,\"decision_ms\":0.5,"
                              "\"scores\":[0.75]}\n");
     *got = (seen_fits){ 0 };
     got->nfits = -1;
+    dt_tunelog_visitor v = { .slot = see_fits, .ctx = got };
     assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
     assert_int_equal(got->nslots, 1);
     assert_int_equal(got->nfits, 0);
@@ -667,12 +687,49 @@ static void test_slot_fits_round_trip(void **state)
     fits[0] = sample_fit(1, DT_BELIEF_CURVE_POINTS);
     fits[0].curve.n = 1;
     s.nfits = 1;
-    log = open_log(fx->log);
+    dt_tunelog *log = open_log(fx->log);
     assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
     fits[0].curve.n = DT_BELIEF_CURVE_POINTS + 1;
     assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
     dt_tunelog_close(log);
     free(fits);
+    free(got);
+}
+
+/* A fit's prediction round-trips exactly, with or without a curve; one that
+ * is not a prediction (dt_belief_forecast_ok false) is logged as none; an
+ * entry without "pred" (a log of an older dtune) reads as none. */
+static void test_slot_fit_predictions(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    seen_fits *got = calloc(1, sizeof *got);
+    assert_non_null(got);
+    dt_slot_fit fits[3] = { sample_fit(2, DT_BELIEF_CURVE_POINTS),
+                            sample_fit(1, DT_BELIEF_CURVE_POINTS), sample_fit(0, 0) };
+    fits[1].pred.gflops = NAN;
+    fits[2].pred = fits[0].pred;
+    dt_slot_record s;
+    sample_slot(&s, 7, "conv1", 0);
+    s.fits = fits;
+    s.nfits = 3;
+    log_and_see_fits(fx->log, &s, got);
+    assert_int_equal(got->nfits, 3);
+    assert_same_forecast(&got->fits[0].pred, &fits[0].pred);
+    assert_same_forecast(&got->fits[1].pred, &(dt_belief_forecast){ 0 });
+    assert_true(dt_belief_curve_equal(&got->fits[1].curve, &fits[1].curve));
+    assert_int_equal(got->fits[2].curve.n, 0);
+    assert_same_forecast(&got->fits[2].pred, &fits[0].pred);
+    write_text(fx->log, "w", "{\"type\":\"slot\",\"slot\":3,\"task\":\"conv1\",\"task_index\":0,"
+                             "\"time\":1.5,\"model_latency_ms\":2.25,\"decision_ms\":0.5,"
+                             "\"scores\":[0.75],\"fits\":[{\"task_index\":0,\"first\":1,"
+                             "\"horizon\":9,\"median\":[1.5,2.5],\"lo\":[1,2],\"hi\":[2,3]}]}\n");
+    got->fits[0].pred.horizon = 3.7;
+    dt_tunelog_visitor v = { .slot = see_fits, .ctx = got };
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_int_equal(got->nfits, 1);
+    assert_int_equal(got->fits[0].curve.n, 2);
+    assert_same_forecast(&got->fits[0].pred, &(dt_belief_forecast){ 0 });
     free(got);
 }
 
@@ -696,6 +753,18 @@ static void test_bad_slot_fits_name_line(void **state)
         "14,15,16,17,18,19,20,21,22,23,24,25],\"lo\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
         "18,19,20,21,22,23,24,25],\"hi\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,"
         "22,23,24,25]}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":1}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":{\"gflops\":2.5,\"lo\":2,\"hi\":3}}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":{\"gflops\":2.5,\"lo\":3,\"hi\":2,\"horizon\":9}}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":{\"gflops\":2.5,\"lo\":2,\"hi\":3,\"horizon\":0}}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":{\"gflops\":\"nan\",\"lo\":2,\"hi\":3,\"horizon\":9}}]",
+        "[{\"task_index\":0,\"first\":1,\"horizon\":9,\"median\":[1,2],\"lo\":[1,2],\"hi\":[1,2],"
+        "\"pred\":{\"gflops\":\"x\",\"lo\":2,\"hi\":3,\"horizon\":9}}]",
     };
     fixture *fx = *state;
     dt_error err;
@@ -1020,6 +1089,7 @@ int main(void)
         T(test_garbled_middle_line_is_an_error),
         T(test_bad_fields_name_line_and_field),
         T(test_slot_fits_round_trip),
+        T(test_slot_fit_predictions),
         T(test_bad_slot_fits_name_line),
         T(test_empty_and_missing_files),
         T(test_visitor_can_stop_replay),

@@ -93,6 +93,21 @@ static inline double dt_belief_curve_x(const dt_belief_curve *c, int i)
 /* Whether a and b hold the same curve (n, ends and the n points of each). */
 bool dt_belief_curve_equal(const dt_belief_curve *a, const dt_belief_curve *b);
 
+/* The belief's prediction of a task's best GFLOPS at a horizon as the run
+ * shows and logs it: the predicted best (best so far + expected
+ * improvement), its 90 % credible interval, and the trial count it is for.
+ * All zero: no prediction. */
+typedef struct dt_belief_forecast {
+    double gflops;
+    double lo_gflops;
+    double hi_gflops;
+    double horizon;           /* trial count, history x */
+} dt_belief_forecast;
+
+/* Whether f holds a prediction: every field finite, lo_gflops <= hi_gflops
+ * and horizon > 0. */
+bool dt_belief_forecast_ok(const dt_belief_forecast *f);
+
 typedef struct dt_belief_prediction {
     bool ok;                  /* false: see reason; then mean = best_observed,
                                  std = 0, expected_improvement = 0 */

@@ -109,8 +109,9 @@ int dt_report_write_html(const dt_run_state *rs, dt_error *err);
 /* Reads a run from its files into out, which this call initialises (free
  * with dt_run_state_destroy; on failure out holds nothing to free):
  * best.json as dt_report_load_best, then every slot of RUN_DIR/tuning.jsonl
- * as a latency point and, past warm-up, a decision with the logged scores;
- * each task's fit is the newest fitted curve the log holds for it.
+ * as a latency point and, past warm-up, a decision with the logged scores
+ * and each task's newest logged prediction at that record; each task's fit
+ * is the newest fitted curve the log holds for it.
  * Returns what dt_report_load_best returns, or DT_EPARSE / DT_EINVAL for a
  * bad tuning.jsonl (the message names the line). */
 int dt_report_load_run(const char *run_dir, dt_run_state *out, dt_error *err);

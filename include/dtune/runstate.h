@@ -64,10 +64,8 @@ typedef struct dt_task_score {
     double cut_hi_ms;
     char note[16];             /* "untried", "finished", "failed", "exhausted",
                                   "no prediction", or "" */
-    double pred_gflops;        /* the belief's best GFLOPS at horizon; NAN: none */
-    double pred_lo_gflops;     /* its 90 % credible interval */
-    double pred_hi_gflops;
-    double horizon;            /* trial count the prediction is for */
+    dt_belief_forecast pred;   /* the belief's best GFLOPS at the end of the task's
+                                  next slot, with its 90 % interval; all zero: none */
 } dt_task_score;
 
 /* A task's new best: the best-so-far curve is a step at each of these. */
@@ -140,8 +138,10 @@ int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
 /* Appends a task's new best (caller holds lock). Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step);
 
-/* A score row as tuning.jsonl keeps it: the score, no prediction. */
-dt_task_score dt_run_state_logged_score(double score);
+/* A score row as tuning.jsonl keeps it: the score and, where pred holds one
+ * (dt_belief_forecast_ok), the belief's prediction; no predicted cut. pred
+ * may be NULL: none. */
+dt_task_score dt_run_state_logged_score(double score, const dt_belief_forecast *pred);
 
 /* The ntasks score rows of decision i (0 <= i < ndecisions). */
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i);

@@ -12,14 +12,20 @@
  *   {"type":"slot", "slot":..., "task":"conv1", "task_index":0, "time":...,
  *    "model_latency_ms":..., "scores":[...], "decision_ms":...,
  *    "fits":[{"task_index":0, "first":..., "horizon":..., "median":[...],
- *             "lo":[...], "hi":[...]}]}   ("fits" optional)
+ *             "lo":[...], "hi":[...], "pred":{"gflops":..., "lo":...,
+ *             "hi":..., "horizon":...}}]}   ("fits" and "pred" optional)
  *   {"type":"failed", "task":"conv1", "task_index":0, "reason":"...",
  *    "reference_ms":..., "time":...}
  *
- * A slot record's "fits" are the belief's fitted curves (dt_belief_curve, in
- * GFLOPS) that changed since the log's previous slot record; an entry with
- * empty arrays says the belief holds no fit of that task any more. A reader
- * keeps each task's newest entry: that is the fit at the last decision.
+ * A slot record's "fits" are the tasks whose belief changed since the log's
+ * previous slot record: the fitted curve (dt_belief_curve, in GFLOPS) at the
+ * slot's end, and the prediction the slot's decision saw ("pred",
+ * dt_belief_forecast: best GFLOPS at the horizon with its 90 % interval).
+ * An entry holds both whole: empty arrays say the belief holds no fit of
+ * that task any more, no "pred" that the decision had no prediction of it.
+ * A reader keeps each task's newest entry: its curve is the fit at the last
+ * decision, and the prediction of every decision is the newest entry's at
+ * that decision's slot record.
  *
  * A "failed" record marks a task that no config of its space could run: the
  * run goes on without it and counts it at its reference implementation's
@@ -59,10 +65,12 @@ typedef struct dt_measure_record {
 
 #define DT_MAX_SCORES 256
 
-/* One task's fitted curve in a slot record. */
+/* One task's belief in a slot record: its fitted curve and the prediction
+ * at the slot's decision. */
 typedef struct dt_slot_fit {
     int task_index;            /* 0 .. DT_MAX_SCORES - 1 */
     dt_belief_curve curve;     /* GFLOPS; n = 0: the belief holds no fit of the task */
+    dt_belief_forecast pred;   /* all zero (not dt_belief_forecast_ok): none */
 } dt_slot_fit;
 
 typedef struct dt_slot_record {
@@ -115,7 +123,8 @@ int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
  * fsync'd before returning, so a record whose append returned 0 survives a
  * crash. Appends from several threads are serialised. DT_EINVAL for a record
  * that cannot be logged (result class, nscores, nfits or a fit's points
- * out of range), DT_EIO when
+ * out of range; a fit's pred is logged only when dt_belief_forecast_ok),
+ * DT_EIO when
  * the write or fsync fails: a half-written line is cut back off, and after a
  * failed fsync the log refuses further appends. Doubles round-trip exactly
  * (NaN and infinities as "nan", "inf", "-inf"); latency is logged in ms, so
