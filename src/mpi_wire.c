@@ -16,8 +16,9 @@ static const char magic[4] = { 'D', 'T', 'M', 'W' };
 
 const char *dt_wire_type_name(dt_wire_type type)
 {
-    static const char *const names[] = { "?", "HELLO", "MEASURE", "RESULTS", "ERROR", "STOP" };
-    return (int)type >= DT_WIRE_HELLO && type <= DT_WIRE_STOP ? names[type] : "?";
+    static const char *const names[] = { "?", "HELLO", "MEASURE", "RESULTS", "ERROR", "STOP",
+                                         "PROBE", "PROBED" };
+    return (int)type >= DT_WIRE_HELLO && type <= DT_WIRE_PROBED ? names[type] : "?";
 }
 
 /* ---- writing --------------------------------------------------------------- */
@@ -71,6 +72,33 @@ static int put_result(dt_buf *out, const dt_measure_result *m, dt_error *err)
     return put_str(out, m->detail, sizeof m->detail, "a result's detail", err);
 }
 
+static int check_probe_kind(dt_wire_probe_kind what, dt_error *err)
+{
+    if (what != DT_WIRE_PROBE_ROOFLINE && what != DT_WIRE_PROBE_REFERENCE)
+        return dt_error_set(err, DT_EINVAL, "mpi message: probe kind %d is no kind", (int)what);
+    return 0;
+}
+
+static int put_roofline(dt_buf *out, const dt_roofline *r, dt_error *err)
+{
+    if (r->nlevels < 0 || r->nlevels > DT_ROOFLINE_MAX_LEVELS)
+        return dt_error_set(err, DT_EINVAL, "mpi message: level count %d is not in 0..%d",
+                            r->nlevels, DT_ROOFLINE_MAX_LEVELS);
+    put_f64(out, r->peak_gflops);
+    int rc = put_str(out, r->probe, sizeof r->probe, "the peak's probe", err);
+    put_uint(out, (uint32_t)r->threads, 4);
+    put_uint(out, (uint32_t)r->nlevels, 4);
+    for (int i = 0; i < r->nlevels && rc == 0; i++) {
+        const dt_mem_level *l = &r->levels[i];
+        rc = put_str(out, l->name, sizeof l->name, "a memory level's name", err);
+        put_f64(out, l->capacity_bytes);
+        put_f64(out, l->probe_bytes);
+        put_f64(out, l->read_gbs);
+        put_f64(out, l->rw_gbs);
+    }
+    return rc;
+}
+
 static int put_payload(const dt_wire_msg *msg, dt_buf *out, dt_error *err)
 {
     int rc = 0;
@@ -110,6 +138,22 @@ static int put_payload(const dt_wire_msg *msg, dt_buf *out, dt_error *err)
                        "the error message", err);
     case DT_WIRE_STOP:
         return 0;
+    case DT_WIRE_PROBE:
+        if ((rc = check_probe_kind(msg->u.probe.what, err)))
+            return rc;
+        put_uint(out, msg->u.probe.request, 4);
+        put_uint(out, msg->u.probe.task, 4);
+        put_uint(out, (uint64_t)msg->u.probe.what, 1);
+        return 0;
+    case DT_WIRE_PROBED: {
+        const dt_wire_probed *a = &msg->u.probed;
+        if ((rc = check_probe_kind(a->what, err)))
+            return rc;
+        put_uint(out, a->request, 4);
+        put_uint(out, (uint64_t)a->what, 1);
+        return a->what == DT_WIRE_PROBE_ROOFLINE ? put_roofline(out, &a->roofline, err)
+                                                 : put_result(out, &a->reference, err);
+    }
     }
     return dt_error_set(err, DT_EINVAL, "mpi message: type %d is no type", (int)msg->type);
 }
@@ -179,6 +223,18 @@ static double get_f64(cursor *c, const char *field)
     return v;
 }
 
+/* A capacity: finite and not negative, or +inf (the level that holds any
+ * working set). */
+static double get_capacity(cursor *c, const char *field)
+{
+    uint64_t bits = get_uint(c, 8, field);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (c->rc == 0 && (isnan(v) || v < 0))
+        c->rc = dt_error_set(c->err, DT_EINVAL, "mpi message: %s %s is not a size", c->type, field);
+    return v;
+}
+
 static void get_str(cursor *c, char *buf, size_t cap, const char *field)
 {
     buf[0] = '\0';
@@ -209,8 +265,8 @@ static void get_result(cursor *c, dt_measure_result *m)
     memset(m, 0, sizeof *m);
     uint64_t cls = get_uint(c, 1, "result class");
     if (c->rc == 0 && cls >= DT_RESULT_COUNT)
-        c->rc = dt_error_set(c->err, DT_EINVAL, "mpi message: RESULTS result class %llu is no class",
-                             (unsigned long long)cls);
+        c->rc = dt_error_set(c->err, DT_EINVAL, "mpi message: %s result class %llu is no class",
+                             c->type, (unsigned long long)cls);
     m->result = (dt_result_class)cls;
     m->gflops = get_f64(c, "gflops");
     m->latency_s = get_f64(c, "latency_s");
@@ -219,6 +275,36 @@ static void get_result(cursor *c, dt_measure_result *m)
     m->compile_ms = get_f64(c, "compile_ms");
     m->run_ms = get_f64(c, "run_ms");
     get_str(c, m->detail, sizeof m->detail, "detail");
+}
+
+static dt_wire_probe_kind get_probe_kind(cursor *c)
+{
+    uint64_t what = get_uint(c, 1, "probe kind");
+    if (c->rc == 0 && what != DT_WIRE_PROBE_ROOFLINE && what != DT_WIRE_PROBE_REFERENCE)
+        c->rc = dt_error_set(c->err, DT_EINVAL, "mpi message: %s probe kind %llu is no kind",
+                             c->type, (unsigned long long)what);
+    return (dt_wire_probe_kind)what;
+}
+
+static void get_roofline(cursor *c, dt_roofline *r)
+{
+    memset(r, 0, sizeof *r);
+    r->peak_gflops = get_f64(c, "peak_gflops");
+    get_str(c, r->probe, sizeof r->probe, "probe");
+    r->threads = (int)(int32_t)(uint32_t)get_uint(c, 4, "threads");
+    uint64_t n = get_uint(c, 4, "level count");
+    if (c->rc == 0 && n > DT_ROOFLINE_MAX_LEVELS)
+        c->rc = dt_error_set(c->err, DT_EINVAL, "mpi message: %s level count %llu is more than %d",
+                             c->type, (unsigned long long)n, DT_ROOFLINE_MAX_LEVELS);
+    for (int i = 0; c->rc == 0 && i < (int)n; i++) {
+        dt_mem_level *l = &r->levels[i];
+        get_str(c, l->name, sizeof l->name, "level name");
+        l->capacity_bytes = get_capacity(c, "capacity_bytes");
+        l->probe_bytes = get_f64(c, "probe_bytes");
+        l->read_gbs = get_f64(c, "read_gbs");
+        l->rw_gbs = get_f64(c, "rw_gbs");
+    }
+    r->nlevels = c->rc ? 0 : (int)n;
 }
 
 static void get_payload(cursor *c, dt_wire_msg *msg)
@@ -253,6 +339,21 @@ static void get_payload(cursor *c, dt_wire_msg *msg)
         return;
     case DT_WIRE_STOP:
         return;
+    case DT_WIRE_PROBE:
+        msg->u.probe.request = (uint32_t)get_uint(c, 4, "request");
+        msg->u.probe.task = (uint32_t)get_uint(c, 4, "task");
+        msg->u.probe.what = get_probe_kind(c);
+        return;
+    case DT_WIRE_PROBED: {
+        dt_wire_probed *a = &msg->u.probed;
+        a->request = (uint32_t)get_uint(c, 4, "request");
+        a->what = get_probe_kind(c);
+        if (c->rc == 0 && a->what == DT_WIRE_PROBE_ROOFLINE)
+            get_roofline(c, &a->roofline);
+        else if (c->rc == 0)
+            get_result(c, &a->reference);
+        return;
+    }
     }
 }
 
@@ -273,7 +374,7 @@ static int read_header(const unsigned char *b, size_t len, dt_wire_msg *msg, dt_
     if (version != DT_WIRE_VERSION)
         return dt_error_set(err, DT_EINVAL, "mpi message: version %u, this dtune speaks version "
                             "%d (run the same dtune on every rank)", version, DT_WIRE_VERSION);
-    if (type < DT_WIRE_HELLO || type > DT_WIRE_STOP)
+    if (type < DT_WIRE_HELLO || type > DT_WIRE_PROBED)
         return dt_error_set(err, DT_EINVAL, "mpi message: type %u is no type", type);
     if (payload > DT_WIRE_MAX_PAYLOAD)
         return dt_error_set(err, DT_EINVAL, "mpi message: %s payload of %u bytes is over the "

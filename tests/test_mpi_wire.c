@@ -67,6 +67,51 @@ static void sample_error(dt_wire_msg *m)
              "cannot start the measurement process: fork: Resource temporarily unavailable");
 }
 
+static void sample_probe(dt_wire_msg *m, dt_wire_probe_kind what)
+{
+    m->type = DT_WIRE_PROBE;
+    m->u.probe.request = 90017;
+    m->u.probe.task = 11;
+    m->u.probe.what = what;
+}
+
+/* A worker's roofline: the peak and levels L1 .. DRAM, the last holding any
+ * working set (+inf). */
+static void sample_probed_roofline(dt_wire_msg *m)
+{
+    static const char *const names[] = { "L1", "L2", "L3", "DRAM" };
+    memset(m, 0, sizeof *m);
+    m->type = DT_WIRE_PROBED;
+    m->u.probed.request = 90017;
+    m->u.probed.what = DT_WIRE_PROBE_ROOFLINE;
+    dt_roofline *r = &m->u.probed.roofline;
+    r->peak_gflops = 187.31;
+    snprintf(r->probe, sizeof r->probe, "fma 512-bit x16 chains, 1 thread");
+    r->threads = 1;
+    r->nlevels = DT_ROOFLINE_MAX_LEVELS;
+    for (int i = 0; i < r->nlevels; i++) {
+        snprintf(r->levels[i].name, sizeof r->levels[i].name, "%s", names[i]);
+        r->levels[i].capacity_bytes = i + 1 < r->nlevels ? 32768.0 * (1 << (5 * i)) : INFINITY;
+        r->levels[i].probe_bytes = 16384.0 * (1 << (5 * i));
+        r->levels[i].read_gbs = 311.7 / (i + 1);
+        r->levels[i].rw_gbs = 287.3 / (i + 1);
+    }
+}
+
+static void sample_probed_reference(dt_wire_msg *m)
+{
+    memset(m, 0, sizeof *m);
+    m->type = DT_WIRE_PROBED;
+    m->u.probed.request = 90018;
+    m->u.probed.what = DT_WIRE_PROBE_REFERENCE;
+    dt_measure_result *r = &m->u.probed.reference;
+    r->result = DT_RESULT_OK;
+    r->gflops = 0.731;
+    r->latency_s = 4.193e-3;
+    r->repeats = 3;
+    r->run_ms = 12.58;
+}
+
 /* Encodes m, checking success, into a fresh buffer. */
 static dt_buf encode(const dt_wire_msg *m)
 {
@@ -121,6 +166,31 @@ static void assert_round_trip(const dt_wire_msg *m)
         break;
     case DT_WIRE_STOP:
         break;
+    case DT_WIRE_PROBE:
+        assert_int_equal(back->u.probe.request, m->u.probe.request);
+        assert_int_equal(back->u.probe.task, m->u.probe.task);
+        assert_int_equal(back->u.probe.what, m->u.probe.what);
+        break;
+    case DT_WIRE_PROBED:
+        assert_int_equal(back->u.probed.request, m->u.probed.request);
+        assert_int_equal(back->u.probed.what, m->u.probed.what);
+        if (m->u.probed.what == DT_WIRE_PROBE_REFERENCE) {
+            assert_result_equal(&back->u.probed.reference, &m->u.probed.reference);
+            break;
+        }
+        const dt_roofline *got = &back->u.probed.roofline, *sent = &m->u.probed.roofline;
+        assert_true(got->peak_gflops == sent->peak_gflops);
+        assert_string_equal(got->probe, sent->probe);
+        assert_int_equal(got->threads, sent->threads);
+        assert_int_equal(got->nlevels, sent->nlevels);
+        for (int i = 0; i < sent->nlevels; i++) {
+            assert_string_equal(got->levels[i].name, sent->levels[i].name);
+            assert_true(got->levels[i].capacity_bytes == sent->levels[i].capacity_bytes);
+            assert_true(got->levels[i].probe_bytes == sent->levels[i].probe_bytes);
+            assert_true(got->levels[i].read_gbs == sent->levels[i].read_gbs);
+            assert_true(got->levels[i].rw_gbs == sent->levels[i].rw_gbs);
+        }
+        break;
     }
     free(back);
     dt_buf_free(&b);
@@ -144,6 +214,16 @@ static void test_round_trips(void **state)
     assert_round_trip(m);
     memset(m, 0, sizeof *m);
     m->type = DT_WIRE_STOP;
+    assert_round_trip(m);
+    sample_probe(m, DT_WIRE_PROBE_ROOFLINE);
+    assert_round_trip(m);
+    sample_probe(m, DT_WIRE_PROBE_REFERENCE);
+    assert_round_trip(m);
+    sample_probed_roofline(m);
+    assert_round_trip(m);
+    m->u.probed.roofline.nlevels = 0;     /* a backend with a peak and no bandwidths */
+    assert_round_trip(m);
+    sample_probed_reference(m);
     assert_round_trip(m);
     free(m);
 }
@@ -213,6 +293,12 @@ static void test_every_truncation_refused(void **state)
     assert_every_truncation_refused(m);
     sample_error(m);
     assert_every_truncation_refused(m);
+    sample_probe(m, DT_WIRE_PROBE_REFERENCE);
+    assert_every_truncation_refused(m);
+    sample_probed_roofline(m);
+    assert_every_truncation_refused(m);
+    sample_probed_reference(m);
+    assert_every_truncation_refused(m);
     free(m);
 }
 
@@ -234,8 +320,11 @@ static void test_wrong_version_magic_and_type(void **state)
     sample_measure(m, 2);
     dt_buf b = encode(m);
     unsigned char *bytes = (unsigned char *)b.data;
-    bytes[4] = DT_WIRE_VERSION + 1;
-    assert_refused(bytes, b.len, "version 2, this dtune speaks version 1");
+    char said[64];
+    snprintf(said, sizeof said, "version %d, this dtune speaks version %d", DT_WIRE_VERSION - 1,
+             DT_WIRE_VERSION);
+    bytes[4] = DT_WIRE_VERSION - 1;
+    assert_refused(bytes, b.len, said);
     bytes[4] = DT_WIRE_VERSION;
     bytes[6] = 9;
     assert_refused(bytes, b.len, "type 9 is no type");
@@ -325,6 +414,47 @@ static void test_bad_numbers_refused(void **state)
     free(m);
 }
 
+/* A PROBED that lies (a kind that is none, more levels than a roofline
+ * has, a capacity that is no size, a NaN peak) is refused, and a PROBE of
+ * no kind is not written. */
+static void test_bad_probes_refused(void **state)
+{
+    (void)state;
+    dt_wire_msg *m = new_msg();
+    sample_probed_roofline(m);
+    dt_buf b = encode(m);
+    unsigned char *bytes = (unsigned char *)b.data;
+    size_t kind_at = DT_WIRE_HEADER_BYTES + 4, peak_at = kind_at + 1;
+    bytes[kind_at] = 3;
+    assert_refused(bytes, b.len, "PROBED probe kind 3 is no kind");
+    bytes[kind_at] = DT_WIRE_PROBE_ROOFLINE;
+    double nan_value = NAN;
+    unsigned char peak[8];
+    memcpy(peak, bytes + peak_at, 8);
+    memcpy(bytes + peak_at, &nan_value, 8);
+    assert_refused(bytes, b.len, "PROBED peak_gflops is not a finite number");
+    memcpy(bytes + peak_at, peak, 8);
+    size_t probe_len = strlen(m->u.probed.roofline.probe);
+    size_t count_at = peak_at + 8 + 2 + probe_len + 4;
+    bytes[count_at] = DT_ROOFLINE_MAX_LEVELS + 1;
+    assert_refused(bytes, b.len, "level count 5 is more than 4");
+    bytes[count_at] = DT_ROOFLINE_MAX_LEVELS;
+    size_t capacity_at = count_at + 4 + 2 + strlen(m->u.probed.roofline.levels[0].name);
+    double negative = -1.0;
+    memcpy(bytes + capacity_at, &negative, 8);
+    assert_refused(bytes, b.len, "capacity_bytes is not a size");
+    dt_buf_free(&b);
+    sample_probe(m, DT_WIRE_PROBE_ROOFLINE);
+    m->u.probe.what = (dt_wire_probe_kind)7;
+    dt_buf empty = { 0 };
+    dt_error err;
+    assert_int_equal(dt_wire_encode(m, &empty, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "probe kind 7 is no kind"));
+    assert_int_equal(empty.len, 0);
+    dt_buf_free(&empty);
+    free(m);
+}
+
 static void test_hello_check(void **state)
 {
     (void)state;
@@ -360,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_wrong_lengths),
         cmocka_unit_test(test_oversize_refused),
         cmocka_unit_test(test_bad_numbers_refused),
+        cmocka_unit_test(test_bad_probes_refused),
         cmocka_unit_test(test_hello_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,12 @@
  *            str detail)
  *   ERROR    worker -> 0: i32 DT_E* code, str message (its backend failed)
  *   STOP     0 -> worker: empty
+ *   PROBE    0 -> worker: u32 request, u32 task, u8 what (1 roofline, 2 reference)
+ *   PROBED   worker -> 0: u32 request, u8 what, then for a roofline: f64
+ *            peak_gflops, str probe, u32 threads, u32 nlevels, nlevels x (str
+ *            name, f64 capacity_bytes (+inf: the last level, holds any), f64
+ *            probe_bytes, f64 read_gbs, f64 rw_gbs); for a reference: one
+ *            result as in RESULTS
  * A message of another version, a payload that does not match its header's
  * length, a field cut short, bytes left over, a count or a text past its
  * limit, an unknown result class or a number that is not finite is refused
@@ -27,10 +33,11 @@
 
 #include "dtune/error.h"
 #include "dtune/result.h"
+#include "dtune/roofline.h"
 #include "dtune/util.h"
 
 /* The version this dtune writes and the only one it reads. */
-#define DT_WIRE_VERSION 1
+#define DT_WIRE_VERSION 2
 #define DT_WIRE_HEADER_BYTES 12
 /* Configs of one MEASURE (and results of one RESULTS) at most; a longer
  * batch goes as several requests. */
@@ -47,8 +54,18 @@ typedef enum dt_wire_type {
     DT_WIRE_MEASURE,
     DT_WIRE_RESULTS,
     DT_WIRE_ERROR,
-    DT_WIRE_STOP
+    DT_WIRE_STOP,
+    DT_WIRE_PROBE,
+    DT_WIRE_PROBED
 } dt_wire_type;
+
+/* What a PROBE asks a worker to time, as the one-process run's measurer
+ * times it: the machine's roofline for a task (dt_measurer_roofline), or a
+ * task's reference implementation (dt_measurer_reference). */
+typedef enum dt_wire_probe_kind {
+    DT_WIRE_PROBE_ROOFLINE = 1,
+    DT_WIRE_PROBE_REFERENCE
+} dt_wire_probe_kind;
 
 typedef struct dt_wire_hello {
     char fingerprint[DT_WIRE_FINGERPRINT_MAX];  /* the machine it measures on */
@@ -70,6 +87,19 @@ typedef struct dt_wire_results {
     dt_measure_result results[DT_WIRE_MAX_CONFIGS];
 } dt_wire_results;
 
+typedef struct dt_wire_probe {
+    uint32_t request;          /* echoed by the PROBED that answers it */
+    uint32_t task;
+    dt_wire_probe_kind what;
+} dt_wire_probe;
+
+typedef struct dt_wire_probed {
+    uint32_t request;
+    dt_wire_probe_kind what;
+    dt_roofline roofline;      /* DT_WIRE_PROBE_ROOFLINE: peak 0 = unknown */
+    dt_measure_result reference; /* DT_WIRE_PROBE_REFERENCE */
+} dt_wire_probed;
+
 typedef struct dt_wire_failure {
     int code;                  /* a negative DT_E* */
     char message[DT_ERROR_MSG_MAX];
@@ -82,6 +112,8 @@ typedef struct dt_wire_msg {
         dt_wire_measure measure;
         dt_wire_results results;
         dt_wire_failure failure;   /* DT_WIRE_ERROR */
+        dt_wire_probe probe;
+        dt_wire_probed probed;
     } u;
 } dt_wire_msg;
 
