@@ -325,10 +325,12 @@ static int fail_task(dt_run *r, int k, dt_error *err)
     dt_failed_record rec;
     memset(&rec, 0, sizeof rec);
     failure_reason(&r->tasks[k], rec.reason, sizeof rec.reason);
-    dt_measure_result ref;
-    int rc = dt_measurer_reference(r->measurer, t, &ref, err);
+    dt_daemon_probe probe = { .reference = true };
+    int rc = dt_run_probe(r, k, &probe, err);
     if (rc)
         return rc;
+    const dt_measure_result ref = probe.result;
+    snprintf(rec.timed_on, sizeof rec.timed_on, "%s", probe.where);
     if (ref.result == DT_RESULT_OK && ref.latency_s > 0) {
         rec.reference_s = ref.latency_s;
     } else {
@@ -624,10 +626,9 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
 {
     memset(res, 0, sizeof *res);
     dt_run *r = NULL;
-    int rc = dt_run_open(cfg, &r, err);
+    int rc = dt_run_open(cfg, remote, &r, err);
     if (rc)
         return rc;
-    r->remote = remote;
     if (remote && remote->now)
         r->t0 = remote->now(remote->ctx);   /* the run's clock is the remote's */
     res->resumed_records = r->resumed_records;

@@ -15,6 +15,8 @@
 
 #include "dtune/config.h"
 #include "dtune/error.h"
+#include "dtune/result.h"
+#include "dtune/roofline.h"
 
 typedef enum dt_stop_reason {
     DT_STOP_NONE = 0,
@@ -41,6 +43,16 @@ typedef struct dt_daemon_result {
  * DT_ENODEV (no CUDA device), others for runtime failures. */
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *result, dt_error *err);
 
+/* A task's roofline or its reference implementation, timed by a worker
+ * (dt_daemon_remote's send_probe) as the run's own measurer would time it. */
+typedef struct dt_daemon_probe {
+    bool reference;            /* the reference's time (dt_measurer_reference),
+                                  else the roofline (dt_measurer_roofline) */
+    dt_measure_result result;  /* reference: filled as dt_measurer_reference fills it */
+    dt_roofline roofline;      /* roofline: filled as dt_measurer_roofline fills it */
+    char where[32];            /* who timed it, for the log and reports ("mpi rank 1") */
+} dt_daemon_probe;
+
 /* Measurers in other processes (MPI workers, mpi_run.c) or simulated ones
  * (bench/mpi_bench.c). The daemon calls send and receive from its own
  * thread only, never two at once. With workers > 1 it keeps one slot in
@@ -61,6 +73,13 @@ typedef struct dt_daemon_remote {
      * filled: a worker that failed, did not answer in time or answered
      * out of turn. */
     int (*receive)(void *ctx, int *w, int *measured, dt_error *err);
+    /* Optional: hands worker w (idle) task's probe (probe->reference says
+     * which); the answer comes through receive as a request's does
+     * (*measured 1) and fills *probe. With it the run opens no measurer of
+     * its own and times nothing itself: the roofline is asked of worker 0
+     * at the start, a failed task's reference of the worker of its slot.
+     * NULL: the run's own measurer times both. */
+    int (*send_probe)(void *ctx, int w, int task, dt_daemon_probe *probe, dt_error *err);
     /* The run's clock in seconds (NULL: the monotonic clock); a simulation
      * moves it as its measurements end. May be called from any thread. */
     double (*now)(void *ctx);
@@ -68,7 +87,8 @@ typedef struct dt_daemon_remote {
 } dt_daemon_remote;
 
 /* dt_daemon_run with every batch measured by remote (NULL: by the run's own
- * measurer, which still times failed tasks' references and gives peaks). */
+ * measurer; a remote without send_probe leaves the run's own measurer to
+ * time failed tasks' references and give peaks). */
 int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
                          dt_daemon_result *result, dt_error *err);
 

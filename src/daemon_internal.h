@@ -88,7 +88,10 @@ typedef struct dt_run {
     struct dt_run_slots *slots; /* daemon_slots.c's slots in flight; NULL: one slot at a time */
 } dt_run;
 
-int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err);
+/* Opens the run of cfg measured by remote (NULL: by its own measurer; see
+ * dt_daemon_run_remote). */
+int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, dt_run **out,
+                dt_error *err);
 
 /* The parts of dt_run_open an MPI worker shares with rank 0 (it measures
  * rank 0's tasks in the same spaces): every task's space, r->tasks
@@ -133,7 +136,17 @@ int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_po
                          int n, double deadline, dt_measure_result *results, int *measured,
                          dt_error *err);
 
+/* A probe of the slot holding task, called on its thread: sent to its
+ * worker through the daemon's thread, as dt_run_slots_request sends a
+ * batch. 0 or the remote's error. */
+int dt_run_slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *err);
+
 /* ---- daemon_run.c ---- */
+/* Task k's probe (probe->reference says which): on the remote's workers
+ * where it has send_probe (the worker of the slot holding k, else worker
+ * 0), else by the run's own measurer (probe->where then ""). 0 or a DT_E*
+ * code. */
+int dt_run_probe(dt_run *r, int k, dt_daemon_probe *probe, dt_error *err);
 /* The run's clock in seconds: the remote's where it has one, else the
  * monotonic clock. */
 double dt_run_now(const dt_run *r);

@@ -61,9 +61,11 @@ static int open_tasks(dt_run *r, dt_error *err)
         if (rc)
             return rc;
         tr->group = dt_task_similarity_group(t);
-        dt_roofline roof;
+        dt_daemon_probe probe = { .reference = false };
         dt_task_bound bound;
-        (void)dt_measurer_roofline(r->measurer, t, &roof);
+        if ((rc = dt_run_probe(r, k, &probe, err)))
+            return rc;
+        const dt_roofline roof = probe.roofline;
         dt_roofline_task_bound(&roof, t, &bound);
         tr->peak_gflops = roof.peak_gflops;
         tr->bound_gbs = bound.bandwidth_gbs;
@@ -71,7 +73,11 @@ static int open_tasks(dt_run *r, dt_error *err)
         ts->peak_gflops = tr->peak_gflops > 0 ? tr->peak_gflops : 0;
         ts->bound_ms = bound.seconds * 1e3;
         snprintf(ts->bound_level, sizeof ts->bound_level, "%s", bound.level);
-        snprintf(r->state.peak_probe, sizeof r->state.peak_probe, "%s", roof.probe);
+        /* "fma 512-bit x16 chains, 1 thread, on mpi rank 1": where a worker
+         * probed, the page and reports say which */
+        snprintf(r->state.peak_probe, sizeof r->state.peak_probe, "%.*s%s%.24s",
+                 (int)(sizeof r->state.peak_probe - 30), roof.probe, probe.where[0] ? ", on " : "",
+                 probe.where);
         if (tr->peak_gflops <= 0)
             tr->peak_gflops = 1.0; /* the belief needs a scale */
     }
@@ -439,7 +445,9 @@ int dt_run_open_measurer(dt_run *r, dt_error *err)
 static void pin_off_timing(dt_run *r)
 {
     cpu_set_t spare;
-    if (dt_measurer_spare_cpus(r->measurer, &spare) == 0 ||
+    int nspare = r->measurer ? dt_measurer_spare_cpus(r->measurer, &spare)
+                             : dt_measure_spare_cpus(&r->cfg->measure, &spare);
+    if (nspare == 0 ||
         pthread_getaffinity_np(pthread_self(), sizeof r->old_cpus, &r->old_cpus) != 0)
         return;
     r->pinned = pthread_setaffinity_np(pthread_self(), sizeof spare, &spare) == 0;
@@ -462,13 +470,15 @@ static int open_server(dt_run *r, dt_error *err)
     return rc;
 }
 
-int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
+int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, dt_run **out,
+                dt_error *err)
 {
     *out = NULL;
     dt_run *r = calloc(1, sizeof *r);
     if (!r)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     r->cfg = cfg;
+    r->remote = remote;
     r->t0 = dt_now_seconds();
     r->slot = -1;
     r->tty = isatty(STDERR_FILENO);
@@ -485,7 +495,10 @@ int dt_run_open(const dt_config *cfg, dt_run **out, dt_error *err)
     if (rc == 0) {
         r->state_ready = true;
         fill_state_header(r);
-        rc = dt_run_open_measurer(r, err);
+        /* a remote that probes times everything on its workers: this
+         * process needs no backend (on a cluster rank 0 may have no GPU) */
+        if (!remote || !remote->send_probe)
+            rc = dt_run_open_measurer(r, err);
     }
     if (rc == 0)
         pin_off_timing(r);

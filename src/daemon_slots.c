@@ -58,7 +58,8 @@ typedef struct job {
     job_state state;
     pthread_t thread;
     pthread_cond_t answered;   /* the daemon's thread set answer_rc */
-    /* the request posted */
+    /* the request posted: a probe (probe set) or a batch */
+    dt_daemon_probe *probe;
     const dt_space *space;
     const dt_point *points;
     int n;
@@ -110,19 +111,10 @@ static job *job_of_task(const struct dt_run_slots *pool, int task)
     return NULL;
 }
 
-int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_point *points,
-                         int n, double deadline, dt_measure_result *results, int *measured,
-                         dt_error *err)
+/* Posts the request filled into task's job and waits (the pool lock given
+ * up) until the daemon's thread hands back its answer. */
+static int post_and_wait(struct dt_run_slots *pool, job *j, int *measured, dt_error *err)
 {
-    struct dt_run_slots *pool = r->slots;
-    job *j = job_of_task(pool, task);
-    if (!j || j->state != JOB_RUNNING)
-        return dt_error_set(err, DT_EINVAL, "task %d measures outside its slot", task);
-    j->space = space;
-    j->points = points;
-    j->n = n;
-    j->deadline = deadline;
-    j->results = results;
     j->state = JOB_POSTED;
     pthread_cond_signal(&pool->quiet);
     while (j->state == JOB_POSTED || j->state == JOB_SENT)
@@ -133,6 +125,45 @@ int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_po
     }
     *measured = j->measured;
     return 0;
+}
+
+/* The running job of the slot holding task, or NULL (err filled). */
+static job *running_job(struct dt_run_slots *pool, int task, dt_error *err)
+{
+    job *j = job_of_task(pool, task);
+    if (!j || j->state != JOB_RUNNING) {
+        dt_error_set(err, DT_EINVAL, "task %d measures outside its slot", task);
+        return NULL;
+    }
+    return j;
+}
+
+int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_point *points,
+                         int n, double deadline, dt_measure_result *results, int *measured,
+                         dt_error *err)
+{
+    job *j = running_job(r->slots, task, err);
+    if (!j)
+        return DT_EINVAL;
+    j->probe = NULL;
+    j->space = space;
+    j->points = points;
+    j->n = n;
+    j->deadline = deadline;
+    j->results = results;
+    return post_and_wait(r->slots, j, measured, err);
+}
+
+int dt_run_slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *err)
+{
+    job *j = running_job(r->slots, task, err);
+    if (!j)
+        return DT_EINVAL;
+    int answered = 0;
+    j->probe = probe;
+    int rc = post_and_wait(r->slots, j, &answered, err);
+    j->probe = NULL;
+    return rc;
 }
 
 /* ---- the daemon's thread ------------------------------------------------------- */
@@ -200,7 +231,7 @@ static void reap(struct dt_run_slots *pool, int *first, dt_error *err)
             *first = rc;
             *err = e;
         }
-        pool->held[j->task] = false;
+            pool->held[j->task] = false;
         j->task = -1;
         j->state = JOB_IDLE;
     }
@@ -274,8 +305,9 @@ static void send_posted(struct dt_run_slots *pool)
             continue;
         dt_error e;
         dt_error_clear(&e);
-        int rc = rm->send(rm->ctx, j->worker, j->task, j->space, j->points, j->n, j->deadline,
-                          j->results, &e);
+        int rc = j->probe ? rm->send_probe(rm->ctx, j->worker, j->task, j->probe, &e)
+                          : rm->send(rm->ctx, j->worker, j->task, j->space, j->points, j->n,
+                                     j->deadline, j->results, &e);
         if (rc)
             answer(j, 0, rc, &e);
         else

@@ -224,24 +224,28 @@ static void *builder_main(void *arg)
     return NULL;
 }
 
-/* The cores left after the runner's last `threads` allowed cores (the ones
- * the CPU backend pins its runner to) are spare: builders run there, and the
- * schedule is pipelined when there are builders and spare cores. */
-static void choose_schedule(dt_measurer *m, int threads)
+int dt_measure_spare_cpus(const dt_measure_params *params, cpu_set_t *set)
 {
     cpu_set_t allowed;
-    int want = threads < 1 ? 1 : threads;
-    CPU_ZERO(&m->builder_cpus);
+    int want = params->threads < 1 ? 1 : params->threads;
+    CPU_ZERO(set);
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) <= want)
-        return;
+        return 0;
     int skipped = 0;
     for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
         if (!CPU_ISSET(cpu, &allowed))
             continue;
         if (skipped++ >= want)
-            CPU_SET(cpu, &m->builder_cpus);
+            CPU_SET(cpu, set);
     }
-    m->pipelined = m->nbuilders > 0 && CPU_COUNT(&m->builder_cpus) > 0;
+    return CPU_COUNT(set);
+}
+
+/* The spare cores (dt_measure_spare_cpus) are the builders'; the schedule
+ * is pipelined when there are builders and spare cores. */
+static void choose_schedule(dt_measurer *m, const dt_measure_params *params)
+{
+    m->pipelined = dt_measure_spare_cpus(params, &m->builder_cpus) > 0 && m->nbuilders > 0;
 }
 
 int dt_measurer_spare_cpus(const dt_measurer *m, cpu_set_t *set)
@@ -292,7 +296,7 @@ int dt_measurer_new(const dt_backend_i *backend, const dt_measure_params *cfg,
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
         goto fail;
     }
-    choose_schedule(m, cfg->threads);
+    choose_schedule(m, cfg);
     if ((rc = start_builders(m, err)) < 0)
         goto fail;
     *out = m;

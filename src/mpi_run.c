@@ -22,8 +22,12 @@
  * run measures. With N > 2 it keeps N − 1 slots in flight, each on another
  * task and measured by its own worker (daemon_slots.c: slot threads, the
  * daemon's thread the only one that calls send and receive, so the only
- * MPI caller). Rank 0 still opens its own measurer for the peaks and for
- * timing a failed task's reference.
+ * MPI caller). Rank 0 times nothing itself and opens no backend: each
+ * task's roofline (the peak probe) is asked of rank 1 when the run starts
+ * or resumes, and a failed task's reference of the worker of its slot, by
+ * PROBE, which the worker answers with the measurer calls the one-process
+ * run makes (dt_measurer_roofline, dt_measurer_reference); the log's failed
+ * record and the reports' peak probe name the rank that timed them.
  *
  * Faults. A worker that does not answer a request within its measurement
  * limit (each config its compile and run limits, none started past the
@@ -39,9 +43,8 @@
  * prints its summary before MPI_Finalize (dt_mpi_finish), inside which
  * mpirun may end the ranks.
  *
- * Not built: a failed task's reference and the peaks asked of a worker (a
- * REFERENCE message), so that rank 0 needs no measurer; on CUDA each
- * worker taking the GPU of its local rank.
+ * Not built: on CUDA each worker taking the GPU of its local rank (every
+ * worker opens device 0 of its node).
  */
 #include "mpi_run.h"
 
@@ -270,6 +273,35 @@ static void answer_measure(worker *w, const dt_wire_measure *q)
     w->measured += measured;
 }
 
+/* Answers one PROBE into w->out: PROBED with the task's roofline or its
+ * reference's time, as the one-process run's measurer gives them, or ERROR
+ * for a task the model lacks or a backend that failed. */
+static void answer_probe(worker *w, const dt_wire_probe *q)
+{
+    dt_wire_msg *out = w->out;
+    dt_error err;
+    dt_error_clear(&err);
+    int rc = 0;
+    memset(&out->u.probed, 0, sizeof out->u.probed);
+    if (q->task >= (uint32_t)w->view.model->ntasks)
+        rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: task %u of a model of %d tasks", w->rank,
+                          q->task, w->view.model->ntasks);
+    const dt_task *t = rc ? NULL : &w->view.model->tasks[q->task];
+    if (t && q->what == DT_WIRE_PROBE_REFERENCE)
+        rc = dt_measurer_reference(w->view.measurer, t, &out->u.probed.reference, &err);
+    else if (t)
+        (void)dt_measurer_roofline(w->view.measurer, t, &out->u.probed.roofline); /* peak 0: unknown */
+    if (rc) {
+        out->type = DT_WIRE_ERROR;
+        out->u.failure.code = rc;
+        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", err.msg);
+        return;
+    }
+    out->type = DT_WIRE_PROBED;
+    out->u.probed.request = q->request;
+    out->u.probed.what = q->what;
+}
+
 /* Says HELLO (or ERROR when this rank could not open its part), then answers
  * rank 0 until STOP. */
 static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_error *err)
@@ -287,13 +319,15 @@ static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_erro
             break;
         if (w->in->type == DT_WIRE_STOP)
             return open_rc;
-        if (w->in->type != DT_WIRE_MEASURE) {
-            rc = dt_error_set(err, DT_EINVAL, "mpi rank %d: rank 0 sent %s, expected MEASURE or "
-                              "STOP", w->rank, dt_wire_type_name(w->in->type));
+        if (w->in->type != DT_WIRE_MEASURE && w->in->type != DT_WIRE_PROBE) {
+            rc = dt_error_set(err, DT_EINVAL, "mpi rank %d: rank 0 sent %s, expected MEASURE, "
+                              "PROBE or STOP", w->rank, dt_wire_type_name(w->in->type));
             break;
         }
         if (open_rc)
             out->type = DT_WIRE_ERROR;      /* out still holds the opening's error */
+        else if (w->in->type == DT_WIRE_PROBE)
+            answer_probe(w, &w->in->u.probe);
         else
             answer_measure(w, &w->in->u.measure);
         rc = send_msg(out, 0, &w->buf, err);
@@ -349,9 +383,11 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
 /* What rank 0 waits for from one worker. */
 typedef struct peer {
     uint32_t request;          /* the request out; 0: none */
-    int n;                     /* configs in it */
+    int n;                     /* configs in it (a probe: 1) */
+    double limit_s;            /* how long the worker may take to answer it */
     double give_up;            /* monotonic second after which the worker is hung */
-    dt_measure_result *results;/* where its answer goes */
+    dt_measure_result *results;/* where a batch's answer goes */
+    dt_daemon_probe *probe;    /* where a probe's goes (NULL: the request is a batch) */
 } peer;
 
 typedef struct remote {
@@ -367,6 +403,10 @@ typedef struct remote {
 /* Slack on top of a request's measurement limit for the message and the
  * worker's bookkeeping. */
 #define ANSWER_SLACK_SECONDS 5.0
+/* How long a probe may take on top of one config's limit: the roofline's
+ * FMA and stream probes are several kernels built and timed, and a large
+ * task's naive reference runs for minutes. */
+#define PROBE_SECONDS 600.0
 
 /* When a worker that has not answered a request of n configs is hung: each
  * config may take the config limit, and none starts past the deadline. */
@@ -394,8 +434,45 @@ static int send_remote(void *ctx, int w, int task, const dt_space *space, const 
         q->configs[i] = dt_space_index(space, &points[i]);
     int rc = send_msg(rm->msg, w + 1, &rm->buf, err);
     if (rc == 0)
-        rm->peers[w] = (peer){ q->request, n, give_up_at(rm, deadline, n), results };
+        rm->peers[w] = (peer){ q->request, n, n * rm->config_limit + ANSWER_SLACK_SECONDS,
+                               give_up_at(rm, deadline, n), results, NULL };
     return rc;
+}
+
+/* dt_daemon_remote's send_probe: one PROBE to rank w + 1. */
+static int send_probe(void *ctx, int w, int task, dt_daemon_probe *probe, dt_error *err)
+{
+    remote *rm = ctx;
+    dt_wire_probe *q = &rm->msg->u.probe;
+    rm->msg->type = DT_WIRE_PROBE;
+    q->request = ++rm->next_request;
+    q->task = (uint32_t)task;
+    q->what = probe->reference ? DT_WIRE_PROBE_REFERENCE : DT_WIRE_PROBE_ROOFLINE;
+    int rc = send_msg(rm->msg, w + 1, &rm->buf, err);
+    if (rc == 0)
+        rm->peers[w] = (peer){ q->request, 1,
+                               rm->config_limit + ANSWER_SLACK_SECONDS + PROBE_SECONDS,
+                               give_up_at(rm, 0, 1) + PROBE_SECONDS, NULL, probe };
+    snprintf(probe->where, sizeof probe->where, "mpi rank %d", w + 1);
+    return rc;
+}
+
+/* Hands the PROBED in rm->msg, from rank `source`, to the probe its request
+ * asked for. */
+static int take_probed(remote *rm, int source, uint32_t request, dt_daemon_probe *probe,
+                       dt_error *err)
+{
+    const dt_wire_probed *a = &rm->msg->u.probed;
+    dt_wire_probe_kind asked = probe->reference ? DT_WIRE_PROBE_REFERENCE : DT_WIRE_PROBE_ROOFLINE;
+    if (rm->msg->type != DT_WIRE_PROBED || a->request != request || a->what != asked)
+        return dt_error_set(err, DT_EINVAL, "mpi rank %d answered probe %u (%s) with %s (request "
+                            "%u)", source, request, probe->reference ? "reference" : "roofline",
+                            dt_wire_type_name(rm->msg->type), a->request);
+    if (probe->reference)
+        probe->result = a->reference;
+    else
+        probe->roofline = a->roofline;
+    return 0;
 }
 
 /* The worker with a request out whose limit passed first, or -1. */
@@ -433,8 +510,7 @@ static int wait_any(remote *rm, int *source, int *w, dt_error *err)
             return dt_error_set(err, DT_EIO, "mpi rank %d did not answer within %.0f s (its "
                                 "measurement limit): it hangs or its machine is gone; what was "
                                 "measured before is logged, and running the same command again "
-                                "resumes", late + 1,
-                                rm->peers[late].n * rm->config_limit + ANSWER_SLACK_SECONDS);
+                                "resumes", late + 1, rm->peers[late].limit_s);
         }
         struct timespec pause = { 0, 1000000 };     /* 1 ms: answers come per batch */
         nanosleep(&pause, NULL);
@@ -464,6 +540,10 @@ static int receive_remote(void *ctx, int *w, int *measured, dt_error *err)
     if (rm->msg->type == DT_WIRE_ERROR)
         return dt_error_set(err, rm->msg->u.failure.code < 0 ? rm->msg->u.failure.code : DT_EIO,
                             "mpi rank %d: %s", source, rm->msg->u.failure.message);
+    if (p->probe) {
+        *measured = 1;
+        return take_probed(rm, source, request, p->probe, err);
+    }
     const dt_wire_results *a = &rm->msg->u.results;
     if (rm->msg->type != DT_WIRE_RESULTS || request == 0 || a->request != request || a->n > p->n)
         return dt_error_set(err, DT_EINVAL, "mpi rank %d answered request %u of %d configs with %s "
@@ -521,7 +601,8 @@ static int run_rank0(const dt_config *cfg, int size, dt_daemon_result *res, dt_e
     }
     int rc = greet_workers(cfg, &rm, err);
     dt_daemon_remote via = { .workers = rm.workers, .max_configs = DT_WIRE_MAX_CONFIGS,
-                             .send = send_remote, .receive = receive_remote, .ctx = &rm };
+                             .send = send_remote, .receive = receive_remote,
+                             .send_probe = send_probe, .ctx = &rm };
     if (rc == 0)
         rc = dt_daemon_run_remote(cfg, &via, res, err);
     if (rm.hung) {

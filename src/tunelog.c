@@ -122,6 +122,7 @@ static const field failed_fields[] = {
     FIELD(dt_failed_record, "reason", F_STR, reason),
     FIELD(dt_failed_record, "reference_ms", F_MS, reference_s),
     FIELD(dt_failed_record, "time", F_DBL, time),
+    OPTIONAL(dt_failed_record, "timed_on", timed_on),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -292,6 +292,45 @@ static void test_three_ranks_keep_two_slots_in_flight(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* Three ranks where two of tiny's tasks fail (a tolerance few configs
+ * meet): rank 0 times nothing, so each failed task's reference was timed by
+ * a worker, the one of its slot, and its failed record says which; the
+ * peaks came from rank 1, as best.json's peak probe says. */
+static void test_references_and_peaks_timed_on_workers(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], run[96], cwd[512], cmd[1024], path[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "budget: {total_seconds: 60, slot_trials: 16}\n"
+                                        "tuner: {strategy: random, batch_size: 8}\n"
+                                        "measure: {tolerance: 2.5e-6}\n", cwd, run), 0);
+    snprintf(cmd, sizeof cmd, "timeout 120 " MPIRUN3 " %s tune -c %s --db off --max-slots 4 2>&1",
+             dt_test_dtune(), cfg);
+    int rc = run_shell(cmd);
+    if (rc != 0 || !strstr(out, "stopped: max_slots reached after 4 slots"))
+        fail_msg("exit %d, expected a stop at 4 slots: %s", rc, out);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run);
+    int failed = dt_test_count_lines(path, "\"type\":\"failed\"");
+    assert_true(failed >= 1);
+    assert_int_equal(dt_test_count_lines(path, "\"timed_on\":\"mpi rank 1\"") +
+                     dt_test_count_lines(path, "\"timed_on\":\"mpi rank 2\""), failed);
+    snprintf(path, sizeof path, "%s/best.json", run);
+    json_error_t jerr;
+    json_t *best = json_load_file(path, 0, &jerr);
+    assert_non_null(best);
+    const char *probe = json_string_value(json_object_get(best, "peak_probe"));
+    if (!probe || !strstr(probe, ", on mpi rank 1"))
+        fail_msg("best.json's peak_probe is '%s', expected it timed on rank 1", probe ? probe : "");
+    json_decref(best);
+    dt_test_remove_tree(dir);
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -345,19 +384,19 @@ static pid_t worker_pid(const char *log, int rank)
 
 /* A replay run of tiny with 400-trial slots in dir run, no task finished
  * before thousands of trials (the runs end by a signal or a fault, not by
- * themselves); each config may take 0.25 + 0.25 s, so a batch of 8 is hung
- * after 8 + 5 s. */
-static void write_config(const char *cfg, const char *run)
+ * themselves), its status server on listen ("off": none); each config may
+ * take 0.25 + 0.25 s, so a batch of 8 is hung after 8 + 5 s. */
+static void write_config(const char *cfg, const char *run, const char *listen)
 {
     char cwd[512];
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
-                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "output: {dir: %s}\nserver: {listen: \"%s\"}\n"
                                         "budget: {total_seconds: 300, slot_trials: 400}\n"
                                         "tuner: {strategy: random, batch_size: 8}\n"
                                         "scheduler: {finish_after: 100000}\n"
                                         "measure: {timeout_seconds: 0.25, "
-                                        "compile_timeout_seconds: 0.25}\n", cwd, run), 0);
+                                        "compile_timeout_seconds: 0.25}\n", cwd, run, listen), 0);
 }
 
 /* Waits (30 s at most) until log has at least n measure records. */
@@ -377,7 +416,7 @@ static pid_t start_long_run(const char *np, char dir[64], char cfg[128], char lo
     snprintf(cfg, 128, "%s/config.yaml", dir);
     snprintf(log, 128, "%s/mpirun.log", dir);
     snprintf(run, 128, "%s/run", dir);
-    write_config(cfg, run);
+    write_config(cfg, run, "off");
     pid_t mpirun = spawn_mpi_tune(np, cfg, "1000", log);
     snprintf(path, 160, "%s/tuning.jsonl", run);
     wait_measured(path, 40);
@@ -506,6 +545,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_process),
         cmocka_unit_test(test_three_ranks_keep_two_slots_in_flight),
+        cmocka_unit_test(test_references_and_peaks_timed_on_workers),
         cmocka_unit_test(test_sigterm_to_mpirun_stops_both_ranks),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
         cmocka_unit_test(test_killed_worker_ends_the_job_and_the_run_resumes),

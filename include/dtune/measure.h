@@ -130,4 +130,8 @@ int dt_measurer_roofline(dt_measurer *m, const dt_task *task, dt_roofline *out);
  * spare. */
 int dt_measurer_spare_cpus(const dt_measurer *m, cpu_set_t *set);
 
+/* The same cores for a process with no measurer of its own (an MPI run's
+ * rank 0, beside a worker that times on the last `measure.threads`). */
+int dt_measure_spare_cpus(const dt_measure_params *params, cpu_set_t *set);
+
 #endif

@@ -93,6 +93,8 @@ typedef struct dt_failed_record {
     char reason[DT_REASON_MAX];  /* why no config could run, for people */
     double reference_s;          /* reference implementation, one execution */
     double time;
+    char timed_on[32];           /* who timed the reference ("mpi rank 2");
+                                    "" = the run's own process */
 } dt_failed_record;
 
 typedef struct dt_run_record {
