@@ -136,17 +136,13 @@ int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_po
                          int n, double deadline, dt_measure_result *results, int *measured,
                          dt_error *err);
 
-/* A probe of the slot holding task, called on its thread: sent to its
- * worker through the daemon's thread, as dt_run_slots_request sends a
- * batch. 0 or the remote's error. */
-int dt_run_slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *err);
-
-/* ---- daemon_run.c ---- */
 /* Task k's probe (probe->reference says which): on the remote's workers
  * where it has send_probe (the worker of the slot holding k, else worker
  * 0), else by the run's own measurer (probe->where then ""). 0 or a DT_E*
  * code. */
 int dt_run_probe(dt_run *r, int k, dt_daemon_probe *probe, dt_error *err);
+
+/* ---- daemon_run.c ---- */
 /* The run's clock in seconds: the remote's where it has one, else the
  * monotonic clock. */
 double dt_run_now(const dt_run *r);

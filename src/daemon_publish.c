@@ -33,10 +33,33 @@ struct dt_run_ticker {
     bool stop;
 };
 
+/* The slots in flight of a run that keeps several, compactly: " in flight
+ * 3:conv@1:2.1s, 4:fc@2:0.4s" (slot:task@worker:seconds in; slot "w"
+ * for a task's warm-up), sep between entries; "" when none. */
+static void flight_text(const dt_run_state *s, const char *lead, const char *sep, char *buf,
+                        size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->nflight && used < len; i++) {
+        const dt_slot_flight *f = &s->flight[i];
+        char slot[16];
+        snprintf(slot, sizeof slot, f->slot >= 0 ? "%d" : "w", f->slot);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s:%s@%d:%.1fs", i ? sep : lead, slot,
+                                 f->task >= 0 && f->task < s->ntasks ? s->tasks[f->task].name : "?",
+                                 f->worker, s->elapsed - f->started);
+    }
+}
+
 static void warmup_line(dt_run *r, const dt_run_state *s, const char *elapsed, const char *budget)
 {
     int k = s->warmup_task;
     const dt_task_state *t = k >= 0 && k < s->ntasks ? &s->tasks[k] : NULL;
+    if (r->tty && !t && s->nflight > 0) {      /* several tasks warm up at once */
+        char flight[512];
+        flight_text(s, "", ", ", flight, sizeof flight);
+        fprintf(stderr, "\r\033[K[%s / %s] warming up: %s", elapsed, budget, flight);
+    }
     if (!r->tty || !t)
         return;
     fprintf(stderr, "\r\033[K[%s / %s] warming up: task %d of %d (%s), %d trials", elapsed,
@@ -59,6 +82,9 @@ static void status_line(dt_run *r, const dt_run_state *s)
         return;
     }
     const char *task = dt_run_state_current_task(s) ? dt_run_state_current_task(s) : "-";
+    char flight[512];
+    flight_text(s, r->tty ? "  in flight " : " in_flight=", r->tty ? ", " : ",", flight,
+                sizeof flight);
     double speedup = isfinite(dt_run_state_speedup(s)) ? dt_run_state_speedup(s) : 0;
     char target[48] = "none";
     if (s->target_latency_ms > 0)
@@ -66,11 +92,13 @@ static void status_line(dt_run *r, const dt_run_state *s)
                  s->reached_at >= 0 ? " (reached)" : "");
     if (r->tty) {
         fprintf(stderr, "\r\033[K[%s / %s, %s left] slot %d (%s in) task %-14s  model %.4f ms  "
-                        "%.2fx  target %s",
-                elapsed, budget, left, s->slot, in_slot, task, s->latency_ms, speedup, target);
+                        "%.2fx  target %s%s",
+                elapsed, budget, left, s->slot, in_slot, task, s->latency_ms, speedup, target,
+                flight);
     } else {
-        printf("elapsed=%.1fs budget=%.0fs slot=%d task=%s model_latency_ms=%.4f speedup=%.3f target=%s\n",
-               s->elapsed, s->budget, s->slot, task, s->latency_ms, speedup, target);
+        printf("elapsed=%.1fs budget=%.0fs slot=%d task=%s model_latency_ms=%.4f speedup=%.3f "
+               "target=%s%s\n", s->elapsed, s->budget, s->slot, task, s->latency_ms, speedup, target,
+               flight);
         fflush(stdout);
     }
     fflush(stderr);

@@ -1,8 +1,6 @@
 /* daemon_run.c — the run's bookkeeping (see daemon_internal.h): the run's
  * clock, one measurement's and one slot's effect on a task's statistics and
- * on the shared state (under its lock), failed tasks and the model latency,
- * and a task's probes (its roofline, its reference's time) wherever the run
- * measures.
+ * on the shared state (under its lock), failed tasks and the model latency.
  * The loop (daemon.c), the resume (daemon_setup.c) and the reports
  * (daemon_publish.c) all account through these, and they call none of those
  * files back.
@@ -27,26 +25,6 @@ double dt_run_now(const dt_run *r)
 double dt_run_elapsed(const dt_run *r)
 {
     return r->elapsed_base + (dt_run_now(r) - r->t0);
-}
-
-/* ---- probes -------------------------------------------------------------------- */
-
-int dt_run_probe(dt_run *r, int k, dt_daemon_probe *probe, dt_error *err)
-{
-    const dt_daemon_remote *rm = r->remote;
-    const dt_task *t = &r->model->tasks[k];
-    probe->where[0] = '\0';
-    if (!rm || !rm->send_probe) {
-        if (probe->reference)
-            return dt_measurer_reference(r->measurer, t, &probe->result, err);
-        (void)dt_measurer_roofline(r->measurer, t, &probe->roofline);   /* peak 0: unknown */
-        return 0;
-    }
-    if (r->slots)
-        return dt_run_slots_probe(r, k, probe, err);
-    int w = -1, answered = 0;
-    int rc = rm->send_probe(rm->ctx, 0, k, probe, err);
-    return rc ? rc : rm->receive(rm->ctx, &w, &answered, err);
 }
 
 /* ---- bookkeeping of one measurement ----------------------------------------- */

@@ -32,6 +32,10 @@
  * their results are logged. A remote error ends the slot whose worker
  * failed; every other slot is told to stop, and its answers are still
  * logged. The first error is the run's.
+ *
+ * A task's probes (dt_run_probe: its roofline, a failed task's reference)
+ * go the same way as its batches: to the worker of its slot, else worker 0,
+ * or to the run's own measurer where the remote has no send_probe.
  */
 #include "daemon_internal.h"
 
@@ -154,7 +158,10 @@ int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_po
     return post_and_wait(r->slots, j, measured, err);
 }
 
-int dt_run_slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *err)
+/* A probe of the slot holding task, called on its thread: sent to its
+ * worker through the daemon's thread, as dt_run_slots_request sends a
+ * batch. 0 or the remote's error. */
+static int slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *err)
 {
     job *j = running_job(r->slots, task, err);
     if (!j)
@@ -164,6 +171,24 @@ int dt_run_slots_probe(dt_run *r, int task, dt_daemon_probe *probe, dt_error *er
     int rc = post_and_wait(r->slots, j, &answered, err);
     j->probe = NULL;
     return rc;
+}
+
+int dt_run_probe(dt_run *r, int k, dt_daemon_probe *probe, dt_error *err)
+{
+    const dt_daemon_remote *rm = r->remote;
+    const dt_task *t = &r->model->tasks[k];
+    probe->where[0] = '\0';
+    if (!rm || !rm->send_probe) {
+        if (probe->reference)
+            return dt_measurer_reference(r->measurer, t, &probe->result, err);
+        (void)dt_measurer_roofline(r->measurer, t, &probe->roofline);   /* peak 0: unknown */
+        return 0;
+    }
+    if (r->slots)
+        return slots_probe(r, k, probe, err);
+    int w = -1, answered = 0;
+    int rc = rm->send_probe(rm->ctx, 0, k, probe, err);
+    return rc ? rc : rm->receive(rm->ctx, &w, &answered, err);
 }
 
 /* ---- the daemon's thread ------------------------------------------------------- */
@@ -192,6 +217,21 @@ static void answer(job *j, int measured, int rc, const dt_error *e)
     pthread_cond_signal(&j->answered);
 }
 
+/* Shows job j's slot in flight in the run's state (or, begin false, that
+ * it ended): /status, the page and the terminal line list them. */
+static void publish_flight(const job *j, bool begin)
+{
+    dt_run *r = j->pool->run;
+    dt_slot_flight f = { .slot = j->slot, .task = j->task, .worker = j->worker + 1,
+                         .started = dt_run_elapsed(r) };
+    pthread_mutex_lock(&r->state.lock);
+    if (begin)
+        dt_run_state_flight_begin(&r->state, &f);
+    else
+        dt_run_state_flight_end(&r->state, f.worker);
+    pthread_mutex_unlock(&r->state.lock);
+}
+
 /* Starts job j on task k as slot number slot (-1: its warm-up). Slot
  * threads block signals: the daemon's handlers set the stop flag. */
 static int start_job(job *j, int k, int slot, dt_error *err)
@@ -200,6 +240,7 @@ static int start_job(job *j, int k, int slot, dt_error *err)
     j->slot = slot;
     j->pool->held[k] = true;
     j->state = JOB_RUNNING;
+    publish_flight(j, true);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -207,6 +248,7 @@ static int start_job(job *j, int k, int slot, dt_error *err)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0)
         return 0;
+    publish_flight(j, false);
     j->pool->held[k] = false;
     j->task = -1;
     j->state = JOB_IDLE;
@@ -231,7 +273,8 @@ static void reap(struct dt_run_slots *pool, int *first, dt_error *err)
             *first = rc;
             *err = e;
         }
-            pool->held[j->task] = false;
+        publish_flight(j, false);
+        pool->held[j->task] = false;
         j->task = -1;
         j->state = JOB_IDLE;
     }

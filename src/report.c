@@ -421,6 +421,26 @@ static json_t *warmup_json(const dt_run_state *rs)
                      rs->tasks[k].name, "trials", rs->tasks[k].trials);
 }
 
+/* The slots in flight of a run that keeps several: slot (null for a task's
+ * warm-up), task, worker (its MPI rank) and seconds in; [] otherwise. */
+static json_t *flight_json(const dt_run_state *rs)
+{
+    json_t *list = json_array();
+    for (int i = 0; list && i < rs->nflight; i++) {
+        const dt_slot_flight *f = &rs->flight[i];
+        const char *task = f->task >= 0 && f->task < rs->ntasks ? rs->tasks[f->task].name : "?";
+        json_t *one = json_pack("{s:o, s:s, s:i, s:o}", "slot",
+                                f->slot >= 0 ? json_integer(f->slot) : json_null(), "task", task,
+                                "worker", f->worker, "elapsed_s",
+                                number_or_null(rs->elapsed - f->started));
+        if (!one || json_array_append_new(list, one) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
 /* What only a running tuner knows (the /status additions). */
 static int put_live(json_t *o, const dt_run_state *rs)
 {
@@ -432,6 +452,7 @@ static int put_live(json_t *o, const dt_run_state *rs)
                                         ? number_or_null(rs->elapsed - rs->slot_started)
                                         : json_null()) |
            put(o, "warmup", warmup_json(rs)) |
+           put(o, "slots_in_flight", flight_json(rs)) |
            put(o, "decision", rs->ndecisions > 0 ? dt_report_decision_json(rs, rs->ndecisions - 1)
                                                  : json_null()) |
            put(o, "decisions_total", json_integer(rs->ndecisions)) |

@@ -67,6 +67,27 @@ static void warmup_text(FILE *f, const dt_run_state *rs)
     fprintf(f, "), %d trials", t->trials);
 }
 
+/* The slots in flight of a run that keeps several: "; in flight: slot 3
+ * conv on worker 1 (2.1 s), ..." (a task's warm-up for slot -1). */
+static void flight_html(FILE *f, const dt_run_state *rs)
+{
+    if (rs->nflight == 0)
+        return;
+    fputs("; in flight: <span id=\"flight\">", f);
+    for (int i = 0; i < rs->nflight; i++) {
+        const dt_slot_flight *s = &rs->flight[i];
+        if (i)
+            fputs(", ", f);
+        if (s->slot >= 0)
+            fprintf(f, "slot %d ", s->slot);
+        else
+            fputs("warm-up of ", f);
+        dt_report_html_text(f, s->task >= 0 && s->task < rs->ntasks ? rs->tasks[s->task].name : "?");
+        fprintf(f, " on worker %d (%.1f s)", s->worker, rs->elapsed - s->started);
+    }
+    fputs("</span>", f);
+}
+
 static void live_line(FILE *f, const dt_run_state *rs)
 {
     char elapsed[32], budget[32], left[32], in_slot[32];
@@ -88,7 +109,9 @@ static void live_line(FILE *f, const dt_run_state *rs)
     const char *task = dt_run_state_current_task(rs);
     fprintf(f, "slot <b id=\"slot\">%d</b> (%s in), task <b id=\"task\">", rs->slot, in_slot);
     dt_report_html_text(f, task ? task : "-");
-    fputs("</b></p>\n", f);
+    fputs("</b>", f);
+    flight_html(f, rs);
+    fputs("</p>\n", f);
 }
 
 static void headline(FILE *f, const dt_run_state *rs)

@@ -14,8 +14,12 @@ int dt_run_state_init(dt_run_state *rs, const dt_model *model)
 {
     memset(rs, 0, sizeof *rs);
     rs->tasks = calloc((size_t)model->ntasks, sizeof *rs->tasks);
-    if (!rs->tasks)
+    rs->flight = calloc((size_t)(model->ntasks > 0 ? model->ntasks : 1), sizeof *rs->flight);
+    if (!rs->tasks || !rs->flight) {
+        free(rs->tasks);
+        free(rs->flight);
         return DT_ENOMEM;
+    }
     pthread_mutex_init(&rs->lock, NULL);
     snprintf(rs->model, sizeof rs->model, "%s", model->name);
     rs->ntasks = model->ntasks;
@@ -44,12 +48,32 @@ void dt_run_state_destroy(dt_run_state *rs)
     free(rs->decisions);
     free(rs->scores);
     free(rs->steps);
+    free(rs->flight);
     pthread_mutex_destroy(&rs->lock);
     rs->tasks = NULL;
     rs->points = NULL;
     rs->decisions = NULL;
     rs->scores = NULL;
     rs->steps = NULL;
+    rs->flight = NULL;
+}
+
+void dt_run_state_flight_begin(dt_run_state *rs, const dt_slot_flight *f)
+{
+    dt_run_state_flight_end(rs, f->worker);
+    if (rs->flight && rs->nflight < rs->ntasks)
+        rs->flight[rs->nflight++] = *f;
+}
+
+void dt_run_state_flight_end(dt_run_state *rs, int worker)
+{
+    for (int i = 0; i < rs->nflight; i++)
+        if (rs->flight[i].worker == worker) {
+            memmove(&rs->flight[i], &rs->flight[i + 1],
+                    (size_t)(rs->nflight - i - 1) * sizeof *rs->flight);
+            rs->nflight--;
+            return;
+        }
 }
 
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
@@ -156,12 +180,14 @@ int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
     dst->decisions = copy_items(src->decisions, src->ndecisions, sizeof *dst->decisions);
     dst->scores = copy_items(src->scores, src->ndecisions * src->ntasks, sizeof *dst->scores);
     dst->steps = copy_items(src->steps, src->nsteps, sizeof *dst->steps);
+    dst->flight = copy_items(src->flight, src->nflight, sizeof *dst->flight);
     dst->cap_points = src->npoints;
     dst->cap_decisions = src->ndecisions;
     dst->cap_steps = src->nsteps;
     pthread_mutex_unlock(&src->lock);
     pthread_mutex_init(&dst->lock, NULL);
-    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores || !dst->steps) {
+    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores || !dst->steps ||
+        !dst->flight) {
         dt_run_state_destroy(dst);
         return DT_ENOMEM;
     }

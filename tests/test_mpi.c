@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtune/server.h"
 #include "dtune/util.h"
 #include "support/run_cmd.h"
 
@@ -245,6 +246,24 @@ static long rank_measured(const char *text, int rank)
     return n;
 }
 
+/* A replay run of tiny in a new folder dir (its config cfg, its run folder
+ * run): 60 s, slots of slot_trials trials, random batches of 8, no status
+ * server, then the config lines extra. */
+static void write_short_config(char dir[64], char cfg[128], char run[96], int slot_trials,
+                               const char *extra)
+{
+    char cwd[512];
+    dt_test_tmpdir(dir, 64);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cfg, 128, "%s/config.yaml", dir);
+    snprintf(run, 96, "%s/run", dir);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
+                                        "budget: {total_seconds: 60, slot_trials: %d}\n"
+                                        "tuner: {strategy: random, batch_size: 8}\n%s", cwd, run,
+                                        slot_trials, extra), 0);
+}
+
 /* Three ranks: two slots in flight, each on another task and measured by
  * its own worker (batches of 8 in slots of 32 trials, so the records of two
  * slots interleave in the log); both workers measure, every measured config
@@ -254,15 +273,8 @@ static void test_three_ranks_keep_two_slots_in_flight(void **state)
 {
     (void)state;
     skip_without_mpi(__func__);
-    char dir[64], cfg[128], run[96], cwd[512], cmd[1024];
-    dt_test_tmpdir(dir, sizeof dir);
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
-                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
-                                        "budget: {total_seconds: 60, slot_trials: 32}\n"
-                                        "tuner: {strategy: random, batch_size: 8}\n", cwd, run), 0);
+    char dir[64], cfg[128], run[96], cmd[1024];
+    write_short_config(dir, cfg, run, 32, "");
     const char *fmt = "timeout 120 " MPIRUN3 " %s tune -c %s --db off --max-slots %d 2>&1";
     snprintf(cmd, sizeof cmd, fmt, dt_test_dtune(), cfg, 8);
     int rc = run_shell(cmd);
@@ -300,16 +312,8 @@ static void test_references_and_peaks_timed_on_workers(void **state)
 {
     (void)state;
     skip_without_mpi(__func__);
-    char dir[64], cfg[128], run[96], cwd[512], cmd[1024], path[160];
-    dt_test_tmpdir(dir, sizeof dir);
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
-    snprintf(run, sizeof run, "%s/run", dir);
-    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
-                                        "output: {dir: %s}\nserver: {listen: \"off\"}\n"
-                                        "budget: {total_seconds: 60, slot_trials: 16}\n"
-                                        "tuner: {strategy: random, batch_size: 8}\n"
-                                        "measure: {tolerance: 2.5e-6}\n", cwd, run), 0);
+    char dir[64], cfg[128], run[96], cmd[1024], path[160];
+    write_short_config(dir, cfg, run, 16, "measure: {tolerance: 2.5e-6}\n");
     snprintf(cmd, sizeof cmd, "timeout 120 " MPIRUN3 " %s tune -c %s --db off --max-slots 4 2>&1",
              dt_test_dtune(), cfg);
     int rc = run_shell(cmd);
@@ -473,6 +477,70 @@ static void test_sigterm_to_mpirun_stops_both_ranks(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* /status of a run of three ranks (the long run's config, its status server
+ * on a free loopback port): once tuning, slots_in_flight lists two slots at
+ * once, on two tasks, measured by workers 1 and 2, each with its seconds
+ * in; the terminal line lists them too. */
+static void test_status_lists_every_slot_in_flight(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], log[128], run[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cfg, sizeof cfg, "%s/config.yaml", dir);
+    snprintf(log, sizeof log, "%s/mpirun.log", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    write_config(cfg, run, "127.0.0.1:0");
+    pid_t mpirun = spawn_mpi_tune("3", cfg, "1000", log);
+    int port = 0;
+    for (int waited = 0; waited < 30000 && port == 0; waited += 50) {
+        char *said = dt_test_slurp(log);
+        const char *at = said ? strstr(said, "(port ") : NULL;
+        port = at ? atoi(at + 6) : 0;
+        free(said);
+        sleep_ms(50);
+    }
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    bool seen = false;
+    char last[4096] = "";
+    for (int waited = 0; port > 0 && waited < 30000 && !seen; waited += 100) {
+        dt_http_reply reply;
+        dt_error err;
+        if (dt_server_request(addr, "GET", "/status", 5000, &reply, &err) == 0) {
+            json_t *status = json_loads(reply.body, 0, NULL);
+            json_t *flight = json_object_get(status, "slots_in_flight");
+            json_t *a = json_array_get(flight, 0), *b = json_array_get(flight, 1);
+            const char *ta = json_string_value(json_object_get(a, "task"));
+            const char *tb = json_string_value(json_object_get(b, "task"));
+            seen = json_array_size(flight) == 2 && ta && tb && strcmp(ta, tb) != 0 &&
+                   json_integer_value(json_object_get(a, "slot")) > 0 &&
+                   json_integer_value(json_object_get(b, "slot")) > 0 &&
+                   json_integer_value(json_object_get(a, "worker")) +
+                   json_integer_value(json_object_get(b, "worker")) == 1 + 2 &&
+                   json_number_value(json_object_get(a, "elapsed_s")) >= 0 &&
+                   json_is_string(json_object_get(status, "current_task"));
+            snprintf(last, sizeof last, "%s", reply.body);
+            json_decref(status);
+            dt_server_reply_free(&reply);
+        }
+        if (!seen)
+            sleep_ms(100);
+    }
+    kill(mpirun, SIGTERM);
+    int rc = wait_exit(mpirun, 30000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1)
+        kill(mpirun, SIGKILL);
+    if (!seen)
+        fail_msg("/status at %s never listed two slots in flight on two tasks; last: %.2000s\n"
+                 "mpirun: %s", addr, last, text);
+    if (!strstr(text, " in_flight="))
+        fail_msg("the terminal line lists no slots in flight: %s", text);
+    free(text);
+    dt_test_remove_tree(dir);
+}
+
 /* A worker that stops answering (SIGSTOP) ends the job within its
  * measurement limit with a message, everything measured before it logged;
  * the same command then resumes with nothing measured twice. */
@@ -547,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_three_ranks_keep_two_slots_in_flight),
         cmocka_unit_test(test_references_and_peaks_timed_on_workers),
         cmocka_unit_test(test_sigterm_to_mpirun_stops_both_ranks),
+        cmocka_unit_test(test_status_lists_every_slot_in_flight),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
         cmocka_unit_test(test_killed_worker_ends_the_job_and_the_run_resumes),
     };

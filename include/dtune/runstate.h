@@ -84,6 +84,15 @@ typedef struct dt_slot_decision {
     double decision_ms;        /* time the policy took */
 } dt_slot_decision;
 
+/* A slot in flight in a run that keeps several at once (an MPI run's
+ * N - 1, one per worker); a task's warm-up there counts as one. */
+typedef struct dt_slot_flight {
+    int slot;                  /* slot number; -1: the task's warm-up */
+    int task;
+    int worker;                /* the worker measuring it, from 1 (its MPI rank) */
+    double started;            /* run seconds when it began */
+} dt_slot_flight;
+
 /* One point of the model-latency-over-time curve (one per slot). */
 typedef struct dt_latency_point {
     double elapsed;            /* run seconds */
@@ -110,7 +119,10 @@ typedef struct dt_run_state {
     double latency_ms;         /* model latency now */
     double reached_at;         /* elapsed when the target was met, -1 if not */
     int slot;
-    int current_task;          /* -1 when none */
+    int current_task;          /* -1 when none; with several slots in flight,
+                                  the newest slot's task */
+    int nflight;               /* slots in flight; 0 in a run of one slot at a time */
+    dt_slot_flight *flight;    /* nflight of ntasks (a task holds one slot at most) */
     int ntasks;
     dt_task_state *tasks;      /* ntasks */
     int npoints, cap_points;
@@ -134,6 +146,10 @@ int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p);
  * Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
                               const dt_task_score *rows);
+
+/* A slot in flight begins (*f) or worker's ends (caller holds lock). */
+void dt_run_state_flight_begin(dt_run_state *rs, const dt_slot_flight *f);
+void dt_run_state_flight_end(dt_run_state *rs, int worker);
 
 /* Appends a task's new best (caller holds lock). Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step);
