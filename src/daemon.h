@@ -80,6 +80,10 @@ typedef struct dt_daemon_remote {
      * at the start, a failed task's reference of the worker of its slot.
      * NULL: the run's own measurer times both. */
     int (*send_probe)(void *ctx, int w, int task, dt_daemon_probe *probe, dt_error *err);
+    /* The fingerprint (dt_machine_fingerprint) of the machines the workers
+     * measure on, which the log's run record and the database key the
+     * run's records by; NULL: this process's own. */
+    const char *machine;
     /* The run's clock in seconds (NULL: the monotonic clock); a simulation
      * moves it as its measurements end. May be called from any thread. */
     double (*now)(void *ctx);

@@ -229,10 +229,21 @@ static int look_up(dt_run *r, dt_error *err)
 
 /* ---- hooks --------------------------------------------------------------------------- */
 
+/* The machine the run measures on: its workers' where a remote says so,
+ * else this process's (dt_machine_fingerprint). */
+static int run_machine(const dt_run *r, char *buf, size_t len, dt_error *err)
+{
+    if (r->remote && r->remote->machine) {
+        snprintf(buf, len, "%s", r->remote->machine);
+        return 0;
+    }
+    const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
+    return dt_machine_fingerprint(backend, r->cfg->seed, buf, len, err);
+}
+
 void dt_run_db_stamp(const dt_run *r, dt_run_record *run)
 {
-    const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
-    if (dt_machine_fingerprint(backend, r->cfg->seed, run->machine, sizeof run->machine, NULL) != 0)
+    if (run_machine(r, run->machine, sizeof run->machine, NULL) != 0)
         run->machine[0] = '\0';
     snprintf(run->dtune_version, sizeof run->dtune_version, "%s", DT_DB_DTUNE_VERSION);
     uint64_t id = 0;
@@ -259,9 +270,8 @@ void dt_run_db_open(dt_run *r)
         return;
     }
     snprintf(r->db->path, sizeof r->db->path, "%s", path);
-    const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
     dt_db_run key;
-    int rc = dt_machine_fingerprint(backend, r->cfg->seed, r->db->machine, sizeof r->db->machine, &err);
+    int rc = run_machine(r, r->db->machine, sizeof r->db->machine, &err);
     if (rc == 0)
         rc = dt_db_open(path, &r->db->db, &err);
     if (rc == 0)

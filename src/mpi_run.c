@@ -7,8 +7,10 @@
  * backend (its own builders and runner) on its own machine, says HELLO (its
  * machine fingerprint, dtune version and space version) and then answers
  * each MEASURE (configs of one task) with RESULTS, or with ERROR when its
- * backend fails, until STOP. Rank 0 refuses a worker whose HELLO differs
- * from its own (dt_wire_hello_check). Messages are mpi_wire.c's bytes; here
+ * backend fails, until STOP. Rank 1's fingerprint is the run's machine
+ * (the log's run record and the database key records by it); rank 0
+ * refuses a worker whose fingerprint differs from it, or whose dtune or
+ * space version differs from rank 0's own (dt_wire_hello_check). Messages are mpi_wire.c's bytes; here
  * they only travel: MPI_Send, then MPI_Probe + MPI_Recv on one tag of
  * MPI_COMM_WORLD, with MPI errors returned rather than fatal. Only each
  * rank's main thread calls MPI (MPI_THREAD_FUNNELED): on rank 0 the
@@ -214,15 +216,24 @@ static void close_view(dt_run *view)
     dt_model_free(view->model);
 }
 
-static int fill_hello(const dt_run *view, dt_wire_hello *h, dt_error *err)
+/* The versions a rank says in its HELLO; the fingerprint is left "" (rank
+ * 0 measures nothing: the run's machine is rank 1's). */
+static void fill_versions(const dt_run *view, dt_wire_hello *h)
 {
     memset(h, 0, sizeof *h);
     snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_DB_DTUNE_VERSION);
     space_version(view, h->space_version, sizeof h->space_version);
-    return machine_fingerprint(view->cfg, h->fingerprint, sizeof h->fingerprint, err);
 }
 
 /* ---- the worker ------------------------------------------------------------ */
+
+/* An ERROR saying why this rank could not answer (rc a DT_E* code). */
+static void fill_error(dt_wire_msg *out, int rc, const char *message)
+{
+    out->type = DT_WIRE_ERROR;
+    out->u.failure.code = rc;
+    snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", message);
+}
 
 typedef struct worker {
     int rank;
@@ -262,9 +273,7 @@ static void answer_measure(worker *w, const dt_wire_measure *q)
         rc = measured < 0 ? measured : 0;
     }
     if (rc) {
-        out->type = DT_WIRE_ERROR;
-        out->u.failure.code = rc;
-        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", err.msg);
+        fill_error(out, rc, err.msg);
         return;
     }
     out->type = DT_WIRE_RESULTS;
@@ -292,9 +301,7 @@ static void answer_probe(worker *w, const dt_wire_probe *q)
     else if (t)
         (void)dt_measurer_roofline(w->view.measurer, t, &out->u.probed.roofline); /* peak 0: unknown */
     if (rc) {
-        out->type = DT_WIRE_ERROR;
-        out->u.failure.code = rc;
-        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", err.msg);
+        fill_error(out, rc, err.msg);
         return;
     }
     out->type = DT_WIRE_PROBED;
@@ -307,11 +314,8 @@ static void answer_probe(worker *w, const dt_wire_probe *q)
 static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_error *err)
 {
     dt_wire_msg *out = w->out;
-    if (open_rc) {
-        out->type = DT_WIRE_ERROR;
-        out->u.failure.code = open_rc;
-        snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", open_err->msg);
-    }
+    if (open_rc)
+        fill_error(out, open_rc, open_err->msg);
     int rc = send_msg(out, 0, &w->buf, err);
     while (rc == 0) {
         bool hung = false;                  /* a worker waits on rank 0 for ever */
@@ -355,7 +359,9 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
         open_rc = open_view(cfg, work_dir, &w.view, &open_err);
     if (open_rc == 0) {
         w.out->type = DT_WIRE_HELLO;
-        open_rc = fill_hello(&w.view, &w.out->u.hello, &open_err);
+        fill_versions(&w.view, &w.out->u.hello);
+        open_rc = machine_fingerprint(cfg, w.out->u.hello.fingerprint,
+                                      sizeof w.out->u.hello.fingerprint, &open_err);
     }
     if (open_rc)
         fprintf(stderr, "dtune rank %d: %s\n", rank, open_err.msg);
@@ -394,6 +400,7 @@ typedef struct remote {
     int workers;               /* ranks 1 .. workers */
     uint32_t next_request;
     double config_limit;       /* seconds one config may take: compile + run limits */
+    char machine[DT_WIRE_FINGERPRINT_MAX]; /* the run's: rank 1's fingerprint */
     bool hung;                 /* a worker did not answer in time */
     dt_buf buf;
     dt_wire_msg *msg;
@@ -554,8 +561,9 @@ static int receive_remote(void *ctx, int *w, int *measured, dt_error *err)
     return 0;
 }
 
-/* Reads rank `rank`'s HELLO and checks it against rank 0's own (mine). */
-static int greet_worker(remote *rm, int rank, const dt_wire_hello *mine, dt_error *err)
+/* Reads rank `rank`'s HELLO and checks it against the run's (mine: rank 0's
+ * versions, and the machine of rank 1, which the first HELLO sets). */
+static int greet_worker(remote *rm, int rank, dt_wire_hello *mine, dt_error *err)
 {
     bool hung = false;         /* opening a worker is loading a model and building spaces */
     int rc = recv_msg(rank, give_up_at(rm, 0, 1), &hung, &rm->buf, rm->msg, err);
@@ -568,23 +576,27 @@ static int greet_worker(remote *rm, int rank, const dt_wire_hello *mine, dt_erro
     if (rm->msg->type != DT_WIRE_HELLO)
         return dt_error_set(err, DT_EINVAL, "mpi rank %d sent %s before its HELLO", rank,
                             dt_wire_type_name(rm->msg->type));
+    if (rank == 1)
+        snprintf(mine->fingerprint, sizeof mine->fingerprint, "%s", rm->msg->u.hello.fingerprint);
     if ((rc = dt_wire_hello_check(mine, &rm->msg->u.hello, rank, err)))
         return rc;
     fprintf(stderr, "dtune: mpi: rank %d measures (%s)\n", rank, rm->msg->u.hello.fingerprint);
     return 0;
 }
 
-/* Every worker's HELLO, checked against rank 0's own. */
+/* Every worker's HELLO, checked against the run's; the run's machine (rank
+ * 1's fingerprint) into rm->machine. */
 static int greet_workers(const dt_config *cfg, remote *rm, dt_error *err)
 {
     dt_run view;
     dt_wire_hello mine;
     int rc = open_view(cfg, NULL, &view, err);
     if (rc == 0)
-        rc = fill_hello(&view, &mine, err);
+        fill_versions(&view, &mine);
     close_view(&view);
     for (int w = 0; rc == 0 && w < rm->workers; w++)
         rc = greet_worker(rm, w + 1, &mine, err);
+    snprintf(rm->machine, sizeof rm->machine, "%s", rc == 0 ? mine.fingerprint : "");
     return rc;
 }
 
@@ -602,7 +614,7 @@ static int run_rank0(const dt_config *cfg, int size, dt_daemon_result *res, dt_e
     int rc = greet_workers(cfg, &rm, err);
     dt_daemon_remote via = { .workers = rm.workers, .max_configs = DT_WIRE_MAX_CONFIGS,
                              .send = send_remote, .receive = receive_remote,
-                             .send_probe = send_probe, .ctx = &rm };
+                             .send_probe = send_probe, .machine = rm.machine, .ctx = &rm };
     if (rc == 0)
         rc = dt_daemon_run_remote(cfg, &via, res, err);
     if (rm.hung) {

@@ -411,9 +411,9 @@ int dt_wire_hello_check(const dt_wire_hello *mine, const dt_wire_hello *worker, 
 {
     if (strcmp(mine->fingerprint, worker->fingerprint) != 0)
         return dt_error_set(err, DT_EINVAL, "mpi rank %d measures on another kind of machine "
-                            "('%s'; rank 0: '%s'): its configs and speeds would not mean the "
-                            "same, so it is refused; run every rank on identical machines",
-                            rank, worker->fingerprint, mine->fingerprint);
+                            "('%s'; rank 1, the run's machine: '%s'): its configs and speeds "
+                            "would not mean the same, so it is refused; run every worker on "
+                            "identical machines", rank, worker->fingerprint, mine->fingerprint);
     if (strcmp(mine->dtune_version, worker->dtune_version) != 0)
         return dt_error_set(err, DT_EINVAL, "mpi rank %d runs dtune %s, rank 0 runs %s: run the "
                             "same dtune on every rank", rank, worker->dtune_version,

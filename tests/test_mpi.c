@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtune/cuda_api.h"
 #include "dtune/server.h"
 #include "dtune/util.h"
 #include "support/run_cmd.h"
@@ -335,6 +336,32 @@ static void test_references_and_peaks_timed_on_workers(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* A CUDA run on workers without a device (this machine): each worker says
+ * why it cannot measure, rank 0 ends the run naming rank 1 before anything
+ * is measured, and nothing crashes. Where a device answers, the run would
+ * tune for real: skipped with one line. */
+static void test_cuda_worker_without_device_stops_the_run(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    dt_cuda_device_info info;
+    if (dt_cuda_device_probe(&info, NULL) == 0) {
+        printf("%s: a CUDA device answers here (%s); skipping\n", __func__, info.name);
+        skip();
+    }
+    char dir[64], cmd[1024], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "timeout 120 " MPIRUN3 " %s tune --model models/tiny.yaml --target "
+             "cuda --out %s/run --listen off --db off --budget 30 2>&1", dt_test_dtune(), dir);
+    int rc = run_shell(cmd);
+    if (rc == 0 || rc == 124 || rc >= 128 || !strstr(out, "dtune tune: mpi rank 1 could not start: ") ||
+        !strstr(out, "dtune rank 1: ") || !strstr(out, "dtune rank 2: "))
+        fail_msg("exit %d, expected rank 0 to end the run on rank 1's failure to start: %s", rc, out);
+    snprintf(path, sizeof path, "%s/run/tuning.jsonl", dir);
+    assert_true(dt_test_count_lines(path, "\"measure\"") <= 0);
+    dt_test_remove_tree(dir);
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -614,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_two_ranks_equal_one_process),
         cmocka_unit_test(test_three_ranks_keep_two_slots_in_flight),
         cmocka_unit_test(test_references_and_peaks_timed_on_workers),
+        cmocka_unit_test(test_cuda_worker_without_device_stops_the_run),
         cmocka_unit_test(test_sigterm_to_mpirun_stops_both_ranks),
         cmocka_unit_test(test_status_lists_every_slot_in_flight),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),

@@ -129,10 +129,11 @@ int dt_wire_encode(const dt_wire_msg *msg, dt_buf *out, dt_error *err);
  * with a message ("mpi message: ..."); *msg is then unspecified. */
 int dt_wire_decode(const void *bytes, size_t len, dt_wire_msg *msg, dt_error *err);
 
-/* Whether the worker of rank `rank` that said `worker` may measure for rank
- * 0, which says `mine`: the same fingerprint (a config index means a config,
- * and a speed means something, on one kind of machine only), dtune version
- * and space version. Returns 0 or DT_EINVAL naming the difference. */
+/* Whether the worker of rank `rank` that said `worker` may measure in the
+ * run described by `mine`: rank 1's fingerprint (the run's machine: a config
+ * index means a config, and a speed means something, on one kind of machine
+ * only) and rank 0's dtune version and space version, all the same. Returns
+ * 0 or DT_EINVAL naming the difference. */
 int dt_wire_hello_check(const dt_wire_hello *mine, const dt_wire_hello *worker, int rank,
                         dt_error *err);
 
