@@ -38,7 +38,7 @@
  * N <= 5.
  *
  *   bin/mpi_bench [--seeds K] [--budget S] [--config-seconds C]
- *                 [--slot-trials T] [--strategy S] [--ranks 1,2,4,8]
+ *                 [--slot-trials T] [--strategy S] [--ranks 1,2,3,4,5,8]
  *                 [--run-dir DIR] MODEL.yaml...
  */
 #include <fcntl.h>
@@ -59,6 +59,8 @@
 #include "dtune/util.h"
 
 #define MAX_RANKS 16
+/* The job sizes run by default: the goal's N <= 5 and the curve up to 8. */
+#define DEFAULT_RANKS "1,2,3,4,5,8"
 #define MAX_SEEDS 16
 #define TARGET_FACTOR 1.05
 
@@ -377,7 +379,7 @@ int main(int argc, char **argv)
 {
     options o = { .seeds = 3, .budget = 1000, .config_seconds = 1.0, .slot_trials = 32,
                   .strategy = "random", .run_dir = "/dev/shm/mpi_bench" };
-    parse_ranks("1,2,4,8", &o);
+    parse_ranks(DEFAULT_RANKS, &o);
     int first = 1;
     for (; first < argc && strncmp(argv[first], "--", 2) == 0; first++) {
         const char *a = argv[first], *v = first + 1 < argc ? argv[first + 1] : NULL;
@@ -407,7 +409,8 @@ int main(int argc, char **argv)
     }
     if (first >= argc) {
         fprintf(stderr, "usage: mpi_bench [--seeds K] [--budget S] [--config-seconds C] "
-                "[--slot-trials T] [--strategy S] [--ranks 1,2,4,8] [--run-dir DIR] MODEL.yaml...\n");
+                "[--slot-trials T] [--strategy S] [--ranks " DEFAULT_RANKS "] [--run-dir DIR] "
+                "MODEL.yaml...\n");
         return 2;
     }
     int rc = 0;
