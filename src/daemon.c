@@ -76,9 +76,11 @@ static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
     rec.slot = slot;
     rec.trial = tr->trials + 1;
     rec.time = dt_run_elapsed(r);
+    rec.cost_model_gflops = dt_tuner_cost_model_gflops(tr->tuner);   /* this batch's */
     int rc = dt_tunelog_append_measure(r->log, &rec, err);
     if (rc)
         return rc;
+    tr->cost_model_gflops = rec.cost_model_gflops;
     dt_run_db_add(r, k, &rec);
     r->measured_now++;
     return dt_run_account(r, k, rec.config, m, rec.trial);

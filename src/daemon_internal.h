@@ -48,6 +48,8 @@ typedef struct dt_task_run {
     dt_belief_curve fit;       /* the belief's fitted curve, GFLOPS; n = 0: none */
     dt_slot_fit logged;        /* the newest fit and prediction tuning.jsonl holds
                                   for the task */
+    double cost_model_gflops;  /* the tuner's cost-model estimate of the best
+                                  reachable, as its latest record logged; 0 = none */
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
     int transfer_records;      /* the run's records at the tuner's last transfer */
 } dt_task_run;

@@ -210,6 +210,7 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {
         r->resumed_records++;
+        tr->cost_model_gflops = rec->cost_model_gflops;   /* the latest record's */
         if (rec->slot > r->logged_slot)
             r->logged_slot = rec->slot;
         if (rec->time > r->elapsed_base)

@@ -61,7 +61,8 @@ typedef enum field_kind {
     F_U64,      /* uint64_t */
     F_DBL,      /* double */
     F_MS,       /* double seconds in the struct, milliseconds in the log */
-    F_RESULT    /* dt_result_class, by name */
+    F_RESULT,   /* dt_result_class, by name */
+    F_POSITIVE  /* double, optional: 0 = left out, else a positive finite number */
 } field_kind;
 
 typedef struct field {
@@ -69,7 +70,8 @@ typedef struct field {
     field_kind kind;
     size_t offset;
     size_t size;                   /* F_STR: capacity including the NUL */
-    bool optional;                 /* F_STR: omitted when empty, "" when absent */
+    bool optional;                 /* F_STR: omitted when empty, "" when absent;
+                                      F_POSITIVE: omitted when 0, 0 when absent */
 } field;
 
 #define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
@@ -77,6 +79,8 @@ typedef struct field {
     { key, kind, offsetof(type, member), MEMBER_SIZE(type, member), false }
 #define OPTIONAL(type, key, member) \
     { key, F_STR, offsetof(type, member), MEMBER_SIZE(type, member), true }
+#define OPTIONAL_POSITIVE(type, key, member) \
+    { key, F_POSITIVE, offsetof(type, member), MEMBER_SIZE(type, member), true }
 
 static const field run_fields[] = {
     FIELD(dt_run_record, "model", F_STR, model),
@@ -104,6 +108,7 @@ static const field measure_fields[] = {
     FIELD(dt_measure_record, "slot", F_INT, slot),
     FIELD(dt_measure_record, "trial", F_INT, trial),
     FIELD(dt_measure_record, "time", F_DBL, time),
+    OPTIONAL_POSITIVE(dt_measure_record, "cost_model_gflops", cost_model_gflops),
 };
 
 /* "scores" and "fits" are arrays and are handled by encode_slot / decode_slot. */
@@ -178,6 +183,7 @@ static json_t *encode_field(const field *f, const void *rec)
     case F_U64:
         return encode_u64(*(const uint64_t *)p);
     case F_DBL:
+    case F_POSITIVE:
         return encode_double(*(const double *)p);
     case F_MS:
         return encode_double(*(const double *)p * 1000.0);
@@ -187,13 +193,26 @@ static json_t *encode_field(const field *f, const void *rec)
     return NULL;
 }
 
-static int check_result_field(const field *f, const void *rec, dt_error *err)
+/* A value the log cannot hold: a result class out of range, an optional
+ * positive number that is neither 0 (none) nor positive and finite. */
+static int check_field(const field *f, const void *rec, dt_error *err)
 {
-    int r = *(const int *)((const char *)rec + f->offset);
-    if (r < 0 || r >= DT_RESULT_COUNT)
+    const char *p = (const char *)rec + f->offset;
+    if (f->kind == F_RESULT && (*(const int *)p < 0 || *(const int *)p >= DT_RESULT_COUNT))
         return dt_error_set(err, DT_EINVAL, "field '%s': %d is not a result class",
-                            f->name, r);
+                            f->name, *(const int *)p);
+    double v = f->kind == F_POSITIVE ? *(const double *)p : 0;
+    if (v != 0 && !(v > 0 && isfinite(v)))
+        return dt_error_set(err, DT_EINVAL, "field '%s': %g is not a positive finite number",
+                            f->name, v);
     return 0;
+}
+
+/* An optional field with nothing to log. */
+static bool field_absent(const field *f, const void *rec)
+{
+    const char *p = (const char *)rec + f->offset;
+    return f->optional && (f->kind == F_POSITIVE ? *(const double *)p == 0 : *p == '\0');
 }
 
 /* Adds every field of rec to obj. */
@@ -202,10 +221,10 @@ static int encode_fields(json_t *obj, const field *fields, size_t n, const void 
 {
     for (size_t i = 0; i < n; i++) {
         const field *f = &fields[i];
-        int rc = f->kind == F_RESULT ? check_result_field(f, rec, err) : 0;
+        int rc = check_field(f, rec, err);
         if (rc != 0)
             return rc;
-        if (f->optional && *((const char *)rec + f->offset) == '\0')
+        if (field_absent(f, rec))
             continue;
         if (json_object_set_new(obj, f->name, encode_field(f, rec)) != 0)
             return dt_error_set(err, DT_ENOMEM, "field '%s': out of memory", f->name);
@@ -763,6 +782,10 @@ static int decode_field(const field *f, const json_t *obj, void *rec, const line
             return field_error(at, f->name, "must be a number", err);
         if (f->kind == F_MS)
             *(double *)p /= 1000.0;
+        return 0;
+    case F_POSITIVE:
+        if (decode_double(v, (double *)p) != 0 || !(*(double *)p > 0 && isfinite(*(double *)p)))
+            return field_error(at, f->name, "must be a positive finite number", err);
         return 0;
     case F_RESULT: {
         const char *name = json_string_value(v);

@@ -4,8 +4,9 @@
  * measured set, the best record, the cost model and the strategy's state.
  * dt_tuner_run repeats: refit the cost model if records arrived since the
  * last fit; ask the strategy for a batch (random, or the strategy's own
- * model-free pick, until the model has its first data); call the measure
- * function; record the results. The
+ * model-free pick, until the model has its first data); score the batch
+ * for the model's estimate of the best reachable (dt_tuner_cost_model_gflops);
+ * call the measure function; record the results. The
  * time spent outside the measure function is the tuner's overhead.
  * Strategies are found by name in one table.
  *
@@ -101,8 +102,9 @@ static int alloc_parts(dt_tuner *t, dt_error *err)
     t->rng = gsl_rng_alloc(gsl_rng_mt19937);
     t->batch = calloc((size_t)t->cfg.batch_size, sizeof *t->batch);
     t->results = calloc((size_t)t->cfg.batch_size, sizeof *t->results);
-    if (!t->rng || !t->batch || !t->results || dt_sampling_set_init(&t->measured) ||
-        dt_sampling_set_init(&t->batch_taken))
+    t->batch_scores = calloc((size_t)t->cfg.batch_size, sizeof *t->batch_scores);
+    if (!t->rng || !t->batch || !t->results || !t->batch_scores ||
+        dt_sampling_set_init(&t->measured) || dt_sampling_set_init(&t->batch_taken))
         return dt_error_set(err, DT_ENOMEM, "tuner: out of memory");
     gsl_rng_set(t->rng, (unsigned long)(t->seed ^ (t->seed >> 32)) + 13);
     return 0;
@@ -163,6 +165,8 @@ void dt_tuner_free(dt_tuner *t)
     free(t->gflops);
     free(t->batch);
     free(t->results);
+    free(t->batch_scores);
+    free(t->record_scores);
     free(t);
 }
 
@@ -177,7 +181,8 @@ static int grow_history(dt_tuner *t)
     if (cap > INT_MAX || (nf && cap > SIZE_MAX / nf)
         || dt_resize(&t->points, cap, sizeof *t->points) != 0
         || dt_resize(&t->features, cap * nf, sizeof *t->features) != 0
-        || dt_resize(&t->gflops, cap, sizeof *t->gflops) != 0)
+        || dt_resize(&t->gflops, cap, sizeof *t->gflops) != 0
+        || dt_resize(&t->record_scores, cap, sizeof *t->record_scores) != 0)
         return DT_ENOMEM;
     t->cap = (int)cap;
     return 0;
@@ -223,6 +228,7 @@ int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result 
 }
 
 int dt_tuner_trials(const dt_tuner *t) { return t->n; }
+double dt_tuner_cost_model_gflops(const dt_tuner *t) { return t->cost_model_gflops; }
 const char *dt_tuner_strategy(const dt_tuner *t) { return t->strategy->name; }
 
 bool dt_tuner_exhausted(const dt_tuner *t)
@@ -362,6 +368,52 @@ static int propose_batch(dt_tuner *t, int max, int *n, dt_error *err)
     return 0;
 }
 
+/* ---- the cost model's estimate of the best reachable ----------------------------------- */
+
+/* Slope of the least-squares line of measured GFLOPS on model score over
+ * the valid records; 0 when there are too few or the scores do not vary. */
+static double score_slope(const dt_tuner *t)
+{
+    double ms = 0, mg = 0, sgs = 0, sss = 0;
+    int valid = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->gflops[i] > 0) {
+            valid++;
+            ms += t->record_scores[i];
+            mg += t->gflops[i];
+        }
+    if (valid < DT_TUNER_ESTIMATE_MIN_RECORDS)
+        return 0;
+    ms /= valid;
+    mg /= valid;
+    for (int i = 0; i < t->n; i++)
+        if (t->gflops[i] > 0) {
+            sgs += (t->record_scores[i] - ms) * (t->gflops[i] - mg);
+            sss += (t->record_scores[i] - ms) * (t->record_scores[i] - ms);
+        }
+    return sss > 0 ? sgs / sss : 0;
+}
+
+/* dt_tuner_cost_model_gflops of the batch t->batch[0..n) just proposed. */
+static int estimate_best(dt_tuner *t, int n, dt_error *err)
+{
+    t->cost_model_gflops = 0;
+    if (!t->strategy->uses_model || !dt_tuner_model_ready(t) || t->best < 0 || n < 1)
+        return 0;
+    int rc = dt_tuner_score_records(t, t->record_scores, err);
+    if (!rc)
+        rc = dt_tuner_score(t, t->batch, n, t->batch_scores, err);
+    if (rc)
+        return rc;
+    double slope = score_slope(t), top = t->batch_scores[0];
+    for (int i = 1; i < n; i++)
+        top = fmax(top, t->batch_scores[i]);
+    double gain = slope * (top - t->record_scores[t->best]);
+    if (slope > 0 && isfinite(gain))
+        t->cost_model_gflops = t->best_gflops + fmax(0, gain);
+    return 0;
+}
+
 /* ---- the run loop ------------------------------------------------------------------------ */
 
 static bool budget_left(const dt_tuner *t, const dt_tuner_budget *b, const dt_tuner_stats *s)
@@ -402,6 +454,8 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
             max = b->trials - s->trials;
         double t0 = dt_now_seconds();
         rc = propose_batch(t, max, &n, err);
+        if (!rc)
+            rc = estimate_best(t, n, err);
         double t1 = dt_now_seconds();
         s->overhead_seconds += t1 - t0;
         if (rc == DT_ECANCELED)

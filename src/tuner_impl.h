@@ -74,6 +74,9 @@ struct dt_tuner {
     dt_sampling_set batch_taken;
     dt_point *batch;
     dt_measure_result *results;
+    double *batch_scores;      /* batch_size: the cost model's scores of t->batch */
+    double *record_scores;     /* cap: its scores of the records */
+    double cost_model_gflops;  /* dt_tuner_cost_model_gflops; 0 = none */
     /* the budget of the dt_tuner_run in progress (NULL outside one) */
     const dt_tuner_budget *run_budget;
     double run_started;

@@ -114,6 +114,7 @@ static void sample_measure(dt_measure_record *r, const char *task, int task_inde
     r->slot = trial / 3 - 1;
     r->trial = trial;
     r->time = 1.0 / 3.0 + trial * 2.718281828459045;
+    r->cost_model_gflops = 187.31415926535897 + trial;
 }
 
 static void sample_slot(dt_slot_record *r, int slot, const char *task, int task_index)
@@ -214,6 +215,7 @@ static void assert_same_measure(const dt_measure_record *a, const dt_measure_rec
     assert_int_equal(a->slot, b->slot);
     assert_int_equal(a->trial, b->trial);
     assert_same_double(a->time, b->time);
+    assert_same_double(a->cost_model_gflops, b->cost_model_gflops);
 }
 
 static void assert_same_slot(const dt_slot_record *a, const dt_slot_record *b)
@@ -292,6 +294,7 @@ static void fill_round_trip(dt_run_record run[2], dt_measure_record m[3], dt_slo
              "SIGSEGV \"quoted\" back\\slash tab\t nl\n 3.5 \xc2\xb5s");
     m[1].config = (UINT64_C(1) << 53) + 1;
     m[1].knobs[0] = '\0';
+    m[1].cost_model_gflops = 0;   /* no estimate: the field is left out */
     sample_measure(&m[2], "bmm3", 2, 9, DT_RESULT_OK, INFINITY);
     m[2].config = UINT64_MAX;
     m[2].m.cv = NAN;
@@ -341,6 +344,26 @@ static void test_round_trip_every_type(void **state)
     free(got);
 }
 
+/* A measure record written before the cost model's estimate was logged
+ * reads back with none (0). */
+static void test_measure_without_estimate_reads(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    seen *got = calloc(1, sizeof *got);
+    assert_non_null(got);
+    write_text(fx->log, "w",
+               "{\"type\":\"measure\",\"task\":\"conv\",\"task_index\":0,\"config\":1779,"
+               "\"result\":\"ok\",\"gflops\":41.372,\"latency_ms\":0.1107,\"repeats\":5,"
+               "\"cv\":0.0213,\"compile_ms\":301.7,\"run_ms\":12.9,\"slot\":-1,\"trial\":1,"
+               "\"time\":2.053}\n");
+    assert_int_equal(replay_into(fx->log, got, NULL, &err), 0);
+    assert_int_equal(got->nmeasure, 1);
+    assert_true(got->measures[0].cost_model_gflops == 0);
+    assert_true(got->measures[0].m.gflops == 41.372);
+    free(got);
+}
+
 static void test_large_integers_are_written_exactly(void **state)
 {
     fixture *fx = *state;
@@ -357,6 +380,7 @@ static void test_large_integers_are_written_exactly(void **state)
     assert_contains(text, "\"config\":9007199254740993");      /* 2^53 + 1, an integer */
     assert_contains(text, "\"seed\":\"18446744073709551609\""); /* 2^64 - 7, a string */
     assert_contains(text, "\"type\":\"measure\"");
+    assert_null(strstr(text, "cost_model_gflops"));   /* m[1] has no estimate */
 }
 
 static void test_invalid_utf8_is_replaced(void **state)
@@ -393,6 +417,13 @@ static void test_append_rejects_bad_records(void **state)
     assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
     assert_contains(err.msg, "nscores");
     assert_int_equal(dt_tunelog_append_slot(log, &s, NULL), DT_EINVAL);
+    const double bad_estimates[] = { -3.5, NAN, INFINITY };
+    for (int i = 0; i < 3; i++) {
+        sample_measure(&m, "conv1", 0, 1, DT_RESULT_OK, 1.5);
+        m.cost_model_gflops = bad_estimates[i];
+        assert_int_equal(dt_tunelog_append_measure(log, &m, &err), DT_EINVAL);
+        assert_contains(err.msg, "cost_model_gflops");
+    }
     dt_tunelog_close(log);
     assert_int_equal(file_size(fx->log), 0);
 }
@@ -572,6 +603,9 @@ static void test_bad_fields_name_line_and_field(void **state)
         { "\"task\":\"conv1\"", "\"task\":\"" "0123456789012345678901234567890123456789"
                                 "0123456789012345678901234567\"", "'task'" },
         { "\"type\":\"measure\",", "", "'type' is missing" },
+        { "\"cost_model_gflops\":", "\"cost_model_gflops\":-2.5,\"x\":", "'cost_model_gflops'" },
+        { "\"cost_model_gflops\":", "\"cost_model_gflops\":\"inf\",\"x\":", "'cost_model_gflops'" },
+        { "\"cost_model_gflops\":", "\"cost_model_gflops\":null,\"x\":", "'cost_model_gflops'" },
         { "\"type\":\"measure\"", "\"type\":\"measurement\"", "'measurement'" },
     };
     fixture *fx = *state;
@@ -1084,6 +1118,7 @@ int main(void)
         T(test_append_rejects_bad_records),
         T(test_truncated_tail_is_dropped_and_cut),
         T(test_record_without_newline_is_dropped),
+        T(test_measure_without_estimate_reads),
         T(test_garbled_last_line_is_refused_and_kept),
         T(test_record_size_limit),
         T(test_garbled_middle_line_is_an_error),

@@ -248,6 +248,44 @@ static void test_first_round_sizes(void **state)
     dt_space_free(&space);
 }
 
+/* The cost model's estimate of the best reachable: none while the first
+ * batch is proposed (no model yet) and for random search; from the second
+ * batch on, at least the incumbent's GFLOPS for the model-based strategies. */
+static void test_cost_model_estimate(void **state)
+{
+    (void)state;
+    const int dims[3] = {16, 14, 24};
+    dt_space space;
+    make_space(&space, DT_OP_CONV2D, dims);
+    double opt = optimum(&space);
+    const char *names[3] = {"chameleon", "autotvm", "random"};
+    dt_tuner_params defaults = dt_tuner_params_default();
+    const int first[3] = {defaults.sampling.k_min, 64, 64};
+    for (int s = 0; s < 3; s++) {
+        dt_tuner *t = make_tuner(&space, names[s], 64, 5);
+        bench b;
+        bench_init(&b, &space, 64);
+        dt_tuner_budget budget = {.trials = first[s]};
+        assert_true(dt_tuner_cost_model_gflops(t) == 0);
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, NULL, NULL), 0);
+        assert_int_equal(b.batches, 1);
+        assert_true(dt_tuner_cost_model_gflops(t) == 0);
+        budget.trials = 48;
+        assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, NULL, NULL), 0);
+        double best, estimate = dt_tuner_cost_model_gflops(t);
+        assert_int_equal(dt_tuner_best(t, NULL, &best), 0);
+        print_message("%-9s best %.2f GFLOPS, estimate %.2f, optimum %.2f\n", names[s], best,
+                      estimate, opt);
+        if (s == 2)
+            assert_true(estimate == 0);
+        else
+            assert_true(isfinite(estimate) && estimate >= best && best > 0 && estimate < 2 * opt);
+        dt_sampling_set_free(&b.seen);
+        dt_tuner_free(t);
+    }
+    dt_space_free(&space);
+}
+
 static void test_every_strategy_exhausts_tiny_space(void **state)
 {
     (void)state;
@@ -417,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_reach_90_percent_conv),
         cmocka_unit_test(test_batches_respect_budget),
         cmocka_unit_test(test_first_round_sizes),
+        cmocka_unit_test(test_cost_model_estimate),
         cmocka_unit_test(test_every_strategy_exhausts_tiny_space),
         cmocka_unit_test(test_resume_stop_and_errors),
         cmocka_unit_test(test_chameleon_measures_incumbent_neighbours),

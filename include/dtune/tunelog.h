@@ -8,7 +8,8 @@
  *    "id":..., "machine":..., "dtune_version":...}   (the last three optional)
  *   {"type":"measure", "task":"conv1", "task_index":0, "config":123, "knobs":"...",
  *    "result":"ok", "gflops":..., "latency_ms":..., "repeats":..., "cv":...,
- *    "compile_ms":..., "run_ms":..., "slot":..., "trial":..., "time":...}
+ *    "compile_ms":..., "run_ms":..., "slot":..., "trial":..., "time":...,
+ *    "cost_model_gflops":...}   (the last optional)
  *   {"type":"slot", "slot":..., "task":"conv1", "task_index":0, "time":...,
  *    "model_latency_ms":..., "scores":[...], "decision_ms":...,
  *    "fits":[{"task_index":0, "first":..., "horizon":..., "median":[...],
@@ -26,6 +27,11 @@
  * A reader keeps each task's newest entry: its curve is the fit at the last
  * decision, and the prediction of every decision is the newest entry's at
  * that decision's slot record.
+ *
+ * A measure record's "cost_model_gflops" is the tuner's cost model's
+ * estimate, made when it proposed the record's batch, of the best GFLOPS
+ * the task can reach (dt_tuner_cost_model_gflops); it is left out when the
+ * tuner had no such estimate (no cost model yet, as in the first batch).
  *
  * A "failed" record marks a task that no config of its space could run: the
  * run goes on without it and counts it at its reference implementation's
@@ -61,6 +67,9 @@ typedef struct dt_measure_record {
     int slot;                  /* -1 during warm-up */
     int trial;                 /* 1-based count of this task's measurements */
     double time;               /* run seconds elapsed when it finished */
+    double cost_model_gflops;  /* the cost model's estimate of the best the task
+                                  can reach; 0 = none (not logged). Positive and
+                                  finite otherwise, or the append is DT_EINVAL */
 } dt_measure_record;
 
 #define DT_MAX_SCORES 256
@@ -125,8 +134,8 @@ int dt_tunelog_open(const char *path, dt_tunelog **out, dt_error *err);
  * fsync'd before returning, so a record whose append returned 0 survives a
  * crash. Appends from several threads are serialised. DT_EINVAL for a record
  * that cannot be logged (result class, nscores, nfits or a fit's points
- * out of range; a fit's pred is logged only when dt_belief_forecast_ok),
- * DT_EIO when
+ * out of range; a fit's pred is logged only when dt_belief_forecast_ok; a
+ * negative or non-finite cost_model_gflops), DT_EIO when
  * the write or fsync fails: a half-written line is cut back off, and after a
  * failed fsync the log refuses further appends. Doubles round-trip exactly
  * (NaN and infinities as "nan", "inf", "-inf"); latency is logged in ms, so
@@ -161,8 +170,9 @@ typedef struct dt_tunelog_stats {
  * DT_TUNELOG_RECORD_MAX, wherever it stands. A last line that lacks its
  * newline (never acknowledged by an append) is skipped and reported in
  * stats. A record with a missing field,
- * a field of the wrong type, or an unknown "type" is DT_EINVAL naming
- * path:line and the field; unknown keys are ignored. stats may be NULL. A
+ * a field of the wrong type, an optional number that is not a positive
+ * finite one, or an unknown "type" is DT_EINVAL naming path:line and the
+ * field; unknown keys are ignored. stats may be NULL. A
  * visitor that fails may fill err (through its ctx) itself; otherwise replay
  * writes a message naming the line. */
 int dt_tunelog_replay(const char *path, const dt_tunelog_visitor *visitor,

@@ -136,6 +136,21 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
  * returns 0, or -1 when there is no valid measurement. */
 int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops);
 
+/* The cost model's estimate of the best GFLOPS the task can reach, made
+ * when the batch being measured (or the last one) was proposed: the
+ * incumbent's measured GFLOPS plus the model's predicted gain of the batch's
+ * best-scored config over the incumbent, turned into GFLOPS by the slope of
+ * a least-squares line of measured GFLOPS on model score over the valid
+ * records (rank:pairwise scores are margins of no fixed scale; the line
+ * gives them one, and anchoring at the incumbent's measurement keeps the
+ * line's misfit there out of the estimate). Never below the incumbent. 0
+ * when there is none: a strategy without a model, no model yet (the first
+ * batch), fewer than DT_TUNER_ESTIMATE_MIN_RECORDS valid records, or a
+ * slope that is not positive (scores that do not rise with speed). Read it
+ * from the measure function to log it with the batch's records. */
+#define DT_TUNER_ESTIMATE_MIN_RECORDS 3
+double dt_tuner_cost_model_gflops(const dt_tuner *t);
+
 /* Measurements recorded (run and add_record together). */
 int dt_tuner_trials(const dt_tuner *t);
 
