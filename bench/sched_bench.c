@@ -922,7 +922,8 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
                 smp[ns++] = (cut_sample){
                     .entry = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1,
                     .bucket = b < STALE_ENTRIES ? b : STALE_ENTRIES - 1,
-                    .x = dt_sched_prior_share(&st, &one, 1, NULL, 0, ceiling, bandwidth),
+                    .x = dt_sched_prior_share(&st, &one, 1, NULL, 0, ceiling, bandwidth,
+                                              DT_SCHED_HEADROOM_ROOFLINE),
                     .y = (lat[j] - lat[j + 1]) / lat[j],
                 };
                 m++;

@@ -112,6 +112,8 @@ static const key_def keys[] = {
           "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = the measured bandwidth of the memory level holding the task's working set (the bound's; none where the backend measures none)"),
     K_TYPED("scheduler.staleness", KT_STRING, scheduler.staleness, 0,
             "dynatune's prior: factor on the cut of a task whose best last improved <16, 16-31, 32-63, 64-127, ... trials ago (last holds on); \"\" = none"),
+    K_ENUM("scheduler.headroom", scheduler.headroom, dt_sched_headroom_at,
+           "dynatune's prior: the level a task's headroom is measured against: roofline, or cost_model (the tuner's cost-model estimate of the best the task can reach, held under the roofline; the roofline where there is no estimate yet)"),
     K_ENUM("scheduler.belief.curve", belief.family, dt_curve_family_at, "learning-curve family"),
     K_INT("scheduler.belief.walkers", belief.walkers, 2, 10000, "MCMC walkers"),
     K_INT("scheduler.belief.steps", belief.steps, 1, 1e7, "MCMC steps per walker"),

@@ -173,6 +173,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
         s->best_gflops = tr->best_gflops;
         s->pred_gflops = tr->pred.gflops;
         s->pred_ok = tr->pred_ok;
+        s->cost_model_gflops = tr->cost_model_gflops;
         s->slots = tr->slots;
         s->measured_slots = tr->measured_slots;
         s->stale_trials = tr->trials - tr->last_improvement;

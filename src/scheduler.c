@@ -126,7 +126,7 @@ static double dynatune_cut(const dt_scheduler *s, const dt_sched_task *k)
     if (m0 <= 0)
         return k->pred_ok ? capped_reduction(s, k) : NAN;
     double prior = dt_sched_prior_share(k, s->prior, s->nprior, s->stale, s->nstale, s->cfg.ceiling,
-                                        s->cfg.bandwidth_gbs) *
+                                        s->cfg.bandwidth_gbs, s->cfg.headroom) *
                    task_latency(k);
     if (!k->pred_ok)
         return prior;
@@ -372,6 +372,25 @@ double dt_sched_roofline_level(const dt_sched_task *k, double ceiling, double ba
     return level;
 }
 
+static const char *const headroom_names[DT_SCHED_HEADROOM_COUNT] = {
+    [DT_SCHED_HEADROOM_ROOFLINE] = "roofline", [DT_SCHED_HEADROOM_COST_MODEL] = "cost_model",
+};
+
+const char *dt_sched_headroom_at(int i)
+{
+    return i >= 0 && i < DT_SCHED_HEADROOM_COUNT ? headroom_names[i] : NULL;
+}
+
+double dt_sched_headroom_level(const dt_sched_task *k, double ceiling, double bandwidth_gbs,
+                               dt_sched_headroom source)
+{
+    double roof = dt_sched_roofline_level(k, ceiling, bandwidth_gbs);
+    if (source != DT_SCHED_HEADROOM_COST_MODEL || !(k->cost_model_gflops > 0) || k->peak_gflops <= 0)
+        return roof;
+    double estimate = k->cost_model_gflops / k->peak_gflops;
+    return roof > 0 ? fmin(roof, estimate) : estimate;
+}
+
 int dt_sched_stale_bucket(int stale_trials)
 {
     int b = 0;
@@ -381,7 +400,7 @@ int dt_sched_stale_bucket(int stale_trials)
 }
 
 double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, const double *g,
-                            int ng, double ceiling, double bandwidth_gbs)
+                            int ng, double ceiling, double bandwidth_gbs, dt_sched_headroom source)
 {
     if (n <= 0)
         return 0;
@@ -390,7 +409,7 @@ double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, cons
         int b = dt_sched_stale_bucket(k->stale_trials);
         share *= g[b < ng ? b : ng - 1];
     }
-    double level = dt_sched_roofline_level(k, ceiling, bandwidth_gbs);
+    double level = dt_sched_headroom_level(k, ceiling, bandwidth_gbs, source);
     if (level <= 0)
         return share;
     return share * fmax(DT_SCHED_HEADROOM_FLOOR, 1 - k->best_gflops / k->peak_gflops / level);
@@ -398,7 +417,7 @@ double dt_sched_prior_share(const dt_sched_task *k, const double *h, int n, cons
 
 double dt_sched_hazard_cut(const dt_sched_task *k, const double *h, int n)
 {
-    return dt_sched_prior_share(k, h, n, NULL, 0, 0, 0) * task_latency(k);
+    return dt_sched_prior_share(k, h, n, NULL, 0, 0, 0, DT_SCHED_HEADROOM_ROOFLINE) * task_latency(k);
 }
 
 static int pick_hazard(struct dt_scheduler *s, int t, const dt_sched_task *tasks, int n,
@@ -459,6 +478,7 @@ dt_scheduler_params dt_scheduler_params_default(void)
     dt_scheduler_params p = {
         .ucb_c = 0.05, .gamma = 1e9, .finish_after = 200, .epsilon = 0.05,
         .softmax_temperature = 1, .prior_slots = 30, .ceiling = 1.2, .bandwidth_gbs = 20,
+        .headroom = DT_SCHED_HEADROOM_ROOFLINE,
         .hazard = "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039",
         .prior_hazard = "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024",
     };
@@ -490,6 +510,9 @@ int dt_scheduler_new(const char *name, const dt_scheduler_params *cfg, uint64_t 
         return dt_error_set(err, DT_ENOTFOUND, "unknown scheduler policy '%s' (known: %s)", name,
                             known);
     }
+    if ((unsigned)cfg->headroom >= DT_SCHED_HEADROOM_COUNT)
+        return dt_error_set(err, DT_EINVAL, "scheduler: headroom source %d is not one of 0..%d",
+                            (int)cfg->headroom, DT_SCHED_HEADROOM_COUNT - 1);
     double hazard[DT_SCHED_HAZARD_MAX], prior[DT_SCHED_HAZARD_MAX], stale[DT_SCHED_HAZARD_MAX];
     int nhazard, nprior, nstale = 0, rc = dt_sched_hazard_parse(cfg->hazard, hazard, &nhazard, err);
     if (rc || (rc = dt_sched_hazard_parse(cfg->prior_hazard, prior, &nprior, err)) ||

@@ -143,6 +143,7 @@ static void test_defaults(void **state)
     assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
     assert_true(c.scheduler.prior_slots == 30 && c.scheduler.ceiling == 1.2);
     assert_true(c.scheduler.bandwidth_gbs == 20);
+    assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_ROOFLINE);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
     assert_string_equal(c.scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039");
@@ -640,6 +641,10 @@ static void test_set_and_validate(void **state)
     assert_int_equal(c.belief.steps, 900);
     assert_int_equal(dt_config_set(&c, "target", "cuda", &err), 0);
     assert_int_equal(c.target, DT_TARGET_CUDA);
+    assert_int_equal(dt_config_set(&c, "scheduler.headroom", "cost_model", &err), 0);
+    assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_COST_MODEL);
+    assert_int_equal(dt_config_set(&c, "scheduler.headroom", "costmodel", &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "'costmodel' is not one of roofline, cost_model"));
     assert_int_equal(dt_config_set(&c, "measure.cv_threshold", "7", &err), DT_EINVAL);
     assert_string_equal(err.msg, "measure.cv_threshold: 7 is out of range [0.001, 1]");
     assert_true(c.measure.cv_threshold == 0.10);
@@ -688,7 +693,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 69);
+    assert_int_equal(rows, 70);
     assert_same_config(&c, &defaults);
 }
 

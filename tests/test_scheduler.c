@@ -326,14 +326,83 @@ static void test_prior_share_roofline(void **state)
     dt_sched_task t = task(1, 0.2, 25, 0, 0);
     t.peak_gflops = 100;
     t.bytes = 4e7;
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.47 * 0.75) < 1e-12);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 0) - 0.47 * (1 - 0.25 / 1.2)) < 1e-12);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 0, 20) - 0.47) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.47 * 0.75) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 0, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.47 * (1 - 0.25 / 1.2)) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 0, 20, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.47) < 1e-12);
     t.best_gflops = 99;
     t.measured_slots = 4;
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.21 * DT_SCHED_HEADROOM_FLOOR) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.21 * DT_SCHED_HEADROOM_FLOOR) < 1e-12);
     t.peak_gflops = 0;  /* no peak: no headroom */
-    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20) - 0.21) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.21) < 1e-12);
+}
+
+/* The cost model's headroom on the task of test_prior_share_roofline
+ * (25 GFLOPS, roofline level 1.0 of a 100 GFLOPS peak: headroom 0.75). An
+ * estimate of 30 GFLOPS puts its level at 0.30: headroom 1 - 25 / 30, so
+ * dynatune's prior predicts a smaller cut than with the roofline; an
+ * estimate above the roofline is held under it, none leaves the roofline,
+ * and without a roofline (ceiling 0) the estimate alone sets the level. A
+ * task near its estimate then loses the slot to one the roofline ranks
+ * lower. */
+static void test_prior_share_cost_model(void **state)
+{
+    (void)state;
+    const double h[2] = { 0.47, 0.21 };
+    const dt_sched_headroom cm = DT_SCHED_HEADROOM_COST_MODEL;
+    dt_sched_task t = task(2, 0.2, 25, 0, 0);
+    t.peak_gflops = 100;
+    t.bytes = 4e7;
+    t.cost_model_gflops = 30;
+    assert_string_equal(dt_sched_headroom_at(cm), "cost_model");
+    assert_null(dt_sched_headroom_at(DT_SCHED_HEADROOM_COUNT));
+    assert_true(fabs(dt_sched_headroom_level(&t, 1.2, 20, cm) - 0.30) < 1e-12);
+    assert_true(fabs(dt_sched_headroom_level(&t, 1.2, 20, DT_SCHED_HEADROOM_ROOFLINE) - 1.0) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, cm) - 0.47 * (1 - 25.0 / 30))
+                < 1e-12);
+    t.cost_model_gflops = 150;   /* above the roofline: held at 1.0 */
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, cm) - 0.47 * 0.75) < 1e-12);
+    t.cost_model_gflops = 0;     /* no estimate yet: the roofline */
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 1.2, 20, cm) - 0.47 * 0.75) < 1e-12);
+    t.cost_model_gflops = 40;    /* no roofline: the estimate alone */
+    assert_true(fabs(dt_sched_prior_share(&t, h, 2, NULL, 0, 0, 20, cm) - 0.47 * (1 - 25.0 / 40))
+                < 1e-12);
+
+    dt_scheduler_params c = sched_cfg();
+    c.prior_slots = 30;
+    c.ceiling = 1.2;
+    c.bandwidth_gbs = 20;
+    c.ucb_c = 0;
+    dt_scheduler *roof = NULL, *model = NULL;
+    dt_error err = { 0 };
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &roof, &err), 0);
+    c.headroom = cm;
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &model, &err), 0);
+    t.cost_model_gflops = 30;
+    t.slots = t.measured_slots = 1;
+    double latency = 2 * 0.2 / 25 * 1e3;   /* w L, ms */
+    assert_true(fabs(dt_scheduler_predicted_cut(roof, &t) - 0.21 * 0.75 * latency) < 1e-9);
+    assert_true(fabs(dt_scheduler_predicted_cut(model, &t) - 0.21 * (1 - 25.0 / 30) * latency) < 1e-9);
+    assert_true(dt_scheduler_predicted_cut(model, &t) < dt_scheduler_predicted_cut(roof, &t));
+    /* a: slower, so the roofline gives it the larger cut; its cost model
+     * sees it within 4 % of what its space can do (headroom at the floor) */
+    dt_sched_task two[2] = { task(1, 0.2, 25, 0, 1), task(1, 0.2, 30, 0, 1) };
+    for (int i = 0; i < 2; i++) {
+        two[i].peak_gflops = 100;
+        two[i].bytes = 4e7;
+        two[i].measured_slots = 1;
+    }
+    two[0].cost_model_gflops = 26;
+    assert_int_equal(dt_scheduler_pick(roof, 3, two, 2, NULL), 0);
+    assert_int_equal(dt_scheduler_pick(model, 3, two, 2, NULL), 1);
+    dt_scheduler_free(roof);
+    dt_scheduler_free(model);
+    c.headroom = DT_SCHED_HEADROOM_COUNT;
+    assert_int_equal(dt_scheduler_new("dynatune", &c, 3, &model, &err), DT_EINVAL);
 }
 
 /* Staleness buckets: below 16 trials since the last new best, then one per
@@ -353,12 +422,16 @@ static void test_prior_share_staleness(void **state)
     assert_int_equal(dt_sched_stale_bucket(1 << 30), 27);
     const double h[1] = { 0.5 }, g[3] = { 1, 0.4, 0.2 };
     dt_sched_task t = task(1, 0.2, 25, 0, 0);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.5) < 1e-12);
     t.stale_trials = 20;
-    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5 * 0.4) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.5 * 0.4) < 1e-12);
     t.stale_trials = 1000;  /* bucket 6: the last entry holds */
-    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0) - 0.5 * 0.2) < 1e-12);
-    assert_true(fabs(dt_sched_prior_share(&t, h, 1, NULL, 0, 0, 0) - 0.5) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, g, 3, 0, 0, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.5 * 0.2) < 1e-12);
+    assert_true(fabs(dt_sched_prior_share(&t, h, 1, NULL, 0, 0, 0, DT_SCHED_HEADROOM_ROOFLINE)
+                     - 0.5) < 1e-12);
 
     dt_scheduler_params c = sched_cfg();
     snprintf(c.staleness, sizeof c.staleness, "1,0.4,0.2");
@@ -503,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_hazard_formula),
         cmocka_unit_test(test_hazard_table_parse),
         cmocka_unit_test(test_prior_share_roofline),
+        cmocka_unit_test(test_prior_share_cost_model),
         cmocka_unit_test(test_dynatune_prior_blend),
         cmocka_unit_test(test_dynatune_curve_under_roofline),
         cmocka_unit_test(test_optimum_matches_brute_force),

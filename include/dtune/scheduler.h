@@ -36,8 +36,10 @@
  * play. The prior's cut is scaled by a factor of the task's staleness (the
  * trials measured since its best last improved, scheduler.staleness): a
  * task that has just improved is likely to improve again in its next slot,
- * one that has not for a hundred trials seldom is. With m0 = 0 it is the
- * paper's, as above.
+ * one that has not for a hundred trials seldom is. The prior's headroom
+ * (scheduler.headroom) rests on the roofline, or on the tuner's cost-model
+ * estimate of the best the task can reach held under the roofline
+ * (dt_sched_headroom_level). With m0 = 0 it is the paper's, as above.
  * Static policies keep handing slots to finished tasks (their time is spent
  * without gain, as in the paper's static allocation); exhausted tasks (every
  * valid point measured) are never picked.
@@ -52,6 +54,17 @@
 
 #define DT_SCHED_WINDOW 8
 #define DT_SCHED_HAZARD_MAX 16    /* entries of the hazard table at most */
+
+/* Where dynatune's prior takes the level a task's headroom is measured
+ * against (dt_sched_headroom_level); names by dt_sched_headroom_at. */
+typedef enum dt_sched_headroom {
+    DT_SCHED_HEADROOM_ROOFLINE,     /* "roofline": dt_sched_roofline_level */
+    DT_SCHED_HEADROOM_COST_MODEL,   /* "cost_model": the cost model's estimate under it */
+    DT_SCHED_HEADROOM_COUNT
+} dt_sched_headroom;
+
+/* The i-th headroom source's name, NULL past the last (dt_name_at_fn). */
+const char *dt_sched_headroom_at(int i);
 
 /* The scheduler's settings (config keys scheduler.*; the belief model's
  * scheduler.belief.* are dt_belief_params). */
@@ -68,6 +81,7 @@ typedef struct dt_scheduler_params {
     double ceiling;            /* dynatune: the prior's efficiency ceiling (share of peak) */
     double bandwidth_gbs;      /* dynatune: the prior's roofline bandwidth; 0 = none */
     char staleness[160];       /* dynatune: the prior's factor by staleness bucket; "" = none */
+    dt_sched_headroom headroom;/* dynatune: the level the prior's headroom is measured against */
 } dt_scheduler_params;
 
 /* The defaults (dtune check --help lists them): the table's first policy,
@@ -87,6 +101,9 @@ typedef struct dt_sched_task {
     double best_gflops;       /* best measured; 0 when none */
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
     bool pred_ok;             /* the belief model produced pred_gflops */
+    double cost_model_gflops; /* the tuner's cost-model estimate of the best the
+                                 task can reach (dt_tuner_cost_model_gflops);
+                                 0 = none */
     int slots;                /* c_k: slots held so far */
     int measured_slots;       /* m_k: those that measured at least one trial */
     int stale_trials;         /* trials measured since its best last improved */
@@ -130,11 +147,13 @@ double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
 /* The share of its latency task's next slot is expected to cut under a
  * prior with a roofline: h(m_k) x max(DT_SCHED_HEADROOM_FLOOR, 1 - e_k / c_k),
  * e_k = best_gflops / peak_gflops (the task's efficiency) and c_k its level,
+ * dt_sched_headroom_level: with the roofline,
  * min(ceiling, flops / bytes x bandwidth_gbs / peak_gflops): a task far
  * below the level it can reach gains more, and a memory-bound task's level
  * is its bytes moved at the bandwidth, not the FLOP peak. bandwidth_gbs <= 0:
  * the task's measured bandwidth_gbs (the bound's, roofline.h); neither, or
- * unknown bytes: the FLOP ceiling alone; ceiling <= 0 or no peak: h(m_k)
+ * unknown bytes: the FLOP ceiling alone; no level (ceiling <= 0 or no peak,
+ * and no cost-model estimate under DT_SCHED_HEADROOM_COST_MODEL): h(m_k)
  * alone. */
 #define DT_SCHED_HEADROOM_FLOOR 0.05
 /* A task's roofline level as a share of its peak: min(ceiling, flops / bytes
@@ -145,10 +164,22 @@ double dt_sched_hazard_cut(const dt_sched_task *task, const double *h, int n);
  * dynatune bounds both its prior's headroom and its own curve's predicted
  * level by it. */
 double dt_sched_roofline_level(const dt_sched_task *task, double ceiling, double bandwidth_gbs);
+/* The level the prior's headroom is measured against, as a share of peak.
+ * DT_SCHED_HEADROOM_ROOFLINE: dt_sched_roofline_level. _COST_MODEL: the
+ * tuner's estimate of the best this task's space can reach,
+ * cost_model_gflops / peak_gflops, held under the roofline level where
+ * there is one (min of the two: the roofline bounds every config of every
+ * space, the estimate is of this space from what the task measured, so a
+ * task whose space cannot approach its roofline shows the headroom it
+ * really has; an estimate above the roofline is one no config can meet).
+ * Without an estimate (0: no cost model yet) or a peak, the roofline
+ * level. */
+double dt_sched_headroom_level(const dt_sched_task *task, double ceiling, double bandwidth_gbs,
+                               dt_sched_headroom source);
 /* The staleness factor, g[dt_sched_stale_bucket(stale_trials)] (the last
  * entry for later buckets), multiplies the share when ng > 0. */
 double dt_sched_prior_share(const dt_sched_task *task, const double *h, int n, const double *g,
-                            int ng, double ceiling, double bandwidth_gbs);
+                            int ng, double ceiling, double bandwidth_gbs, dt_sched_headroom source);
 
 /* The staleness bucket of a task that has measured stale_trials trials
  * since its best last improved: 0 below DT_SCHED_STALE_FIRST trials, then
