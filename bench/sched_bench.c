@@ -3,7 +3,10 @@
  * A trace (bench/traces/MODEL-sSEED.csv, written by bench/trace_convert.c
  * from a scripts/record_traces.sh run) holds, for every task of a model, its
  * real chameleon tuning curve: GFLOPS of each trial against the task's own
- * tuning seconds. The replay is the rested-bandit view: tasks tune
+ * tuning seconds, and in format v2 (trace_format.h) the tuner's cost-model
+ * estimate of the best reachable logged with each trial, which dynatune's
+ * prior uses under --headroom cost_model (scheduler.headroom); a v1 trace
+ * has none, so every task keeps the roofline there. The replay is the rested-bandit view: tasks tune
  * independently, so a task's tuning advances along its own recorded curve
  * only while it holds the slot. A slot is slot_seconds of that task's tuning
  * time (less when its trace ends; it is exhausted then). Warm-up is the
@@ -38,6 +41,7 @@
  *   bin/sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] [--threads T]
  *                   [--ucb-c C] [--prior-slots M0] [--policies A,B] [--hazard H | --lomo]
  *                   [--staleness G | "" | fit (with --lomo: fitted with the prior)]
+ *                   [--headroom roofline|cost_model]
  *                   [--fit-hazard] [--csv FILE] [--verbose] [--out DIR]
  *                   [--overhead A.csv,B.csv,...] TRACE.csv...
  * Traces of one model (same name before -sSEED) are grouped.
@@ -56,6 +60,7 @@
 #include "dtune/report.h"
 #include "dtune/scheduler.h"
 #include "dtune/util.h"
+#include "trace_format.h"
 
 #define MAX_TRACES 32
 #define MAX_POLICIES 16
@@ -69,6 +74,7 @@ typedef struct task_trace {
     double flops, peak;
     double bytes;                /* from the model file the header names; 0 = unknown */
     double *seconds, *best;      /* per trial: task's own seconds, best-so-far GFLOPS */
+    double *cost_model;          /* per trial: the cost model's estimate; 0 = none */
 } task_trace;
 
 typedef struct trace {
@@ -82,22 +88,25 @@ static void trace_free(trace *t)
     for (int k = 0; t->tasks && k < t->ntasks; k++) {
         free(t->tasks[k].seconds);
         free(t->tasks[k].best);
+        free(t->tasks[k].cost_model);
     }
     free(t->tasks);
     t->tasks = NULL;
 }
 
-static int push_row(task_trace *tt, int *cap, double seconds, double best)
+static int push_row(task_trace *tt, int *cap, const trace_row *r)
 {
     if (tt->n == *cap) {
         size_t c = dt_grow_capacity((size_t)*cap, (size_t)tt->n + 1);
         if (c > INT_MAX || dt_resize(&tt->seconds, c, sizeof *tt->seconds) != 0
-            || dt_resize(&tt->best, c, sizeof *tt->best) != 0)
+            || dt_resize(&tt->best, c, sizeof *tt->best) != 0
+            || dt_resize(&tt->cost_model, c, sizeof *tt->cost_model) != 0)
             return -1;
         *cap = (int)c;
     }
-    tt->seconds[tt->n] = seconds;
-    tt->best[tt->n++] = best;
+    tt->seconds[tt->n] = r->seconds;
+    tt->cost_model[tt->n] = r->cost_model;
+    tt->best[tt->n++] = r->best;
     return 0;
 }
 
@@ -144,11 +153,19 @@ static int trace_load(const char *path, trace *t)
         return 2;
     }
     char line[1024];
-    int caps[1024] = { 0 }, rc = 0, lineno = 0;
+    int caps[1024] = { 0 }, rc = 0, lineno = 0, version = 1, column = 1;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
-        int k, trial;
-        double s, g, b;
+        column = 1;
+        trace_row row;
+        if (lineno == 1 && strncmp(line, TRACE_MAGIC, strlen(TRACE_MAGIC)) == 0 &&
+            (version = trace_version(line)) < 0) {
+            fclose(f);
+            fprintf(stderr, "%s:1:%zu: a trace version this bench does not know (it reads v1 to v%d)\n",
+                    path, strlen(TRACE_MAGIC) + 1, TRACE_VERSION);
+            trace_free(t);
+            return 2;
+        }
         if (strncmp(line, "# machine: ", 11) == 0)
             sscanf(line + 11, "%255[^\n]", t->machine);
         else if (strncmp(line, "# model: ", 9) == 0)
@@ -157,13 +174,15 @@ static int trace_load(const char *path, trace *t)
             rc = t->ntasks < 1024 ? parse_task_line(t, line) : -1;
         else if (line[0] == '#' || strncmp(line, "task,", 5) == 0)
             continue;
-        else if (sscanf(line, "%d,%d,%lf,%lf,%lf", &k, &trial, &s, &g, &b) == 5 && k >= 0 &&
-                 k < t->ntasks)
-            rc = push_row(&t->tasks[k], &caps[k], s, b);
+        else if (trace_parse_row(line, version, &row, &column) == 0 && row.task >= 0 &&
+                 row.task < t->ntasks)
+            rc = push_row(&t->tasks[row.task], &caps[row.task], &row);
         else
             rc = -1;
     }
     fclose(f);
+    if (rc == 0)
+        column = 1;
     for (int k = 0; rc == 0 && k < t->ntasks; k++)
         if (t->tasks[k].n == 0 || t->tasks[k].best[t->tasks[k].n - 1] <= 0)
             rc = -1;
@@ -172,7 +191,7 @@ static int trace_load(const char *path, trace *t)
     if (rc == 0)
         task_bytes(t);
     if (rc) {
-        fprintf(stderr, "%s:%d:1: not a trace (or a task without a valid trial)\n", path, lineno);
+        fprintf(stderr, "%s:%d:%d: not a trace (or a task without a valid trial)\n", path, lineno, column);
         trace_free(t);
         rc = 2;
     }
@@ -297,6 +316,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
         const task_sim *ts = &s->ts[k];
         st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .peak_gflops = t->peak,
                                  .bytes = t->bytes,
+                                 .cost_model_gflops = ts->pos > 0 ? t->cost_model[ts->pos - 1] : 0,
                                  .group = t->group,
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
                                  .pred_ok = ts->pred_ok, .slots = ts->slots,
@@ -523,6 +543,7 @@ typedef struct bench_opts {
     const char *staleness;       /* NULL: the config default; "" none; "fit": fitted (--lomo) */
     double ceiling;              /* < 0: the config default */
     double bandwidth;            /* GB/s; < 0: the config default */
+    int headroom;                /* dt_sched_headroom; < 0: the config default */
     bool over_seconds;           /* belief curves over tuning seconds, not trials */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
     const char *decisions_path;  /* --decisions FILE */
@@ -579,6 +600,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         cfg.scheduler.ceiling = o->ceiling;
     if (o->bandwidth >= 0)
         cfg.scheduler.bandwidth_gbs = o->bandwidth;
+    if (o->headroom >= 0)
+        cfg.scheduler.headroom = (dt_sched_headroom)o->headroom;
     if (o->ucb_c >= 0)
         cfg.scheduler.ucb_c = o->ucb_c;
     if (o->prior_slots >= 0)
@@ -792,9 +815,11 @@ static void print_curve_shape(const trace *traces, int ntraces)
  * its trace: after s slots its weighted latency lat[s] (ms), the seconds
  * those slots took cost[s], and the trials slot s measured trials[s]. Each
  * array holds *nslots + 1 entries (trials: *nslots); the caller frees them.
- * *warm gets the task's warm-up seconds. */
+ * *warm gets the task's warm-up seconds. stale (may be NULL) gets each
+ * slot's staleness at its start, estimate (may be NULL) the cost model's
+ * estimate then (0: none). */
 static int task_slots(const trace *tr, int k, double slot_seconds, double **lat, double **cost,
-                      int **trials, int **stale, int *nslots, double *warm)
+                      int **trials, int **stale, double **estimate, int *nslots, double *warm)
 {
     const task_trace *t = &tr->tasks[k];
     task_sim *ts = calloc((size_t)tr->ntasks, sizeof *ts);
@@ -804,9 +829,11 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
     *cost = malloc((size_t)(cap + 1) * sizeof **cost);
     *trials = malloc((size_t)(cap + 1) * sizeof **trials);
     int *st = malloc((size_t)(cap + 1) * sizeof *st);
-    if (!ts || !*lat || !*cost || !*trials || !st) {
+    double *est = malloc((size_t)(cap + 1) * sizeof *est);
+    if (!ts || !*lat || !*cost || !*trials || !st || !est) {
         free(ts);
         free(st);
+        free(est);
         return -1;
     }
     *warm = advance(&s, k, t->seconds[first_valid(t)]);
@@ -816,6 +843,7 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
     while (ts[k].pos < t->n && n < cap) {
         int before = ts[k].pos;
         st[n] = before - ts[k].last_improvement;
+        est[n] = before > 0 ? t->cost_model[before - 1] : 0;
         double spent = advance(&s, k, ts[k].clock + slot_seconds);
         (*trials)[n++] = ts[k].pos - before;
         (*lat)[n] = t->count * task_latency_ms(t, ts[k].best);
@@ -827,6 +855,10 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
         *stale = st;
     else
         free(st);
+    if (estimate)
+        *estimate = est;
+    else
+        free(est);
     return 0;
 }
 
@@ -843,8 +875,8 @@ static int optimum_times(const trace *tr, double slot_seconds, const double *tar
         rc = -1;
     for (int k = 0; rc == 0 && k < n; k++) {
         double w;
-        rc = task_slots(tr, k, slot_seconds, &lat[k], &cost[k], &trials[k], NULL, &curves[k].nslots,
-                        &w);
+        rc = task_slots(tr, k, slot_seconds, &lat[k], &cost[k], &trials[k], NULL, NULL,
+                        &curves[k].nslots, &w);
         curves[k].latency = lat[k];
         curves[k].cost = cost[k];
         warm += w;
@@ -880,14 +912,15 @@ typedef struct cut_sample {
  * entry m is the least-squares factor h(m) of y = h(m) x over every task's
  * (m+1)-th slot that measured at least one trial, y the share of its
  * latency the slot cut and x its headroom dt_sched_prior_share(h = 1,
- * ceiling) (1 without a ceiling: h(m) is then the mean share); into text,
+ * ceiling, bandwidth, headroom source; the cost model's estimate at the
+ * slot's start) (1 without a ceiling: h(m) is then the mean share); into text,
  * comma-separated. With stale_text, y = h(m) g(b) x is fitted instead, b
  * the task's staleness bucket at the slot's start (dt_sched_stale_bucket),
  * by alternating least squares; g is scaled so that its largest entry is 1
  * (h takes the scale) and goes into stale_text. */
 static int fit_hazard(const trace *traces, int ntraces, const char *skip, double slot_seconds,
-                      double ceiling, double bandwidth, char *text, size_t len, char *stale_text,
-                      size_t stale_len)
+                      double ceiling, double bandwidth, dt_sched_headroom headroom, char *text,
+                      size_t len, char *stale_text, size_t stale_len)
 {
     cut_sample *smp = NULL;
     size_t ns = 0, cap = 0;
@@ -897,9 +930,10 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
             continue;
         for (int k = 0; k < traces[t].ntasks; k++) {
             const task_trace *tt = &traces[t].tasks[k];
-            double *lat, *cost, warm;
+            double *lat, *cost, *estimate, warm;
             int *trials, *stale, nslots, m = 0;
-            if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &stale, &nslots, &warm)) {
+            if (task_slots(&traces[t], k, slot_seconds, &lat, &cost, &trials, &stale, &estimate,
+                           &nslots, &warm)) {
                 free(smp);
                 return -1;
             }
@@ -907,7 +941,7 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
                 if (trials[j] == 0)
                     continue;
                 dt_sched_task st = { .weight = tt->count, .flops = tt->flops, .peak_gflops = tt->peak,
-                                     .bytes = tt->bytes,
+                                     .bytes = tt->bytes, .cost_model_gflops = estimate[j],
                                      .best_gflops = tt->flops / (lat[j] / tt->count * 1e6) };
                 if (ns == cap) {
                     cap = cap ? 2 * cap : 1024;
@@ -922,8 +956,7 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
                 smp[ns++] = (cut_sample){
                     .entry = m < HAZARD_ENTRIES ? m : HAZARD_ENTRIES - 1,
                     .bucket = b < STALE_ENTRIES ? b : STALE_ENTRIES - 1,
-                    .x = dt_sched_prior_share(&st, &one, 1, NULL, 0, ceiling, bandwidth,
-                                              DT_SCHED_HEADROOM_ROOFLINE),
+                    .x = dt_sched_prior_share(&st, &one, 1, NULL, 0, ceiling, bandwidth, headroom),
                     .y = (lat[j] - lat[j + 1]) / lat[j],
                 };
                 m++;
@@ -932,6 +965,7 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
             free(cost);
             free(trials);
             free(stale);
+            free(estimate);
         }
     }
     double h[HAZARD_ENTRIES] = { 0 }, g[STALE_ENTRIES];
@@ -1183,11 +1217,13 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
         dt_config_defaults(&cfg);
         double ceiling = o->ceiling >= 0 ? o->ceiling : cfg.scheduler.ceiling;
         double bandwidth = o->bandwidth >= 0 ? o->bandwidth : cfg.scheduler.bandwidth_gbs;
+        dt_sched_headroom headroom = o->headroom >= 0 ? (dt_sched_headroom)o->headroom
+                                                      : cfg.scheduler.headroom;
         bool with_stale = o->staleness && strcmp(o->staleness, "fit") == 0;
-        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, hazard, sizeof hazard,
-                       NULL, 0) ||
-            fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, bandwidth, prior,
-                       sizeof prior, with_stale ? stale : NULL, sizeof stale)) {
+        if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, DT_SCHED_HEADROOM_ROOFLINE,
+                       hazard, sizeof hazard, NULL, 0) ||
+            fit_hazard(all, nall, traces[0].model, o->slot_seconds, ceiling, bandwidth, headroom,
+                       prior, sizeof prior, with_stale ? stale : NULL, sizeof stale)) {
             fprintf(stderr, "sched_bench: --lomo: no other model's traces to fit the hazard table on\n");
             return -1;
         }
@@ -1248,11 +1284,12 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
         printf("\nmodel %s: %d tasks, %d trace(s), %d scheduler seeds, slot %g s, finish_after %d\n",
                traces[0].model, traces[0].ntasks, ntraces, o->seeds, o->slot_seconds, o->finish_after);
         printf("  machine: %s\n", traces[0].machine);
-        printf("  hazard table %s, dynatune's prior %s, staleness %s%s\n",
+        printf("  hazard table %s, dynatune's prior %s, staleness %s%s, headroom %s\n",
                mo.hazard ? mo.hazard : "config default",
                mo.prior_hazard ? mo.prior_hazard : "config default",
                !mo.staleness ? "config default" : mo.staleness[0] ? mo.staleness : "none",
-               o->lomo ? " (fitted on the other models' traces)" : "");
+               o->lomo ? " (fitted on the other models' traces)" : "",
+               o->headroom >= 0 ? dt_sched_headroom_at(o->headroom) : "config default");
         printf("  L* = sequential's final latency on each trace (first trace: %.4f ms at %.0f s);\n"
                "  median [2.5th, 97.5th percentile] over %d runs (trace seeds x scheduler seeds)\n",
                lstar0, seq_time0, nruns);
@@ -1322,10 +1359,22 @@ static int bench_overhead(const bench_opts *o)
     return rc;
 }
 
+#define HEADROOM_UNKNOWN (-2)
+
+/* --headroom's value: a dt_sched_headroom by its name, HEADROOM_UNKNOWN. */
+static int headroom_by_name(const char *name)
+{
+    for (int i = 0; dt_sched_headroom_at(i); i++)
+        if (strcmp(dt_sched_headroom_at(i), name) == 0)
+            return i;
+    return HEADROOM_UNKNOWN;
+}
+
 static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, int *npaths)
 {
     *o = (bench_opts){ .slot_seconds = 10, .seeds = 5, .finish_after = 200, .threads = 2,
-                       .ucb_c = -1, .prior_slots = -1, .ceiling = -1, .bandwidth = -1, .verbose = false, .out_dir = "bench/out", .overhead = NULL };
+                       .ucb_c = -1, .prior_slots = -1, .ceiling = -1, .bandwidth = -1, .headroom = -1,
+                       .verbose = false, .out_dir = "bench/out", .overhead = NULL };
     *npaths = 0;
     for (int i = 1; i < argc; i++) {
         bool v = i + 1 < argc;
@@ -1359,6 +1408,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->over_seconds = true;
         else if (strcmp(argv[i], "--bandwidth") == 0 && v)
             o->bandwidth = atof(argv[++i]);
+        else if (strcmp(argv[i], "--headroom") == 0 && v)
+            o->headroom = headroom_by_name(argv[++i]);
         else if (strcmp(argv[i], "--policies") == 0 && v)
             o->policies = argv[++i];
         else if (strcmp(argv[i], "--lomo") == 0)
@@ -1378,6 +1429,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
         return -1;
     if (o->staleness && strcmp(o->staleness, "fit") == 0 && !o->lomo)
         return -1;  /* only --lomo fits tables per model */
+    if (o->headroom == HEADROOM_UNKNOWN)
+        return -1;
     return *npaths > 0 || o->overhead ? 0 : -1;
 }
 
@@ -1389,7 +1442,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
                         "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
-                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--staleness G1,G2,...|\"\"|fit] [--ceiling C] [--bandwidth GBS] [--belief-seconds] [--lomo] [--fit-hazard] "
+                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--staleness G1,G2,...|\"\"|fit] [--ceiling C] [--bandwidth GBS] [--headroom roofline|cost_model] [--belief-seconds] [--lomo] [--fit-hazard] "
                         "[--decisions FILE] [--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
@@ -1407,9 +1460,12 @@ int main(int argc, char **argv)
         dt_config_defaults(&cfg);
         double ceiling = o.ceiling >= 0 ? o.ceiling : cfg.scheduler.ceiling;
         double bandwidth = o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs;
-        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, table, sizeof table, NULL, 0) == 0 &&
-            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, prior, sizeof prior,
-                       stale, sizeof stale) == 0)
+        dt_sched_headroom headroom = o.headroom >= 0 ? (dt_sched_headroom)o.headroom
+                                                     : cfg.scheduler.headroom;
+        if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, DT_SCHED_HEADROOM_ROOFLINE, table,
+                       sizeof table, NULL, 0) == 0 &&
+            fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, headroom, prior,
+                       sizeof prior, stale, sizeof stale) == 0)
             printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g, "
                    "bandwidth %g GB/s) %s, staleness %s\n", npaths, o.slot_seconds, table, ceiling,
                    bandwidth, prior, stale);

@@ -13,8 +13,10 @@
  * Output: comment lines ('#') with machine, commit, date, model, seed,
  * trials, then one "#task,..." line per task (index, name, kind, similarity
  * group as the daemon computes it, count, FLOPs, peak GFLOPS from best.json,
- * trials recorded), then "task,trial,seconds,gflops,best_gflops" rows
- * (gflops 0 for a failed trial).
+ * trials recorded), then "task,trial,seconds,gflops,best_gflops,
+ * cost_model_gflops" rows (gflops 0 for a failed trial; the last, the
+ * tuner's cost-model estimate logged with the trial, empty when it has
+ * none): trace format v2 (trace_format.h).
  */
 #include <limits.h>
 #include <math.h>
@@ -28,11 +30,7 @@
 #include "dtune/tunelog.h"
 #include "dtune/util.h"
 #include "task_clock.h"
-
-typedef struct trace_row {
-    int trial;
-    double seconds, gflops, best;
-} trace_row;
+#include "trace_format.h"
 
 typedef struct task_trace {
     int n, cap;
@@ -87,9 +85,9 @@ static int on_measure(void *ctx, const dt_measure_record *r)
     if (g > t->best)
         t->best = g;
     int i = t->n++;
-    t->rows[i] = (trace_row){ .trial = i + 1,
-                                   .seconds = task_clock_measure(&c->clock, k, r->time),
-                                   .gflops = g, .best = t->best };
+    t->rows[i] = (trace_row){ .task = k, .trial = i + 1,
+                              .seconds = task_clock_measure(&c->clock, k, r->time),
+                              .gflops = g, .best = t->best, .cost_model = r->cost_model_gflops };
     return 0;
 }
 
@@ -110,7 +108,7 @@ typedef struct options {
 
 static void write_trace(FILE *f, const convert *c, const dt_run_state *best, const options *o)
 {
-    fprintf(f, "# dtune scheduler trace v1 (bench/trace_convert.c)\n");
+    trace_write_magic(f);
     fprintf(f, "# machine: %s\n# commit: %s\n# date: %s\n", o->machine, o->commit, o->date);
     fprintf(f, "# model: %s (%s)\n# seed: %llu\n", c->model->name, c->model_path,
             (unsigned long long)c->seed);
@@ -118,7 +116,6 @@ static void write_trace(FILE *f, const convert *c, const dt_run_state *best, con
             o->trials);
     if (o->note)
         fprintf(f, "# note: %s\n", o->note);
-    fprintf(f, "# columns: task,trial,seconds (task's own tuning time),gflops (0: failed),best_gflops\n");
     fprintf(f, "#task,index,name,kind,group,count,flops,peak_gflops,trials\n");
     for (int k = 0; k < c->ntasks; k++) {
         const dt_task *t = &c->model->tasks[k];
@@ -129,12 +126,10 @@ static void write_trace(FILE *f, const convert *c, const dt_run_state *best, con
         fprintf(f, "#task,%d,%s,%s,%d,%d,%.17g,%.6g,%d\n", k, t->name, dt_op_kind_name(t->kind),
                 dt_task_similarity_group(t), t->count, t->flops, peak > 0 ? peak : 1.0, c->tasks[k].n);
     }
-    fprintf(f, "task,trial,seconds,gflops,best_gflops\n");
+    trace_write_columns(f);
     for (int k = 0; k < c->ntasks; k++)
-        for (int i = 0; i < c->tasks[k].n; i++) {
-            const trace_row *r = &c->tasks[k].rows[i];
-            fprintf(f, "%d,%d,%.3f,%.5g,%.5g\n", k, r->trial, r->seconds, r->gflops, r->best);
-        }
+        for (int i = 0; i < c->tasks[k].n; i++)
+            trace_write_row(f, &c->tasks[k].rows[i]);
 }
 
 static int parse_options(int argc, char **argv, options *o)

@@ -40,3 +40,4 @@ row "default, curve weighs more (--prior-slots 3)" --prior-slots 3
 row "default, curve over seconds (--belief-seconds)" --belief-seconds
 row "default, no bonus (--ucb-c 0)" --ucb-c 0
 row "default + staleness factor, fitted (--staleness fit)" --staleness fit
+row "default, cost-model headroom (--headroom cost_model)" --headroom cost_model
