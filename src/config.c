@@ -107,7 +107,7 @@ static const key_def keys[] = {
     K_TYPED("scheduler.prior_hazard", KT_STRING, scheduler.prior_hazard, F_NONEMPTY,
             "dynatune's prior: share of the latency (times the headroom under scheduler.ceiling) its 1st, 2nd, ... measured slot cuts"),
     K_DBL("scheduler.ceiling", scheduler.ceiling, 0, 100,
-          "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none"),
+          "dynatune's prior: efficiency (share of peak) tasks reach; cut shares scale with 1 - efficiency / ceiling; 0 = none (under scheduler.headroom cost_model: the estimate's level alone)"),
     K_DBL("scheduler.bandwidth_gbs", scheduler.bandwidth_gbs, 0, 1e6,
           "dynatune's prior: memory bandwidth (GB/s) of the roofline that caps a task's level at flops / bytes x bandwidth; 0 = the measured bandwidth of the memory level holding the task's working set (the bound's; none where the backend measures none)"),
     K_TYPED("scheduler.staleness", KT_STRING, scheduler.staleness, 0,
