@@ -278,9 +278,10 @@ void dt_space_random(const dt_space *space, gsl_rng *rng, dt_point *point)
 }
 
 /* strcmp(a, b) == 0 written inline: a code generator reads about a dozen
- * knobs by name for every point a space's validity is asked of (the tuner
- * counts the valid points of spaces of up to 2^20), and the names differ in
- * their first bytes, where a library call costs more than the compare. */
+ * knobs by name for every point a space's validity is asked of (`dtune
+ * models` counts the valid points of whole spaces, the tuner of a part), and
+ * the names differ in their first bytes, where a library call costs more
+ * than the compare. */
 static bool same_name(const char *a, const char *b)
 {
     while (*a && *a == *b) {

@@ -33,7 +33,8 @@
 #include "dtune/ppo.h"
 #include "dtune/util.h"
 
-/* Spaces up to this size are counted at creation, so exhaustion is exact. */
+/* Spaces up to this size are counted (lazily, see count_ahead), so
+ * exhaustion is exact; a larger space is exhausted only when a draw runs dry. */
 #define DT_TUNER_COUNT_LIMIT (1u << 20)
 
 /* The first is the default. */
@@ -110,6 +111,25 @@ static int alloc_parts(dt_tuner *t, dt_error *err)
     return 0;
 }
 
+/* Exhaustion asks only whether a valid point is left unmeasured, so the space
+ * is enumerated in index order just far enough to have seen one valid point
+ * more than have been measured; reaching its end gives the exact count. The
+ * work follows the trials (about trials / valid fraction points), not the
+ * space's size, so a run starts without walking every task's space. */
+static void count_ahead(dt_tuner *t)
+{
+    const dt_space *s = t->space;
+    if (t->valid_total >= 0 || s->size > DT_TUNER_COUNT_LIMIT)
+        return;
+    dt_point p;
+    while (t->valid_seen <= t->valid_measured && t->count_next < s->size) {
+        dt_space_point(s, t->count_next++, &p);
+        t->valid_seen += dt_space_valid(s, &p);
+    }
+    if (t->count_next == s->size)
+        t->valid_total = t->valid_seen;
+}
+
 int dt_tuner_new(const dt_space *space, const dt_tuner_params *cfg, uint64_t seed,
                  dt_tuner **out, dt_error *err)
 {
@@ -132,7 +152,8 @@ int dt_tuner_new(const dt_space *space, const dt_tuner_params *cfg, uint64_t see
     t->seed = seed;
     t->strategy = strategy;
     t->best = -1;
-    t->valid_total = dt_space_count_valid(space, DT_TUNER_COUNT_LIMIT);
+    t->valid_total = -1;
+    count_ahead(t);
     rc = alloc_parts(t, err);
     if (!rc)
         rc = strategy->create(t, &t->state, err);
@@ -211,7 +232,10 @@ static int record(dt_tuner *t, const dt_point *p, const dt_measure_result *r)
     dt_space_features(t->space, p, t->features + (size_t)i * (size_t)t->space->nfeatures);
     bool ok = r->result == DT_RESULT_OK && r->gflops > 0;
     t->gflops[i] = ok ? r->gflops : 0.0;
-    t->valid_measured += dt_space_valid(t->space, p);
+    if (dt_space_valid(t->space, p)) {
+        t->valid_measured++;
+        count_ahead(t);
+    }
     t->model_stale = true;
     if (ok && r->gflops > t->best_gflops) {
         t->best = i;

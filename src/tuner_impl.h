@@ -52,8 +52,10 @@ struct dt_tuner {
     dt_sampling_set measured;
     int best;                  /* record index, -1 if none valid */
     double best_gflops;
-    int64_t valid_total;       /* valid points in the space, -1 unknown */
+    int64_t valid_total;       /* valid points in the space, -1 not yet known */
     int valid_measured;
+    uint64_t count_next;       /* the space's points before this index are counted */
+    int64_t valid_seen;        /* valid points among them */
     bool exhausted;
     /* cost model */
     dt_costmodel *model;
