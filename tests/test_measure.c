@@ -300,15 +300,20 @@ static void test_cache_hit(void **state)
 /* ---- CV stopping on real kernels ------------------------------------------------- */
 
 /* What is tested is that the runner stops as soon as the CV rule allows, not
- * how quiet the machine is: a threshold of 0.5 holds for this kernel's
- * micro-batches even with both cores busy (at 0.10 a loaded machine could
- * keep it timing to max_repeats), while a runner that ignored the rule would
- * still run to max_repeats and fail. */
+ * how quiet the machine is. Each call sleeps 2 ms, so a micro-batch of 4
+ * calls lasts 8 ms plus four wake-ups, which busy cores delay by a small part
+ * of that; arithmetic of the same length would be preempted for whole time
+ * slices and could double a batch. The CV of 0.5 then holds on a loaded
+ * machine, while a runner that ignored the rule would still run to
+ * max_repeats and fail. */
 static void test_stable_kernel_stops_early(void **state)
 {
     fixture *f = *state;
     f->measure.cv_threshold = 0.5;
-    dt_measure_result r = measure_source_reopened(f, "/* stable */", "");
+    f->measure.micro_batch = 4;
+    dt_measure_result r = measure_source_reopened(f, "/* stable */",
+        "struct timespec t = { 0, 2000000 };\n"
+        "    nanosleep(&t, NULL);");
     assert_int_equal(r.result, DT_RESULT_OK);
     assert_true(r.repeats >= f->measure.min_batches);
     assert_true(r.repeats < f->measure.max_repeats);
