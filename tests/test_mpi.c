@@ -583,6 +583,37 @@ static void test_status_lists_every_slot_in_flight(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* A run of np ranks far from its end whose worker `rank` gets sig: mpirun
+ * ends (within 40 s) with a failure status and a message containing
+ * `said`, everything measured before is logged whole and once, the same
+ * command then resumes with nothing lost or repeated, and no two slots of
+ * the two runs overlap. what names the fault in the failure messages. */
+static void assert_worker_fault_ends_job_and_resumes(const char *np, int rank, int sig,
+                                                     const char *what, const char *said)
+{
+    char dir[64], cfg[128], log[128], run[128], path[160];
+    pid_t mpirun = start_long_run(np, dir, cfg, log, run, path);
+    pid_t worker = worker_pid(log, rank);
+    assert_true(worker > 0);
+    assert_int_equal(kill(worker, sig), 0);
+    int rc = wait_exit(mpirun, 40000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        kill(worker, SIGKILL);
+        fail_msg("mpirun still runs 40 s after its worker %s: %s", what, text);
+    }
+    if (rc == 0 || !strstr(text, said))
+        fail_msg("exit %d after the worker %s, expected '%s': %s", rc, what, said, text);
+    free(text);
+    size_t before = assert_log_whole_without_repeats(run);
+    assert_true(before >= 40);
+    assert_slots_never_overlap(run);
+    assert_resumes(np, cfg, log, run, path, before);
+    assert_slots_never_overlap(run);
+    dt_test_remove_tree(dir);
+}
+
 /* A worker that stops answering (SIGSTOP) ends the job within its
  * measurement limit with a message, everything measured before it logged;
  * the same command then resumes with nothing measured twice. */
@@ -590,26 +621,8 @@ static void test_hung_worker_ends_the_job_and_the_run_resumes(void **state)
 {
     (void)state;
     skip_without_mpi(__func__);
-    char dir[64], cfg[128], log[128], run[128], path[160];
-    pid_t mpirun = start_long_run("2", dir, cfg, log, run, path);
-    pid_t worker = worker_pid(log, 1);
-    assert_true(worker > 0);
-    assert_int_equal(kill(worker, SIGSTOP), 0);
-    int rc = wait_exit(mpirun, 40000);
-    char *text = dt_test_slurp(log);
-    if (rc == -1) {
-        kill(mpirun, SIGKILL);
-        kill(worker, SIGKILL);
-        fail_msg("mpirun still runs 40 s after its worker stopped: %s", text);
-    }
-    if (rc == 0 || !strstr(text, "mpi rank 1 did not answer within 9 s"))
-        fail_msg("exit %d, expected the hung worker's message: %s", rc, text);
-    free(text);
-    size_t before = assert_log_whole_without_repeats(run);
-    assert_true(before >= 40);
-
-    assert_resumes("2", cfg, log, run, path, before);
-    dt_test_remove_tree(dir);
+    assert_worker_fault_ends_job_and_resumes("2", 1, SIGSTOP, "stopped",
+                                             "mpi rank 1 did not answer within 9 s");
 }
 
 /* A worker of three ranks killed (SIGKILL) while its slot runs: mpirun ends
@@ -620,26 +633,7 @@ static void test_killed_worker_ends_the_job_and_the_run_resumes(void **state)
 {
     (void)state;
     skip_without_mpi(__func__);
-    char dir[64], cfg[128], log[128], run[128], path[160];
-    pid_t mpirun = start_long_run("3", dir, cfg, log, run, path);
-    pid_t worker = worker_pid(log, 2);
-    assert_true(worker > 0);
-    assert_int_equal(kill(worker, SIGKILL), 0);
-    int rc = wait_exit(mpirun, 40000);
-    char *text = dt_test_slurp(log);
-    if (rc == -1) {
-        kill(mpirun, SIGKILL);
-        fail_msg("mpirun still runs 40 s after a worker was killed: %s", text);
-    }
-    if (rc == 0 || !strstr(text, "signal 9"))
-        fail_msg("exit %d, expected mpirun to say the worker died on signal 9: %s", rc, text);
-    free(text);
-    size_t before = assert_log_whole_without_repeats(run);
-    assert_true(before >= 40);
-    assert_slots_never_overlap(run);
-    assert_resumes("3", cfg, log, run, path, before);
-    assert_slots_never_overlap(run);
-    dt_test_remove_tree(dir);
+    assert_worker_fault_ends_job_and_resumes("3", 2, SIGKILL, "was killed", "signal 9");
 }
 
 int main(void)
