@@ -301,13 +301,19 @@ static void emit_weight_loads(dt_buf *b, int cols, const char *base)
         emit(b, "            const vf w%d = LD(%s + %d * VEC);\n", j, base, j);
 }
 
-/* acc(p, v) += w_v * scalar at xv[p * pixel_stride] for every pixel p. */
-static void emit_broadcast_fmas(dt_buf *b, int pixels, int cols, const char *pixel_stride)
+/* The broadcast FMAs of a register tile: for each row i a scalar
+ * `const float <scalar> = <base>[i<index>]` multiplies the loaded vectors
+ * <vector>0 .. <vector>{cols-1}: a{i}_{j} += <vector>j * <scalar>. The
+ * direct convolution broadcasts an input pixel over weight vectors, the
+ * pixel-vectorised one a weight over pixel vectors, the panel product an
+ * element of A over vectors of B. */
+static void emit_broadcast_fmas(dt_buf *b, int rows, int cols, char scalar, char vector,
+                                const char *base, const char *index)
 {
-    for (int i = 0; i < pixels; i++) {
-        emit(b, "            { const float x = xv[%d * (%s)];", i, pixel_stride);
+    for (int i = 0; i < rows; i++) {
+        emit(b, "            { const float %c = %s[%d%s];", scalar, base, i, index);
         for (int j = 0; j < cols; j++)
-            emit(b, " a%d_%d += w%d * x;", i, j, j);
+            emit(b, " a%d_%d += %c%d * %c;", i, j, vector, j, scalar);
         emit(b, " }\n");
     }
 }
@@ -467,7 +473,7 @@ static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
                     "            const float *wv = wt + ((r * KW + s) * CIB + cii) * COB;\n"
                     "            const float *xv = xt + ((r * DH) * WP + s * DW) * CIB + cii;\n");
             emit_weight_loads(b, cv, "wv");
-            emit_broadcast_fmas(b, p->ow_block, cv, "SW * CIB");
+            emit_broadcast_fmas(b, p->ow_block, cv, 'x', 'w', "xv", " * (SW * CIB)");
             emit(b, "        }\n        }\n");
         }
         emit(b, "    }\n    }\n");
@@ -481,7 +487,7 @@ static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
         emit(b, "            const float *wv = wt + ((cii * KH + r) * KW + s) * COB;\n"
                 "            const float *xv = xt + ((size_t)cii * HP + r * DH) * WP + s * DW;\n");
         emit_weight_loads(b, cv, "wv");
-        emit_broadcast_fmas(b, p->ow_block, cv, "SW");
+        emit_broadcast_fmas(b, p->ow_block, cv, 'x', 'w', "xv", " * (SW)");
         emit(b, "        }\n");
     }
     emit(b, "    }\n    }\n");
@@ -709,12 +715,7 @@ static void emit_pixels_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
                 "            const float *wv = wt + ((ci * KH + r) * KW + s) * COB;\n");
         for (int j = 0; j < nv; j++)
             emit(b, "            const vf x%d = LD(xv + %d * VEC);\n", j, j);
-        for (int i = 0; i < p->co_block; i++) {
-            emit(b, "            { const float w = wv[%d];", i);
-            for (int j = 0; j < nv; j++)
-                emit(b, " a%d_%d += x%d * w;", i, j, j);
-            emit(b, " }\n");
-        }
+        emit_broadcast_fmas(b, p->co_block, nv, 'w', 'x', "wv", "");
         emit(b, "        }\n");
     }
     emit(b, "    }\n");
@@ -922,12 +923,7 @@ static void emit_mm_panel_tile(dt_buf *b, const dt_cpu_plan *p, bool inside)
     emit(b, "    _Pragma(\"GCC unroll %d\")\n"
             "    for (int kk = k_o * KB; kk < k_o * KB + KB; kk++) {\n", p->unroll < 1 ? 1 : p->unroll);
     emit_weight_loads(b, nv, "(bt + (size_t)kk * NB)");
-    for (int i = 0; i < p->m_block; i++) {
-        emit(b, "            { const float x = at[%d * K + kk];", i);
-        for (int j = 0; j < nv; j++)
-            emit(b, " a%d_%d += w%d * x;", i, j, j);
-        emit(b, " }\n");
-    }
+    emit_broadcast_fmas(b, p->m_block, nv, 'x', 'w', "at", " * K + kk");
     emit(b, "    }\n    }\n");
     emit_acc_io(b, p->m_block, nv, "yt", "N", true);
     emit(b, "}\n\n");
