@@ -426,14 +426,11 @@ static int cmd_export_log(const db_args *a)
     return 0;
 }
 
+/* `dtune machine`'s first line, for the backend and seed a run would key by. */
 static int cmd_machine(const db_args *a)
 {
     dt_error err = { 0 };
-    char machine[DT_MACHINE_MAX];
-    if (dt_machine_fingerprint(backend_of(a), seed_of(a), machine, sizeof machine, &err) != 0)
-        return fail(&err);
-    printf("%s\n", machine);
-    return 0;
+    return dt_cli_print_machine(backend_of(a), seed_of(a), &err) ? fail(&err) : 0;
 }
 
 int dt_cmd_db(int argc, char **argv)

@@ -88,6 +88,15 @@ static int probe_at(dt_config *cfg, const char *dir, int threads)
     return 0;
 }
 
+int dt_cli_print_machine(const char *backend, uint64_t seed, dt_error *err)
+{
+    char machine[DT_MACHINE_MAX];
+    int rc = dt_machine_fingerprint(backend, seed, machine, sizeof machine, err);
+    if (rc == 0)
+        printf("%s\n", machine);
+    return rc;
+}
+
 int dt_cmd_machine(int argc, char **argv)
 {
     int counts[MAX_THREAD_COUNTS] = { 1, 2 }, ncounts = 2;
@@ -112,13 +121,11 @@ int dt_cmd_machine(int argc, char **argv)
     }
     dt_config cfg;
     dt_config_defaults(&cfg);
-    char machine[DT_MACHINE_MAX];
     dt_error err = { 0 };
-    if (dt_machine_fingerprint("cpu", cfg.seed, machine, sizeof machine, &err) != 0) {
+    if (dt_cli_print_machine("cpu", cfg.seed, &err) != 0) {
         fprintf(stderr, "dtune machine: %s\n", err.msg);
         return 1;
     }
-    printf("%s\n", machine);
     int status = 0;
     for (int i = 0; i < ncounts; i++)
         status |= probe_at(&cfg, dir ? dir : cfg.output_dir, counts[i]);

@@ -36,6 +36,7 @@
 #include "dtune/machine.h"
 #include "dtune/target.h"
 #include "dtune/util.h"
+#include "dtune/version.h"
 
 struct dt_run_db {
     dt_db *db;
@@ -245,7 +246,7 @@ void dt_run_db_stamp(const dt_run *r, dt_run_record *run)
 {
     if (run_machine(r, run->machine, sizeof run->machine, NULL) != 0)
         run->machine[0] = '\0';
-    snprintf(run->dtune_version, sizeof run->dtune_version, "%s", DT_DB_DTUNE_VERSION);
+    snprintf(run->dtune_version, sizeof run->dtune_version, "%s", DT_VERSION);
     uint64_t id = 0;
     if (getrandom(&id, sizeof id, 0) != sizeof id)
         id = (uint64_t)getpid() << 32 ^ (uint64_t)dt_now_seconds();

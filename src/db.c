@@ -31,6 +31,7 @@
 
 #include "dtune/target.h"
 #include "dtune/util.h"
+#include "dtune/version.h"
 
 /* SQLite waits up to this long for another writer's lock... */
 #define BUSY_TIMEOUT_MS 5000
@@ -402,7 +403,7 @@ int dt_db_run_id(dt_db *db, const dt_db_run *run, int64_t *id, dt_error *err)
     snprintf(machine_id, sizeof machine_id, "%" PRId64, machine);
     snprintf(seed, sizeof seed, "%" PRIu64, run->seed);
     const char *v[] = { machine_id, run->target, run->model, seed, run->started,
-                        run->dtune_version[0] ? run->dtune_version : DT_DB_DTUNE_VERSION, run->id };
+                        run->dtune_version[0] ? run->dtune_version : DT_VERSION, run->id };
     return id_of(db, "INSERT OR IGNORE INTO run(machine_id, target, model, seed, started, dtune_version, uid)"
                  " VALUES(CAST(?1 AS INTEGER), ?2, ?3, ?4, ?5, ?6, ?7)",
                  "SELECT id FROM run WHERE machine_id = CAST(?1 AS INTEGER) AND model = ?3 AND seed = ?4"

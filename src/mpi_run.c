@@ -66,6 +66,7 @@
 #include "dtune/model.h"
 #include "dtune/mpi_wire.h"
 #include "dtune/util.h"
+#include "dtune/version.h"
 
 /* The one tag every dtune message travels on. */
 #define WIRE_TAG 18
@@ -221,7 +222,7 @@ static void close_view(dt_run *view)
 static void fill_versions(const dt_run *view, dt_wire_hello *h)
 {
     memset(h, 0, sizeof *h);
-    snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_DB_DTUNE_VERSION);
+    snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_VERSION);
     space_version(view, h->space_version, sizeof h->space_version);
 }
 

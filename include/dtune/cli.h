@@ -17,6 +17,7 @@ int dt_cmd_db(int argc, char **argv);
 int dt_cmd_machine(int argc, char **argv);
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dtune/error.h"
@@ -41,5 +42,11 @@ int dt_cli_one_path(int argc, char **argv, const char *cmd, void (*usage)(FILE *
  * (the database is off, a path too long), or the config's error. */
 int dt_cli_db_path(const char *db_path, const char *config_path, char *buf, size_t len,
                    dt_error *err);
+
+/* Prints on stdout the fingerprint of the machine backend measures on (seed:
+ * the run's, which only the replay surface depends on): the first line of
+ * `dtune machine`, and all that `dtune db machine` prints. Returns 0, or
+ * dt_machine_fingerprint's error code with err set. */
+int dt_cli_print_machine(const char *backend, uint64_t seed, dt_error *err);
 
 #endif

@@ -47,8 +47,6 @@
 #define DT_DB_OFF "off"
 /* A task with records starts by re-measuring this many of its best configs. */
 #define DT_DB_REMEASURE 3
-/* The version of dtune that measured a record. */
-#define DT_DB_DTUNE_VERSION "0.17"
 /* A task signature, with its NUL, at most. */
 #define DT_DB_SIGNATURE_MAX 256
 

@@ -1,0 +1,9 @@
+/* version.h — the version of dtune, one definition: recorded with every run
+ * (the log's run record and the tuning database) and compared between MPI
+ * ranks, which must all run the same dtune. */
+#ifndef DTUNE_VERSION_H
+#define DTUNE_VERSION_H
+
+#define DT_VERSION "0.17"
+
+#endif
