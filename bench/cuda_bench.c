@@ -488,7 +488,7 @@ int main(int argc, char **argv)
         return rc;
     dt_cuda_device_info info;
     dt_error err = { 0 };
-    if (dt_cuda_device_probe(&info, &err) != 0) {
+    if (dt_cuda_device_probe(0, &info, &err) != 0) {
         printf("cuda_bench: needs an NVIDIA GPU and its driver (%s); nothing measured\n", err.msg);
         return 0;
     }

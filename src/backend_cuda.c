@@ -88,8 +88,8 @@ static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
 static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err)
 {
     dt_error why;
-    if (dt_cuda_device_probe(&b->device, &why) != 0)
-        return dt_error_set(err, DT_ENODEV, "no CUDA device found");
+    if (dt_cuda_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
+        return dt_error_set(err, DT_ENODEV, "no CUDA device found: %s", why.msg);
     int rc = dt_nvrtc_load(&b->nvrtc, err);
     if (rc)
         return rc;
@@ -311,11 +311,11 @@ static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *r
     return sent && !lost && rc == 0;
 }
 
-static int child_hello(int fd, dt_cuda_session **s)
+static int child_hello(int fd, int ordinal, dt_cuda_session **s)
 {
     msg_hello hello = { .magic = MSG_MAGIC };
     dt_error err = { 0 };
-    hello.status = dt_cuda_session_open(s, &hello.device, &err);
+    hello.status = dt_cuda_session_open(ordinal, s, &hello.device, &err);
     snprintf(hello.detail, sizeof hello.detail, "%s", hello.status ? err.msg : "");
     bool sent = dt_ipc_send_all(fd, &hello, sizeof hello);
     return sent && hello.status == 0 ? 0 : 1;
@@ -326,7 +326,8 @@ void dt_cuda_task_memory(dt_model_memory *memory)
     dt_cuda_device_info device;
     dt_error why;
     memset(memory, 0, sizeof *memory);
-    if (dt_cuda_device_probe(&device, &why) != 0 || !device.memory_bytes)
+    if (dt_cuda_device_probe(dt_measure_params_default().cuda_device, &device, &why) != 0 ||
+        !device.memory_bytes)
         return;
     memory->task_bytes = (uint64_t)(DT_CUDA_MEMORY_SHARE * (double)device.memory_bytes);
     snprintf(memory->source, sizeof memory->source, "%g of the %.3g GiB of %.80s",
@@ -355,8 +356,9 @@ int dt_cuda_runner_main(int argc, char **argv)
         if (dt_proclimit_apply(&limits) != 0)
             perror("dtune CUDA runner: setrlimit");
     }
+    int ordinal = argc >= 8 && strcmp(argv[6], "--device") == 0 ? atoi(argv[7]) : 0;
     dt_cuda_session *s = NULL;
-    if (child_hello(fd, &s) != 0) {
+    if (child_hello(fd, ordinal, &s) != 0) {
         dt_cuda_session_close(s);
         return 1;
     }
@@ -410,11 +412,12 @@ static int spawn_child(cuda_backend *b, int child_end, dt_error *err)
         return dt_error_set(err, DT_ENOMEM, "posix_spawn_file_actions_init failed");
     char fd_arg[16];
     snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_FD);
-    char seconds[32], files[16];
+    char seconds[32], files[16], device[16];
     snprintf(seconds, sizeof seconds, "%.17g", b->measure.limit_cpu_seconds);
     snprintf(files, sizeof files, "%d", b->measure.limit_open_files);
+    snprintf(device, sizeof device, "%d", b->measure.cuda_device);
     char *argv[] = { b->runner_exe, (char *)DT_CUDA_RUNNER_ARG, fd_arg, "--limits", seconds, files,
-                     NULL };
+                     "--device", device, NULL };
     int rc = posix_spawn_file_actions_adddup2(&actions, child_end, CHILD_FD);
     if (rc == 0)
         rc = posix_spawn(&b->child, b->runner_exe, &actions, NULL, argv, environ);

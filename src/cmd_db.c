@@ -229,7 +229,8 @@ static int import_run(void *ctx, const dt_run_record *rec)
     }
     if (rec->machine[0])
         snprintf(run.machine, sizeof run.machine, "%s", rec->machine);
-    else if (dt_machine_fingerprint(backend, rec->seed, run.machine, sizeof run.machine, im->err) != 0)
+    else if (dt_machine_fingerprint(backend, rec->seed, dt_measure_params_default().cuda_device,
+                                    run.machine, sizeof run.machine, im->err) != 0)
         return im->err->code;
     snprintf(run.target, sizeof run.target, "%s", rec->target);
     snprintf(run.model, sizeof run.model, "%s", rec->model);
@@ -393,7 +394,8 @@ static int cmd_best(const db_args *a)
         spaces = NULL;
     }
     if (rc == 0)
-        rc = dt_machine_fingerprint(backend_of(a), seed_of(a), machine, sizeof machine, &err);
+        rc = dt_machine_fingerprint(backend_of(a), seed_of(a), dt_measure_params_default().cuda_device,
+                                    machine, sizeof machine, &err);
     if (rc == 0)
         rc = open_db(a, &db, &err);
     if (rc == 0)

@@ -20,6 +20,7 @@
 #include "dtune/db.h"
 #include "dtune/export.h"
 #include "dtune/machine.h"
+#include "dtune/measure.h"
 #include "dtune/target.h"
 #include "dtune/util.h"
 
@@ -177,8 +178,9 @@ static int read_db(const export_args *a, dt_export_params *params, char *source,
     if (rc == 0 && access(source, F_OK) != 0)
         rc = dt_error_set(err, DT_ENOTFOUND, "%s: no tuning database there (db.path, $%s or "
                           "--db=PATH names the file)", source, DT_DB_ENV);
-    rc = rc ? rc : dt_machine_fingerprint(dt_target_name(params->target), 0, machine, sizeof machine,
-                                          err);
+    rc = rc ? rc : dt_machine_fingerprint(dt_target_name(params->target), 0,
+                                          dt_measure_params_default().cuda_device, machine,
+                                          sizeof machine, err);
     rc = rc ? rc : dt_db_open(source, &db, err);
     params->source = source;
     rc = rc ? rc : dt_export_read_db(db, machine, a->model, params, model, model_len, choices, n, err);

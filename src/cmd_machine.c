@@ -91,7 +91,8 @@ static int probe_at(dt_config *cfg, const char *dir, int threads)
 int dt_cli_print_machine(const char *backend, uint64_t seed, dt_error *err)
 {
     char machine[DT_MACHINE_MAX];
-    int rc = dt_machine_fingerprint(backend, seed, machine, sizeof machine, err);
+    int rc = dt_machine_fingerprint(backend, seed, dt_measure_params_default().cuda_device, machine,
+                                    sizeof machine, err);
     if (rc == 0)
         printf("%s\n", machine);
     return rc;

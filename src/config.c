@@ -172,6 +172,8 @@ static const key_def keys[] = {
            "check each candidate's output against the reference"),
     K_DBL("measure.tolerance", measure.tolerance, 0, 1, "relative error the check allows"),
     K_BOOL("measure.flush_l2", measure.flush_l2, "cuda: flush L2 between micro-batches"),
+    K_INT("measure.cuda_device", measure.cuda_device, 0, 1e6,
+          "cuda: device ordinal the runner times on; under mpirun, unset = each worker of a node its own device"),
     K_INT("measure.limit_memory_mb", measure.limit_memory_mb, 0, 1e9,
           "cpu: address space of the measurement process and each compiler; 0 = 3/4 of physical memory"),
     K_DBL("measure.limit_cpu_seconds", measure.limit_cpu_seconds, 0, 1e7,
@@ -189,6 +191,7 @@ static const key_def keys[] = {
 };
 
 enum { NKEYS = sizeof keys / sizeof keys[0] };
+_Static_assert(NKEYS <= DT_CONFIG_KEYS_MAX, "dt_config.given has a flag for every key");
 
 static int find_key(const char *path)
 {
@@ -488,6 +491,8 @@ static int set_checked(const key_def *k, const char *text, const char *dir, dt_c
         rc = types[k->type].check(k, slot, why, len);
     if (rc)
         memcpy(slot, saved, k->size);
+    else
+        cfg->given[k - keys] = true;
     return rc;
 }
 
@@ -954,6 +959,12 @@ int dt_config_set(dt_config *cfg, const char *key, const char *value, dt_error *
     }
     int rc = set_checked(&keys[i], value, "", cfg, why, sizeof why);
     return rc ? dt_error_set(err, rc, "%s", why) : 0;
+}
+
+bool dt_config_given(const dt_config *cfg, const char *key)
+{
+    int i = find_key(key);
+    return i >= 0 && cfg->given[i];
 }
 
 int dt_config_validate(const dt_config *cfg, dt_error *err)

@@ -407,24 +407,42 @@ static int driver_fail(dt_cu_result r, const char *what, dt_error *err)
     return dt_error_set(err, DT_ENODEV, "%s: %s", what, text);
 }
 
-int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err)
+int dt_cuda_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
+                        dt_error *err)
 {
-    memset(info, 0, sizeof *info);
-    const dt_cuda_driver *cu;
-    int rc = dt_cuda_driver_load(&cu, err);
+    int n = 0;
+    if (count)
+        *count = 0;
+    int rc = dt_cuda_driver_load(cu, err);
     if (rc)
         return rc;
     dt_cu_result r;
-    int count = 0;
-    dt_cu_device dev;
-    if ((r = cu->init(0)) != DT_CU_SUCCESS)
+    if ((r = (*cu)->init(0)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuInit", err);
-    if ((r = cu->device_count(&count)) != DT_CU_SUCCESS)
+    if ((r = (*cu)->device_count(&n)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuDeviceGetCount", err);
-    if (count < 1)
+    if (count)
+        *count = n;
+    if (n < 1)
         return dt_error_set(err, DT_ENODEV, "the driver reports no CUDA device");
-    if ((r = cu->device_get(&dev, 0)) != DT_CU_SUCCESS)
+    if (ordinal < 0 || ordinal >= n)
+        return dt_error_set(err, DT_ENODEV, "measure.cuda_device %d: the driver reports %d CUDA "
+                            "device%s (0 to %d)", ordinal, n, n == 1 ? "" : "s", n - 1);
+    if ((r = (*cu)->device_get(dev, ordinal)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuDeviceGet", err);
+    return 0;
+}
+
+int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err)
+{
+    memset(info, 0, sizeof *info);
+    const dt_cuda_driver *cu;
+    dt_cu_device dev;
+    int rc = dt_cuda_device_open(ordinal, &cu, &dev, NULL, err);
+    if (rc)
+        return rc;
+    dt_cu_result r;
+    info->ordinal = ordinal;
     if ((r = cu->device_name(info->name, (int)sizeof info->name, dev)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuDeviceGetName", err);
     if ((r = cu->driver_version(&info->driver_version)) != DT_CU_SUCCESS)
@@ -432,6 +450,16 @@ int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err)
     if ((r = cu->device_total_mem(&info->memory_bytes, dev)) != DT_CU_SUCCESS)
         return driver_fail(r, "cuDeviceTotalMem", err);
     return read_attributes(cu, dev, info, err);
+}
+
+int dt_cuda_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device)
+{
+    if (explicit_device >= 0)
+        return explicit_device;
+    int worker_index = node_rank - (rank0_on_node ? 1 : 0);
+    if (device_count < 1 || worker_index < 0)
+        return 0;
+    return worker_index % device_count;
 }
 
 /* fp32 lanes per SM by compute capability (the CUDA programming guide's

@@ -80,9 +80,7 @@ void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float
 static int make_context(dt_cuda_session *s, dt_error *err)
 {
     const dt_cuda_driver *cu = s->cu;
-    dt_cu_result r = cu->device_get(&s->dev, 0);
-    if (r != DT_CU_SUCCESS)
-        return cu_fail(r, "cuDeviceGet", err);
+    dt_cu_result r;
     if ((r = cu->primary_ctx_retain(&s->ctx, s->dev)) != DT_CU_SUCCESS)
         return cu_fail(r, "cuDevicePrimaryCtxRetain", err);
     if ((r = cu->ctx_set_current(s->ctx)) != DT_CU_SUCCESS)
@@ -98,15 +96,16 @@ static int make_context(dt_cuda_session *s, dt_error *err)
     return 0;
 }
 
-int dt_cuda_session_open(dt_cuda_session **out, dt_cuda_device_info *info, dt_error *err)
+int dt_cuda_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
+                         dt_error *err)
 {
     *out = NULL;
     dt_cuda_session *s = calloc(1, sizeof *s);
     if (!s)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = dt_cuda_device_probe(&s->info, err);
+    int rc = dt_cuda_device_probe(ordinal, &s->info, err);
     if (rc == 0)
-        rc = dt_cuda_driver_load(&s->cu, err);
+        rc = dt_cuda_device_open(ordinal, &s->cu, &s->dev, NULL, err);
     if (rc == 0)
         rc = make_context(s, err);
     if (rc) {

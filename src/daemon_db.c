@@ -239,7 +239,7 @@ static int run_machine(const dt_run *r, char *buf, size_t len, dt_error *err)
         return 0;
     }
     const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
-    return dt_machine_fingerprint(backend, r->cfg->seed, buf, len, err);
+    return dt_machine_fingerprint(backend, r->cfg->seed, r->cfg->measure.cuda_device, buf, len, err);
 }
 
 void dt_run_db_stamp(const dt_run *r, dt_run_record *run)

@@ -67,7 +67,8 @@ static int cpu_fingerprint(char *buf, size_t len, dt_error *err)
     return 0;
 }
 
-int dt_machine_fingerprint(const char *backend, uint64_t seed, char *buf, size_t len, dt_error *err)
+int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
+                           dt_error *err)
 {
     if (strcmp(backend, dt_backend_replay.name) == 0) {
         snprintf(buf, len, "%s seed %" PRIu64, dt_backend_replay.name, seed);
@@ -75,7 +76,7 @@ int dt_machine_fingerprint(const char *backend, uint64_t seed, char *buf, size_t
     }
     if (strcmp(backend, dt_target_name(DT_TARGET_CUDA)) == 0) {
         dt_cuda_device_info info;
-        int rc = dt_cuda_device_probe(&info, err);
+        int rc = dt_cuda_device_probe(cuda_device, &info, err);
         if (rc)
             return rc;
         snprintf(buf, len, "%s, cc %d.%d, driver %d", info.name, info.cc / 10, info.cc % 10,

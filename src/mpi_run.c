@@ -45,8 +45,14 @@
  * prints its summary before MPI_Finalize (dt_mpi_finish), inside which
  * mpirun may end the ranks.
  *
- * Not built: on CUDA each worker taking the GPU of its local rank (every
- * worker opens device 0 of its node).
+ * Devices. On CUDA every worker of a node times on its own GPU: when the
+ * run is started, the ranks of each node are found (MPI_Comm_split_type,
+ * shared memory) and a worker takes its index among its node's workers
+ * modulo the node's device count (dt_cuda_worker_device; rank 0 takes
+ * none). A measure.cuda_device set in the config is kept on every worker,
+ * and where CUDA_VISIBLE_DEVICES leaves each rank one device (Slurm's
+ * --gpus-per-task) the count is 1 and that device is taken. The worker says
+ * its device in its log line and its HELLO's fingerprint names the kind.
  */
 #include "mpi_run.h"
 
@@ -61,10 +67,12 @@
 
 #include "daemon_internal.h"
 #include "dtune/backend.h"
+#include "dtune/cuda_api.h"
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/model.h"
 #include "dtune/mpi_wire.h"
+#include "dtune/target.h"
 #include "dtune/util.h"
 #include "dtune/version.h"
 
@@ -167,7 +175,7 @@ static int machine_fingerprint(const dt_config *cfg, char *buf, size_t len, dt_e
     const dt_backend_i *b = dt_backend_choose(cfg->target, cfg->backend);
     if (!b)
         return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", cfg->backend);
-    return dt_machine_fingerprint(b->name, cfg->seed, buf, len, err);
+    return dt_machine_fingerprint(b->name, cfg->seed, cfg->measure.cuda_device, buf, len, err);
 }
 
 /* A hash over every task of its signature (kind and shape) and its space's
@@ -184,6 +192,50 @@ static void space_version(const dt_run *r, char *buf, size_t len)
         h = dt_fnv1a(h, schema, strlen(schema) + 1);
     }
     snprintf(buf, len, "%016llx", (unsigned long long)h);
+}
+
+/* ---- the device of each worker ------------------------------------------------ */
+
+/* Where this rank sits on its node: its place among the node's ranks in
+ * MPI_COMM_WORLD order and whether rank 0 is one of them. Collective over
+ * MPI_COMM_WORLD: every rank calls it once. */
+static int node_place(int rank, int *node_rank, bool *rank0_on_node, dt_error *err)
+{
+    MPI_Comm node;
+    int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(rc, "MPI_Comm_split_type", err);
+    int lowest = rank;
+    rc = MPI_Comm_rank(node, node_rank);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(rc, "MPI_Allreduce (the ranks of a node)", err);
+    *rank0_on_node = lowest == 0;
+    return 0;
+}
+
+/* Whether cfg's backend is the CUDA one (the one that takes a device). */
+static bool measures_on_cuda(const dt_config *cfg)
+{
+    const dt_backend_i *b = dt_backend_choose(cfg->target, cfg->backend);
+    return b && strcmp(b->name, dt_target_name(DT_TARGET_CUDA)) == 0;
+}
+
+/* Sets cfg's measure.cuda_device for a worker at node_rank (see the file's
+ * opening): left alone off CUDA, where the config sets it, or where the
+ * driver cannot be asked (opening the backend then says why). */
+static void choose_device(dt_config *cfg, int node_rank, bool rank0_on_node)
+{
+    if (!measures_on_cuda(cfg) || dt_config_given(cfg, "measure.cuda_device"))
+        return;
+    const dt_cuda_driver *cu;
+    dt_cu_device dev;
+    int count = 0;
+    dt_error why;
+    (void)dt_cuda_device_open(0, &cu, &dev, &count, &why);
+    cfg->measure.cuda_device = dt_cuda_worker_device(node_rank, rank0_on_node, count, -1);
 }
 
 /* ---- the model and spaces every rank builds -------------------------------- */
@@ -366,6 +418,9 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
     }
     if (open_rc)
         fprintf(stderr, "dtune rank %d: %s\n", rank, open_err.msg);
+    else if (measures_on_cuda(cfg))
+        fprintf(stderr, "dtune rank %d: measuring for rank 0 on CUDA device %d (pid %ld)\n", rank,
+                cfg->measure.cuda_device, (long)getpid());
     else
         fprintf(stderr, "dtune rank %d: measuring for rank 0 (pid %ld)\n", rank, (long)getpid());
     signal(SIGTERM, on_worker_signal);
@@ -656,11 +711,20 @@ int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *res, bool *is_worker, dt
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     *is_worker = rank > 0;
     if (size == 1)
-        rc = dt_daemon_run(cfg, res, err);
-    else if (rank == 0)
-        rc = run_rank0(cfg, size, res, err);
-    else
-        rc = run_worker(cfg, rank, err);
+        return dt_daemon_run(cfg, res, err);
+    int node_rank = 0;
+    bool rank0_on_node = false;
+    if ((rc = node_place(rank, &node_rank, &rank0_on_node, err)) != 0)
+        return rc;
+    if (rank == 0)
+        return run_rank0(cfg, size, res, err);
+    dt_config *mine = malloc(sizeof *mine);
+    if (!mine)
+        return dt_error_set(err, DT_ENOMEM, "out of memory");
+    *mine = *cfg;
+    choose_device(mine, node_rank, rank0_on_node);
+    rc = run_worker(mine, rank, err);
+    free(mine);
     return rc;
 }
 

@@ -230,6 +230,7 @@ static const char full_config[] =
     "  check_output: no\n"
     "  tolerance: 2.5e-4\n"
     "  flush_l2: True\n"
+    "  cuda_device: 3\n"
     "output: {dir: /var/tmp/dtune_run, warm_start: m.yaml}\n"
     "server: {listen: \"[::1]:0\"}\n";
 
@@ -275,6 +276,7 @@ static void test_full_config(void **state)
     assert_true(m->max_repeats == 41 && m->timeout_seconds == 2.5 && m->builders == 7);
     assert_true(m->compile_timeout_seconds == 30 && dt_measure_compile_timeout(m) == 30);
     assert_true(m->threads == 3 && !m->check_output && m->tolerance == 2.5e-4 && m->flush_l2);
+    assert_int_equal(m->cuda_device, 3);
     assert_string_equal(c.server_listen, "[::1]:0");
     assert_int_equal(dt_config_validate(&c, &err), 0);
 }
@@ -309,6 +311,12 @@ static void test_empty_values_and_sections(void **state)
     assert_string_equal(c.backend, "");
     assert_false(c.measure.check_output);
     assert_true(c.measure.flush_l2);
+    /* which keys the file set: the MPI workers keep a measure.cuda_device set there */
+    assert_true(dt_config_given(&c, "measure.flush_l2"));
+    assert_false(dt_config_given(&c, "measure.cuda_device"));
+    assert_false(dt_config_given(&c, "measure.no_such_key"));
+    assert_int_equal(dt_config_set(&c, "measure.cuda_device", "0", &err), 0);
+    assert_true(dt_config_given(&c, "measure.cuda_device"));
 }
 
 /* ---- one problem, one message ----------------------------------------------------- */
@@ -363,6 +371,9 @@ static void test_out_of_range(void **state)
     assert_int_equal(load_text(fx, "model: m.yaml\nscheduler: {belief: {walkers: 1}}\n", &c, &err),
                      DT_EINVAL);
     assert_one_message(fx, &err, 2, 31, "scheduler.belief.walkers: 1 is out of range [2, 10000]");
+    assert_int_equal(load_text(fx, "model: m.yaml\nmeasure: {cuda_device: -1}\n", &c, &err),
+                     DT_EINVAL);
+    assert_one_message(fx, &err, 2, 24, "measure.cuda_device: -1 is out of range [0, 1000000]");
     assert_int_equal(load_text(fx, "model: m.yaml\ntuner: {batch_size: 99999999999}\n", &c, &err),
                      DT_EINVAL);
     assert_one_message(fx, &err, 2, 21, "tuner.batch_size: 99999999999 is out of range [1, 65536]");
@@ -693,7 +704,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 70);
+    assert_int_equal(rows, 71);
     assert_same_config(&c, &defaults);
 }
 

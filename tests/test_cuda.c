@@ -57,7 +57,7 @@ static int probe_device(void **state)
         return -1;
     dt_cuda_device_info info;
     dt_error err;
-    pr->device = dt_cuda_device_probe(&info, &err) == 0;
+    pr->device = dt_cuda_device_probe(0, &info, &err) == 0;
     if (pr->device)
         printf("test_cuda: device 0 is %s (compute capability %d.%d)\n", info.name, info.cc / 10,
                info.cc % 10);
@@ -144,7 +144,9 @@ static void test_open_without_device(void **state)
     dt_error err = { 0 };
     assert_int_equal(dt_backend_cuda.open(&params, &backend, &err), DT_ENODEV);
     assert_null(backend);
-    assert_string_equal(err.msg, "no CUDA device found");
+    /* the message says why: here the driver's own words */
+    assert_int_equal(strncmp(err.msg, "no CUDA device found: ", 22), 0);
+    assert_true(strlen(err.msg) > 22);
     assert_int_equal(dt_error_exit_status(DT_ENODEV), 1);
 }
 
@@ -233,7 +235,7 @@ static void handmade_artifact(fixture *fx, const char *source, const char *name,
     const dt_nvrtc *nv;
     dt_cuda_device_info info;
     assert_int_equal(dt_nvrtc_load(&nv, NULL), 0);
-    assert_int_equal(dt_cuda_device_probe(&info, NULL), 0);
+    assert_int_equal(dt_cuda_device_probe(0, &info, NULL), 0);
     bool ptx;
     int arch = dt_nvrtc_pick_arch(nv, info.cc, &ptx);
     dt_cuda_image image;
@@ -360,8 +362,25 @@ static int fake_runs(bool check_output, int runs)
     return system(cmd) == 0 ? 0 : 1;
 }
 
+/* Probes the fake driver's one device by ordinal: "device0" succeeds,
+ * "device1" is past the driver's count. */
+static int fake_probe(const char *mode)
+{
+    dt_cuda_device_info info;
+    dt_error err = { 0 };
+    int ordinal = atoi(mode + strlen("device"));
+    int rc = dt_cuda_device_probe(ordinal, &info, &err);
+    if (rc == 0)
+        printf("probe ok: ordinal %d, %s\n", info.ordinal, info.name);
+    else
+        printf("probe %s | %s\n", dt_error_name(rc), err.msg);
+    return 0;
+}
+
 static int fake_scenario(const char *mode)
 {
+    if (strncmp(mode, "device", 6) == 0)
+        return fake_probe(mode);
     if (strcmp(mode, "ok") == 0)
         return fake_runs(true, 1) || fake_runs(false, 2);
     return fake_runs(true, 2);
@@ -372,11 +391,10 @@ typedef struct fake_env {
     char exe[1024];
 } fake_env;
 
-/* Builds the fake driver; skips without a C compiler or NVRTC. */
-static void fake_setup(fake_env *env)
+/* Builds the fake driver alone; skips without a C compiler. */
+static void fake_driver(fake_env *env)
 {
-    const dt_nvrtc *nv;
-    if (dt_nvrtc_load(&nv, NULL) != 0 || system("command -v cc >/dev/null 2>&1") != 0)
+    if (system("command -v cc >/dev/null 2>&1") != 0)
         skip();
     dt_test_tmpdir(env->dir, sizeof env->dir);
     ssize_t n = readlink("/proc/self/exe", env->exe, sizeof env->exe - 1);
@@ -388,6 +406,23 @@ static void fake_setup(fake_env *env)
     if (rc != 0)
         print_error("%s: status %d\n", cmd, rc);
     assert_int_equal(rc, 0);
+}
+
+/* Builds the fake driver; skips without a C compiler or NVRTC. */
+static void fake_setup(fake_env *env)
+{
+    const dt_nvrtc *nv;
+    if (dt_nvrtc_load(&nv, NULL) != 0)
+        skip();
+    fake_driver(env);
+}
+
+/* Removes the fake driver's folder. */
+static void fake_cleanup(const fake_env *env)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", env->dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* Output of this binary's --fake-scenario mode under the fake driver. */
@@ -465,9 +500,45 @@ static void test_process_machinery_with_fake_driver(void **state)
     /* a driver without a device */
     fake_run(&env, "nodevice", out, sizeof out);
     expect_text(out, "open DT_ENODEV | no CUDA device found");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", env.dir);
-    assert_int_equal(system(cmd), 0);
+    fake_cleanup(&env);
+}
+
+/* measure.cuda_device picks the device the probe describes; one past the
+ * driver's count is an error naming the ordinal and the count. */
+static void test_device_ordinal_with_fake_driver(void **state)
+{
+    (void)state;
+    fake_env env;
+    fake_driver(&env);
+    fake_run(&env, "device0", out, sizeof out);
+    expect_text(out, "probe ok: ordinal 0, Fake GPU");
+    fake_run(&env, "device1", out, sizeof out);
+    expect_text(out, "measure.cuda_device 1: the driver reports 1 CUDA device (0 to 0)");
+    fake_cleanup(&env);
+}
+
+/* Each MPI worker's device: its index among its node's workers (rank 0
+ * takes none) modulo the device count, unless the user chose one. */
+static void test_worker_device_choice(void **state)
+{
+    (void)state;
+    /* four workers on a node of four GPUs beside rank 0: 0, 1, 2, 3 */
+    for (int node_rank = 1; node_rank <= 4; node_rank++)
+        assert_int_equal(dt_cuda_worker_device(node_rank, true, 4, -1), node_rank - 1);
+    /* a node without rank 0: its first rank is a worker */
+    assert_int_equal(dt_cuda_worker_device(0, false, 4, -1), 0);
+    assert_int_equal(dt_cuda_worker_device(3, false, 4, -1), 3);
+    /* more workers than devices: round robin */
+    assert_int_equal(dt_cuda_worker_device(5, false, 3, -1), 2);
+    assert_int_equal(dt_cuda_worker_device(7, true, 3, -1), 0);
+    assert_int_equal(dt_cuda_worker_device(7, false, 3, -1), 1);
+    /* one visible device per rank (CUDA_VISIBLE_DEVICES): always that one */
+    assert_int_equal(dt_cuda_worker_device(6, false, 1, -1), 0);
+    /* an explicit measure.cuda_device is kept on every worker */
+    assert_int_equal(dt_cuda_worker_device(1, true, 4, 3), 3);
+    assert_int_equal(dt_cuda_worker_device(6, false, 2, 5), 5);
+    /* no device known: 0, opening it then says why */
+    assert_int_equal(dt_cuda_worker_device(3, true, 0, -1), 0);
 }
 
 int main(int argc, char **argv)
@@ -481,6 +552,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tune_without_device_exits_1),
         cmocka_unit_test(test_runner_entry_rejects_bad_arguments),
         cmocka_unit_test(test_process_machinery_with_fake_driver),
+        cmocka_unit_test(test_device_ordinal_with_fake_driver),
+        cmocka_unit_test(test_worker_device_choice),
         cmocka_unit_test(test_every_kind_measures),
         cmocka_unit_test(test_failures_are_result_classes),
         cmocka_unit_test(test_flush_l2_and_invalid),

@@ -492,7 +492,7 @@ static void test_db_export_is_the_runs(void **state)
     snprintf(from_run, sizeof from_run, "%s/from_run", run_dir);
     snprintf(from_db, sizeof from_db, "%s/from_db", run_dir);
     snprintf(db_arg, sizeof db_arg, "--db=%s", run_db);
-    assert_int_equal(dt_machine_fingerprint("cpu", 1, machine, sizeof machine, &err), 0);
+    assert_int_equal(dt_machine_fingerprint("cpu", 1, 0, machine, sizeof machine, &err), 0);
     char other_machine[DT_MACHINE_MAX + 16];
     snprintf(other_machine, sizeof other_machine, "%.200s (another)", machine);
     plant(run_db, other_machine, 0, 1e6, 0, NULL, 31);
@@ -533,7 +533,7 @@ static void test_db_export_refusals(void **state)
     snprintf(db, sizeof db, "%s/foreign.db", dir);
     snprintf(db_arg, sizeof db_arg, "--db=%s", db);
     snprintf(exp, sizeof exp, "%s/lib", dir);
-    assert_int_equal(dt_machine_fingerprint("cpu", 1, machine, sizeof machine, &err), 0);
+    assert_int_equal(dt_machine_fingerprint("cpu", 1, 0, machine, sizeof machine, &err), 0);
     plant(db, "another machine", 0, 1e6, 0, NULL, 33);
     plant(db, machine, other_width(), 1e6, 0, NULL, 34);
     char *argv[] = { "dtune", "export", db_arg, "-m", "models/tiny.yaml", "-o", exp, NULL, NULL };

@@ -34,17 +34,19 @@ extern const dt_backend_i dt_backend_cuda;
 
 #define DT_CUDA_RUNNER_ARG "__cuda-runner"
 
-/* The measurement process's main: argv = { EXE, DT_CUDA_RUNNER_ARG, FD }.
- * Serves requests on socket FD until the parent closes it. Returns the exit
+/* The measurement process's main: argv = { EXE, DT_CUDA_RUNNER_ARG, FD
+ * [, "--limits", CPU_SECONDS, OPEN_FILES [, "--device", ORDINAL]] } (the
+ * ordinal is measure.cuda_device; 0 when not given). Serves requests on socket FD until the parent closes it. Returns the exit
  * status (0 when the parent closed the socket, 3 after a lost context, 1 on
  * a protocol or start-up failure). */
 int dt_cuda_runner_main(int argc, char **argv);
 
-/* The share of device 0's memory one task's tensors may take. */
+/* The share of the device's memory one task's tensors may take. */
 #define DT_CUDA_MEMORY_SHARE 0.9
 
-/* The CUDA target's task_memory (target.h): DT_CUDA_MEMORY_SHARE of device
- * 0's memory; nothing (unchecked) when no device can be probed. */
+/* The CUDA target's task_memory (target.h): DT_CUDA_MEMORY_SHARE of the
+ * default measure.cuda_device's memory (a model is checked before any
+ * config is read); nothing (unchecked) when no device can be probed. */
 void dt_cuda_task_memory(dt_model_memory *memory);
 
 #endif

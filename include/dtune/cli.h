@@ -44,7 +44,8 @@ int dt_cli_db_path(const char *db_path, const char *config_path, char *buf, size
                    dt_error *err);
 
 /* Prints on stdout the fingerprint of the machine backend measures on (seed:
- * the run's, which only the replay surface depends on): the first line of
+ * the run's, which only the replay surface depends on; CUDA: the default
+ * measure.cuda_device): the first line of
  * `dtune machine`, and all that `dtune db machine` prints. Returns 0, or
  * dt_machine_fingerprint's error code with err set. */
 int dt_cli_print_machine(const char *backend, uint64_t seed, dt_error *err);

@@ -27,6 +27,7 @@
 #include "dtune/tuner.h"
 
 #define DT_CONFIG_LISTEN_MAX 64    /* server.listen, with its NUL */
+#define DT_CONFIG_KEYS_MAX 128     /* keys in config.c's table at most */
 
 /* The run's own settings (config keys budget.*): when the daemon stops. */
 typedef struct dt_budget_params {
@@ -52,6 +53,7 @@ typedef struct dt_config {
     char server_listen[DT_CONFIG_LISTEN_MAX]; /* HOST:PORT; "" or "off" = no server */
     dt_db_params db;                   /* db.* */
     uint64_t seed;
+    bool given[DT_CONFIG_KEYS_MAX];    /* by key: set by the file or dt_config_set (dt_config_given) */
 } dt_config;
 
 /* Fills every default (dtune check --help lists them); model is "". */
@@ -74,6 +76,10 @@ int dt_config_load_report(const char *path, dt_config *cfg, bool check_model, FI
  * as given (relative to the working directory). Returns 0 or DT_EINVAL (cfg
  * unchanged) or DT_ENOTFOUND (a named file is missing; cfg unchanged). */
 int dt_config_set(dt_config *cfg, const char *key, const char *value, dt_error *err);
+
+/* Whether key (a dotted path) was set by the config file or dt_config_set
+ * rather than left at its default; false for an unknown key. */
+bool dt_config_given(const dt_config *cfg, const char *key);
 
 /* Range and consistency checks of a filled config (also after command-line
  * overrides). */

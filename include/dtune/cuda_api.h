@@ -161,9 +161,10 @@ int dt_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name
 
 void dt_cuda_image_free(dt_cuda_image *image);
 
-/* --- Device 0 as the driver reports it ------------------------------------- */
+/* --- One device as the driver reports it ------------------------------------ */
 
 typedef struct dt_cuda_device_info {
+    int ordinal;               /* the driver's number of the device */
     char name[256];
     int cc;                    /* compute capability, major * 10 + minor */
     int sms;
@@ -177,10 +178,31 @@ typedef struct dt_cuda_device_info {
     size_t memory_bytes;       /* global memory */
 } dt_cuda_device_info;
 
-/* Probes device 0 (driver load, cuInit, attributes; no context). Returns 0,
- * or DT_ENODEV with the reason ("libcuda.so.1: cannot open shared object
- * file: ...", "cuInit: no CUDA-capable device is detected (100)", ...). */
-int dt_cuda_device_probe(dt_cuda_device_info *info, dt_error *err);
+/* Opens device `ordinal` (measure.cuda_device; counted among the devices
+ * CUDA_VISIBLE_DEVICES leaves visible): loads the driver, cuInit, checks the
+ * ordinal against the driver's device count and gets the device. Sets *cu
+ * and *dev; *count (when non-NULL) gets the device count, also on an
+ * ordinal out of range. Returns 0, or DT_ENODEV with the reason (no
+ * driver, "cuInit: ...", "measure.cuda_device 3: the driver reports 2 CUDA
+ * devices (0 to 1)"). */
+int dt_cuda_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
+                        dt_error *err);
+
+/* Probes device `ordinal` (dt_cuda_device_open, then its name and
+ * attributes; no context). Returns 0, or DT_ENODEV with the reason
+ * ("libcuda.so.1: cannot open shared object file: ...", "cuInit: no
+ * CUDA-capable device is detected (100)", ...). */
+int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err);
+
+/* The device a measurement worker of an MPI job uses: explicit_device when
+ * it is >= 0 (the user set measure.cuda_device), else its index among the
+ * workers of its node modulo device_count. node_rank is the rank's place
+ * among the ranks of its node in MPI_COMM_WORLD order; rank0_on_node says
+ * whether rank 0 (which measures nothing, so takes no device) is one of
+ * them, in which case it is node rank 0. device_count < 1 gives 0. Where
+ * CUDA_VISIBLE_DEVICES leaves each rank one device, device_count is 1 and
+ * every worker takes that one. */
+int dt_cuda_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device);
 
 /* Peak fp32 GFLOPS: SMs x fp32 lanes per SM (by compute capability) x 2 x
  * clock; 0 when the clock is unknown. */

@@ -26,9 +26,11 @@
 
 typedef struct dt_cuda_session dt_cuda_session;
 
-/* Makes device 0's primary context current on this thread and fills info.
- * Returns 0, DT_ENODEV or DT_ELIB (a driver call failed; message names it). */
-int dt_cuda_session_open(dt_cuda_session **out, dt_cuda_device_info *info, dt_error *err);
+/* Makes device `ordinal`'s (measure.cuda_device) primary context current on
+ * this thread and fills info. Returns 0, DT_ENODEV (no such device: see
+ * dt_cuda_device_open) or DT_ELIB (a driver call failed; message names it). */
+int dt_cuda_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
+                         dt_error *err);
 
 /* Releases everything, the context last. Accepts NULL. */
 void dt_cuda_session_close(dt_cuda_session *s);

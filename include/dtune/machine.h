@@ -22,8 +22,12 @@
 
 /* The fingerprint of the machine that backend (a dt_backend_at name: "cpu",
  * "cuda", "replay") measures on, into buf; seed is the run's (only the
- * replay surface depends on it). Returns 0, or DT_ENODEV (no CUDA device) /
+ * replay surface depends on it), cuda_device the ordinal the CUDA backend
+ * measures on (measure.cuda_device): its kind (name, compute capability,
+ * driver) is described, not its ordinal, so two identical devices agree.
+ * Returns 0, or DT_ENODEV (no CUDA device) /
  * DT_EIO (/proc/cpuinfo unreadable) with a message. */
-int dt_machine_fingerprint(const char *backend, uint64_t seed, char *buf, size_t len, dt_error *err);
+int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
+                           dt_error *err);
 
 #endif

@@ -42,6 +42,8 @@ struct dt_measure_params {
                                   0 = DT_PROCESS_MEMORY_SHARE of physical memory */
     double limit_cpu_seconds;  /* CPU time of one candidate's compile or measurement; 0 = none */
     int limit_open_files;      /* descriptors of the runner and each compiler; 0 = none */
+    int cuda_device;           /* cuda: ordinal of the device the runner times on and the
+                                  device query describes (among CUDA_VISIBLE_DEVICES) */
 };
 
 /* The defaults (dtune check --help lists them). */
