@@ -231,53 +231,34 @@ static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_e
     return rc;
 }
 
-/* Each task's prediction at the decision that gave slot to task k, as the
- * run state's rows hold it (preds holds the model's tasks); false when no
- * decision started the slot (k = -1: warm-up). */
-static bool decision_preds(dt_run *r, int slot, int k, dt_belief_forecast *preds)
-{
-    bool found = false;
-    pthread_mutex_lock(&r->state.lock);
-    for (int i = r->state.ndecisions - 1; k >= 0 && i >= 0 && !found; i--) {
-        if (r->state.decisions[i].slot != slot || r->state.decisions[i].task != k)
-            continue;
-        const dt_task_score *rows = dt_run_state_scores(&r->state, i);
-        for (int t = 0; t < r->model->ntasks; t++)
-            preds[t] = rows[t].pred;
-        found = true;
-    }
-    pthread_mutex_unlock(&r->state.lock);
-    return found;
-}
-
 static bool same_forecast(const dt_belief_forecast *a, const dt_belief_forecast *b)
 {
     return a->gflops == b->gflops && a->lo_gflops == b->lo_gflops &&
            a->hi_gflops == b->hi_gflops && a->horizon == b->horizon;
 }
 
-/* The tasks whose fitted curve, or prediction at rec's decision, changed
- * since the log's previous slot record, into rec (fits holds the model's
- * tasks, up to DT_MAX_SCORES); they count as logged once the append
- * succeeds. A slot no decision started keeps the logged predictions. */
-static void changed_fits(dt_run *r, dt_slot_fit *fits, dt_slot_record *rec)
+/* The tasks whose fitted curve, or prediction at rec's decision (rows; NULL
+ * when no decision started the slot), changed since the log's previous slot
+ * record, into rec (fits holds the model's tasks, up to DT_MAX_SCORES); they
+ * count as logged once the append succeeds. A slot no decision started keeps
+ * the logged predictions. */
+static void changed_fits(dt_run *r, const dt_task_score *rows, dt_slot_fit *fits,
+                         dt_slot_record *rec)
 {
     int n = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
-    dt_belief_forecast preds[r->model->ntasks > 0 ? r->model->ntasks : 1];
-    bool decided = decision_preds(r, rec->slot, rec->task_index, preds);
     rec->nfits = 0;
     rec->fits = fits;
     for (int i = 0; i < n; i++) {
         const dt_slot_fit *logged = &r->tasks[i].logged;
         dt_slot_fit now = { .task_index = i, .curve = r->tasks[i].fit,
-                            .pred = decided ? preds[i] : logged->pred };
+                            .pred = rows ? rows[i].pred : logged->pred };
         if (!dt_belief_curve_equal(&now.curve, &logged->curve) ||
             !same_forecast(&now.pred, &logged->pred))
             fits[rec->nfits++] = now;
     }
 }
 
-static int write_slot(dt_run *r, int slot, int k, const double *scores, double decision_ms,
+static int write_slot(dt_run *r, int slot, int k, const dt_task_score *rows, double decision_ms,
                       dt_error *err)
 {
     dt_slot_record rec;
@@ -290,11 +271,11 @@ static int write_slot(dt_run *r, int slot, int k, const double *scores, double d
     rec.decision_ms = decision_ms;
     rec.nscores = r->model->ntasks < DT_MAX_SCORES ? r->model->ntasks : DT_MAX_SCORES;
     for (int i = 0; i < rec.nscores; i++)
-        rec.scores[i] = scores && isfinite(scores[i]) ? scores[i] : 0.0;
+        rec.scores[i] = rows && isfinite(rows[i].score) ? rows[i].score : 0.0;
     dt_slot_fit *fits = malloc((size_t)(rec.nscores > 0 ? rec.nscores : 1) * sizeof *fits);
     if (!fits)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    changed_fits(r, fits, &rec);
+    changed_fits(r, rows, fits, &rec);
     int rc = dt_tunelog_append_slot(r->log, &rec, err);
     for (int i = 0; !rc && i < rec.nfits; i++)
         r->tasks[fits[i].task_index].logged = fits[i];
@@ -479,14 +460,10 @@ static void score_row(const dt_run *r, const dt_sched_task *st, const double *sc
 }
 
 /* Publishes the start of slot r->slot, given to task k, with the policy's
- * view of every task. Returns 0 or DT_ENOMEM. */
-static int start_slot(dt_run *r, int slot, int k, const dt_sched_task *st, const double *scores,
-                      double decision_ms)
+ * view of every task (rows). Returns 0 or DT_ENOMEM. */
+static int start_slot(dt_run *r, int slot, int k, const dt_task_score *rows, double decision_ms)
 {
     int n = r->model->ntasks;
-    dt_task_score rows[n];
-    for (int i = 0; i < n; i++)
-        score_row(r, st, scores, i, &rows[i]);
     double now = dt_run_elapsed(r);
     dt_slot_decision d = { .slot = slot, .task = k, .elapsed = now, .decision_ms = decision_ms };
     pthread_mutex_lock(&r->state.lock);
@@ -506,8 +483,8 @@ static int start_slot(dt_run *r, int slot, int k, const dt_sched_task *st, const
 /* The scheduler's pick among the tasks not held (held NULL: none is),
  * published as slot r->slot + 1: *k the task, or -1 when the policy picks
  * none (no slot starts). */
-static int pick_slot(dt_run *r, const bool *held, int *k, double *scores, double *decision_ms,
-                     dt_error *err)
+static int pick_slot(dt_run *r, const bool *held, int *k, dt_task_score *rows,
+                     double *decision_ms, dt_error *err)
 {
     int n = r->model->ntasks, rc;
     double t0 = dt_now_seconds();
@@ -517,13 +494,16 @@ static int pick_slot(dt_run *r, const bool *held, int *k, double *scores, double
     fill_sched(r, st);
     for (int i = 0; held && i < n; i++)
         st[i].exhausted = st[i].exhausted || held[i];   /* a task never holds two slots */
+    double scores[n > 0 ? n : 1];
     *k = dt_scheduler_pick(r->sched, r->slot + 1, st, n, scores);
     *decision_ms = (dt_now_seconds() - t0) * 1e3;
     r->decision_seconds += *decision_ms / 1e3;
     if (*k < 0)
         return 0;
+    for (int i = 0; i < n; i++)
+        score_row(r, st, scores, i, &rows[i]);
     r->slot++;
-    if ((rc = start_slot(r, r->slot, *k, st, scores, *decision_ms)))
+    if ((rc = start_slot(r, r->slot, *k, rows, *decision_ms)))
         return dt_error_set(err, rc, "out of memory");
     return 0;
 }
@@ -537,8 +517,9 @@ static int run_slot(dt_run *r, int slot, int k, dt_error *err)
 static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
 {
     int n = r->model->ntasks, k;
-    double scores[n], decision_ms;
-    int rc = pick_slot(r, NULL, &k, scores, &decision_ms, err);
+    dt_task_score rows[n > 0 ? n : 1];
+    double decision_ms;
+    int rc = pick_slot(r, NULL, &k, rows, &decision_ms, err);
     if (rc)
         return rc;
     if (k < 0) {
@@ -547,7 +528,7 @@ static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
     }
     rc = run_slot(r, r->slot, k, err);
     if (rc == 0)
-        rc = write_slot(r, r->slot, k, scores, decision_ms, err);
+        rc = write_slot(r, r->slot, k, rows, decision_ms, err);
     return rc;
 }
 

@@ -78,6 +78,9 @@ typedef struct dt_run {
     int resumed_records;
     double decision_seconds;   /* scheduling overhead */
     double tuner_overhead;     /* tuner's non-measurement seconds */
+    double reports_at;         /* dt_now_seconds() when latency.svg and report.html
+                                  were last rewritten; 0: not yet */
+    double reports_took;       /* seconds that rewrite took */
     bool tty;
     void *belief;              /* daemon_belief.c's dt_belief_pool */
     dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
@@ -116,13 +119,15 @@ typedef struct dt_run_steps {
     int (*end_warm_up)(dt_run *r, dt_error *err);
     dt_stop_reason (*should_stop)(const dt_run *r);
     /* the scheduler's pick among the tasks not held, published as slot
-     * r->slot + 1 (r->slot moved to it); *k -1: none picked */
-    int (*pick)(dt_run *r, const bool *held, int *k, double *scores, double *decision_ms,
+     * r->slot + 1 (r->slot moved to it), every task's row of the decision in
+     * rows (ntasks); *k -1: none picked */
+    int (*pick)(dt_run *r, const bool *held, int *k, dt_task_score *rows, double *decision_ms,
                 dt_error *err);
     /* task k's tuner for slot number slot, its measurements logged */
     int (*run_slot)(dt_run *r, int slot, int k, dt_error *err);
-    /* the slot's end: its record, its statistics, the reports */
-    int (*write_slot)(dt_run *r, int slot, int k, const double *scores, double decision_ms,
+    /* the slot's end: its record (with rows, the decision that started it;
+     * NULL: none did), its statistics, the reports */
+    int (*write_slot)(dt_run *r, int slot, int k, const dt_task_score *rows, double decision_ms,
                       dt_error *err);
     /* asks every slot to end after its point in flight, as a signal does */
     void (*stop)(void);
@@ -175,8 +180,11 @@ void dt_run_db_close(dt_run *r);
 int dt_run_predict(dt_run *r, dt_error *err);
 void dt_run_belief_free(dt_run *r);
 
-/* After a live slot (csv_row true) appends its latency.csv row; always
- * rewrites latency.svg and best.json and prints the status line. */
+/* After a live slot (csv_row true) appends its latency.csv row and rewrites
+ * latency.svg and report.html when they are due (REPORT_SECONDS after the
+ * last rewrite, and never more than REPORT_SHARE of the run's time); at the
+ * run's end (csv_row false) always rewrites them. Always rewrites best.json
+ * and prints the status line. */
 int dt_run_publish(dt_run *r, bool csv_row, dt_error *err);
 
 /* Starts the ticker thread: at least once a second it moves the shared

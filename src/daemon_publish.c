@@ -21,10 +21,17 @@
 
 #include "daemon_internal.h"
 #include "dtune/report.h"
+#include "dtune/util.h"
 
 /* Seconds between two ticks: below a second so that the line and /status
  * move at least once a second even when a tick comes late. */
 #define TICK_SECONDS 0.5
+/* After a slot, latency.svg and report.html are rewritten at most once in
+ * REPORT_SECONDS, and at most REPORT_SHARE of the time goes into them: both
+ * grow with the run, and a replay run ends several slots a second. The run's
+ * end always rewrites them; /status and the live page read the run state. */
+#define REPORT_SECONDS 2.0
+#define REPORT_SHARE 0.05
 
 struct dt_run_ticker {
     pthread_t thread;
@@ -167,10 +174,16 @@ int dt_run_publish(dt_run *r, bool csv_row, dt_error *err)
             rc = dt_report_append_csv(&snap, err);
         if (rc == 0)
             rc = dt_report_write_best(&snap, err);
-        if (rc == 0)
+        double now = dt_now_seconds();
+        bool due = !csv_row || r->reports_at <= 0 ||
+                   now - r->reports_at >= fmax(REPORT_SECONDS, r->reports_took / REPORT_SHARE);
+        if (rc == 0 && due) {
             rc = dt_report_write_svg(&snap, err);
-        if (rc == 0)
-            rc = dt_report_write_html(&snap, err);
+            if (rc == 0)
+                rc = dt_report_write_html(&snap, err);
+            r->reports_at = dt_now_seconds();
+            r->reports_took = r->reports_at - now;
+        }
         if (csv_row || r->tty)
             status_line(r, &snap);
         if (!csv_row && r->tty)

@@ -76,7 +76,7 @@ typedef struct job {
     /* the slot's outcome and what its record says */
     int rc;
     dt_error err;
-    double *scores;
+    dt_task_score *rows;       /* the decision that started the slot, every task's row */
     double decision_ms;
 } job;
 
@@ -268,7 +268,7 @@ static void reap(struct dt_run_slots *pool, int *first, dt_error *err)
         int rc = j->rc;
         dt_error e = j->err;
         if (rc == 0 && j->slot >= 0)
-            rc = pool->steps->write_slot(r, j->slot, j->task, j->scores, j->decision_ms, &e);
+            rc = pool->steps->write_slot(r, j->slot, j->task, j->rows, j->decision_ms, &e);
         if (rc && *first == 0) {
             *first = rc;
             *err = e;
@@ -322,7 +322,7 @@ static int fill(struct dt_run_slots *pool, progress *p, dt_error *err)
             p->stopping = true;
             return 0;
         }
-        if ((rc = steps->pick(r, pool->held, &k, j->scores, &j->decision_ms, err)))
+        if ((rc = steps->pick(r, pool->held, &k, j->rows, &j->decision_ms, err)))
             return rc;
         if (k >= 0 && (rc = start_job(j, k, r->slot, err)))
             return rc;
@@ -386,7 +386,7 @@ static void pool_free(struct dt_run_slots *pool)
 {
     for (int i = 0; pool->jobs && i < pool->njobs; i++) {
         pthread_cond_destroy(&pool->jobs[i].answered);
-        free(pool->jobs[i].scores);
+        free(pool->jobs[i].rows);
     }
     free(pool->jobs);
     free(pool->held);
@@ -411,13 +411,13 @@ static int pool_init(struct dt_run_slots *pool, dt_run *r, const dt_run_steps *s
         j->worker = i;
         j->task = -1;
         pthread_cond_init(&j->answered, NULL);
-        j->scores = calloc((size_t)r->model->ntasks, sizeof *j->scores);
-        if (!j->scores) {
+        j->rows = calloc((size_t)(r->model->ntasks > 0 ? r->model->ntasks : 1), sizeof *j->rows);
+        if (!j->rows) {
             pool->njobs = i + 1;
             break;
         }
     }
-    if (pool->held && pool->jobs && pool->jobs[pool->njobs - 1].scores)
+    if (pool->held && pool->jobs && pool->jobs[pool->njobs - 1].rows)
         return 0;
     pool_free(pool);
     return dt_error_set(err, DT_ENOMEM, "out of memory");

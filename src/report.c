@@ -359,10 +359,11 @@ static json_t *ranking_json(const dt_run_state *rs, int i)
 {
     json_t *rows = json_array();
     int order[rs->ntasks > 0 ? rs->ntasks : 1];
-    const dt_task_score *scores = dt_run_state_scores(rs, i);
     dt_run_state_rank(rs, i, order);
     for (int j = 0; rows && j < rs->ntasks; j++) {
-        const dt_task_score *sc = &scores[order[j]];
+        const dt_task_score *sc = dt_run_state_row(rs, i, order[j]);
+        if (!sc)
+            break;            /* an older decision keeps its first two rows */
         json_t *row = json_object();
         int bad = !row || put(row, "task", json_string(rs->tasks[order[j]].name)) |
                               put(row, "score", number_or_null(sc->score)) |

@@ -350,17 +350,39 @@ static double my(const mini_axes *a, double gflops)
     return MINI_Y1 - (MINI_Y1 - MINI_Y0) * gflops / a->gmax;
 }
 
-/* Axes that hold the task's trials, best, peak and every prediction. */
+/* Task k's predictions to draw, oldest first, into marks (it holds
+ * DT_REPORT_PRED_MARKS + 1): the belief's prediction at each decision that
+ * gave k a slot (the one that slot then tested), the newest
+ * DT_REPORT_PRED_MARKS of them, then the newest decision's prediction for k
+ * when it holds one and did not give k its slot. Returns how many. */
+static int prediction_marks_of(const dt_run_state *rs, int k, const dt_belief_forecast **marks)
+{
+    int n = 0;
+    for (int i = rs->ndecisions - 1; i >= 0 && n < DT_REPORT_PRED_MARKS; i--)
+        if (rs->decisions[i].task == k && dt_belief_forecast_ok(&rs->decisions[i].chosen.pred))
+            marks[n++] = &rs->decisions[i].chosen.pred;
+    for (int i = 0; i < n / 2; i++) {
+        const dt_belief_forecast *t = marks[i];
+        marks[i] = marks[n - 1 - i];
+        marks[n - 1 - i] = t;
+    }
+    int newest = rs->ndecisions - 1;
+    const dt_task_score *rows = newest >= 0 ? dt_run_state_scores(rs, newest) : NULL;
+    if (rows && rs->decisions[newest].task != k && dt_belief_forecast_ok(&rows[k].pred))
+        marks[n++] = &rows[k].pred;
+    return n;
+}
+
+/* Axes that hold the task's trials, best, peak and the predictions drawn. */
 static mini_axes task_axes(const dt_run_state *rs, int k)
 {
     const dt_task_state *t = &rs->tasks[k];
     mini_axes a = { .tmax = t->trials, .gmax = fmax(t->best_gflops, t->peak_gflops) };
-    for (int i = 0; i < rs->ndecisions; i++) {
-        const dt_belief_forecast *p = &dt_run_state_scores(rs, i)[k].pred;
-        if (dt_belief_forecast_ok(p)) {
-            a.tmax = fmax(a.tmax, p->horizon);
-            a.gmax = fmax(a.gmax, fmax(p->hi_gflops, p->gflops));
-        }
+    const dt_belief_forecast *marks[DT_REPORT_PRED_MARKS + 1];
+    int n = prediction_marks_of(rs, k, marks);
+    for (int i = 0; i < n; i++) {
+        a.tmax = fmax(a.tmax, marks[i]->horizon);
+        a.gmax = fmax(a.gmax, fmax(marks[i]->hi_gflops, marks[i]->gflops));
     }
     for (int i = 0; i < t->fit.n; i++) {
         a.tmax = fmax(a.tmax, dt_belief_curve_x(&t->fit, i));
@@ -371,20 +393,15 @@ static mini_axes task_axes(const dt_run_state *rs, int k)
     return a;
 }
 
-/* Each prediction the belief made for task k at a decision: its value at the
- * horizon with the 90 % interval, one <g class="pred-mark"> each; the newest
- * in red. */
+/* Task k's predictions (prediction_marks_of), one <g class="pred-mark">
+ * each, the last in red. */
 static void prediction_marks(FILE *f, const dt_run_state *rs, int k, const mini_axes *a)
 {
-    int newest = -1;
-    for (int i = 0; i < rs->ndecisions; i++)
-        if (dt_belief_forecast_ok(&dt_run_state_scores(rs, i)[k].pred))
-            newest = i;
-    for (int i = 0; i <= newest; i++) {
-        const dt_belief_forecast *p = &dt_run_state_scores(rs, i)[k].pred;
-        if (!dt_belief_forecast_ok(p))
-            continue;
-        const char *colour = i == newest ? "#d62728" : "#999";
+    const dt_belief_forecast *marks[DT_REPORT_PRED_MARKS + 1];
+    int n = prediction_marks_of(rs, k, marks);
+    for (int i = 0; i < n; i++) {
+        const dt_belief_forecast *p = marks[i];
+        const char *colour = i == n - 1 ? "#d62728" : "#999";
         fprintf(f, "<g class=\"pred-mark\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                    "y2=\"%.1f\" stroke=\"%s\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
                    "fill=\"%s\"/></g>\n",
@@ -520,53 +537,73 @@ static void ranking_table(FILE *f, const dt_run_state *rs)
     fputs("</table>\n", f);
 }
 
-/* The model-latency cut slot actually made (ms), NAN until it has ended. */
-static double actual_cut(const dt_run_state *rs, int slot)
+/* Each slot's point in rs->points: ends[slot] its index, -1 while the slot
+ * has not ended; nslots entries. A malloc'd array, NULL when out of memory. */
+static int *slot_ends(const dt_run_state *rs, int *nslots)
 {
-    for (int j = 1; j < rs->npoints; j++)
-        if (rs->points[j].slot == slot)
-            return rs->points[j - 1].model_latency_ms - rs->points[j].model_latency_ms;
-    return NAN;
+    int n = 0;
+    for (int j = 0; j < rs->npoints; j++)
+        n = rs->points[j].slot >= n ? rs->points[j].slot + 1 : n;
+    int *ends = malloc((size_t)(n > 0 ? n : 1) * sizeof *ends);
+    for (int s = 0; ends && s < n; s++)
+        ends[s] = -1;
+    for (int j = 0; ends && j < rs->npoints; j++)
+        if (rs->points[j].slot >= 0)
+            ends[rs->points[j].slot] = j;
+    *nslots = n;
+    return ends;
 }
 
-/* Decisions whose slot has ended, newest first: the chosen task, its
- * predicted cut against the cut the slot then made, and the runner-up. */
+/* The model-latency cut a slot actually made (ms): the drop at its point
+ * (ends from slot_ends), NAN until it has ended. */
+static double actual_cut(const dt_run_state *rs, const int *ends, int nslots, int slot)
+{
+    int j = ends && slot >= 0 && slot < nslots ? ends[slot] : -1;
+    return j >= 1 ? rs->points[j - 1].model_latency_ms - rs->points[j].model_latency_ms : NAN;
+}
+
+/* Decisions whose slot has ended, newest first, at most limit of them: the
+ * chosen task, its predicted cut against the cut the slot then made, and
+ * the runner-up. */
 static void decision_history(FILE *f, const dt_run_state *rs, int limit)
 {
     /* the newest is still under way while a slot runs */
-    int order[rs->ntasks > 0 ? rs->ntasks : 1];
     int last = rs->ndecisions - (rs->slot_started >= 0 ? 2 : 1);
     if (last < 0)
         return;
-    int first = limit > 0 && last + 1 > limit ? last + 1 - limit : 0;
+    int first = last + 1 > limit ? last + 1 - limit : 0, nslots;
+    int *ends = slot_ends(rs, &nslots);
     fputs("<h2>Decisions</h2>\n<p>The chosen task's predicted cut of the model latency "
-          "(with its 90 % interval) against the cut its slot then made.</p>\n"
-          "<table id=\"decisions\"><tr><th>slot</th><th>at</th><th>chosen</th><th>score</th>"
-          "<th>predicted cut ms</th><th>90 % from</th><th>to</th><th>actual cut ms</th>"
-          "<th>runner-up</th><th>score</th><th>decision ms</th></tr>\n", f);
+          "(with its 90 % interval) against the cut its slot then made", f);
+    if (first > 0)
+        fprintf(f, "; the newest %d of %d (tuning.jsonl holds every one)", last + 1 - first,
+                last + 1);
+    fputs(".</p>\n<table id=\"decisions\"><tr><th>slot</th><th>at</th><th>chosen</th>"
+          "<th>score</th><th>predicted cut ms</th><th>90 % from</th><th>to</th>"
+          "<th>actual cut ms</th><th>runner-up</th><th>score</th><th>decision ms</th></tr>\n", f);
     for (int i = last; i >= first; i--) {
         const dt_slot_decision *d = &rs->decisions[i];
-        const dt_task_score *rows = dt_run_state_scores(rs, i);
         char at[32];
         dt_report_format_duration(d->elapsed, at, sizeof at);
-        dt_run_state_rank(rs, i, order);
         fprintf(f, "<tr><td>%d</td><td>%s</td><td>", d->slot, at);
-        dt_report_html_text(f, d->task >= 0 && d->task < rs->ntasks ? rs->tasks[d->task].name : "-");
+        const dt_task_score *chosen = dt_run_state_row(rs, i, d->task);
+        dt_report_html_text(f, chosen ? rs->tasks[d->task].name : "-");
         fputs("</td>", f);
-        const dt_task_score *chosen = d->task >= 0 && d->task < rs->ntasks ? &rows[d->task] : NULL;
         number_cell(f, chosen ? chosen->score : NAN);
         number_cell(f, chosen ? chosen->cut_ms : NAN);
         number_cell(f, chosen ? chosen->cut_lo_ms : NAN);
         number_cell(f, chosen ? chosen->cut_hi_ms : NAN);
-        number_cell(f, actual_cut(rs, d->slot));
+        number_cell(f, actual_cut(rs, ends, nslots, d->slot));
         fputs("<td>", f);
-        dt_report_html_text(f, rs->ntasks > 1 ? rs->tasks[order[1]].name : "-");
+        const dt_task_score *second = dt_run_state_row(rs, i, d->runner_up);
+        dt_report_html_text(f, second ? rs->tasks[d->runner_up].name : "-");
         fputs("</td>", f);
-        number_cell(f, rs->ntasks > 1 ? rows[order[1]].score : NAN);
+        number_cell(f, second ? second->score : NAN);
         number_cell(f, d->decision_ms);
         fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
+    free(ends);
 }
 
 /* ---- the page ---------------------------------------------------------------- */
@@ -608,7 +645,7 @@ int dt_report_html(FILE *f, const dt_run_state *rs, bool live, const char *appen
     task_table(f, rs);
     task_curves(f, rs);
     ranking_table(f, rs);
-    decision_history(f, rs, live ? DT_STATUS_DECISIONS : 0);
+    decision_history(f, rs, live ? DT_STATUS_DECISIONS : DT_REPORT_DECISIONS);
     if (live)
         fputs("<p><a href=\"/status\">/status</a> &middot; <a href=\"/metrics\">/metrics</a> "
               "&middot; <a href=\"/latency.svg\">/latency.svg</a> &middot; "

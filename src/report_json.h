@@ -22,7 +22,8 @@
  * are null. New reference, NULL when out of memory. */
 json_t *dt_report_run_json(const dt_run_state *rs, bool live);
 
-#define DT_STATUS_DECISIONS 32
+/* /status lists every decision whose whole ranking the run state keeps. */
+#define DT_STATUS_DECISIONS DT_RUN_STATE_RANKED
 
 /* Decision i of rs as JSON: slot, task, elapsed_s, decision_ms and ranking,
  * the tasks as dt_run_state_rank orders them, each {task, score, cut_ms,

@@ -46,14 +46,14 @@ void dt_run_state_destroy(dt_run_state *rs)
     free(rs->tasks);
     free(rs->points);
     free(rs->decisions);
-    free(rs->scores);
+    free(rs->ranked);
     free(rs->steps);
     free(rs->flight);
     pthread_mutex_destroy(&rs->lock);
     rs->tasks = NULL;
     rs->points = NULL;
     rs->decisions = NULL;
-    rs->scores = NULL;
+    rs->ranked = NULL;
     rs->steps = NULL;
     rs->flight = NULL;
 }
@@ -88,20 +88,44 @@ int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p)
     return 0;
 }
 
+/* Sort key of a score row: pickable tasks by score, the rest below them. */
+static double rank_key(const dt_task_score *row)
+{
+    return isfinite(row->score) ? row->score : -HUGE_VAL;
+}
+
+/* The task second in dt_run_state_rank's order of rows: the first of the
+ * highest key other than chosen; -1 when there is none. */
+static int runner_up(const dt_task_score *rows, int n, int chosen)
+{
+    int best = -1;
+    for (int k = 0; k < n; k++)
+        if (k != chosen && (best < 0 || rank_key(&rows[k]) > rank_key(&rows[best])))
+            best = k;
+    return best;
+}
+
 int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
                               const dt_task_score *rows)
 {
     size_t n = (size_t)(rs->ntasks > 0 ? rs->ntasks : 1);
+    if (!rs->ranked && !(rs->ranked = calloc(DT_RUN_STATE_RANKED * n, sizeof *rs->ranked)))
+        return DT_ENOMEM;
     if (rs->ndecisions == rs->cap_decisions) {
         size_t cap = dt_grow_capacity((size_t)rs->cap_decisions, (size_t)rs->ndecisions + 1);
-        if (cap > INT_MAX / n || dt_resize(&rs->decisions, cap, sizeof *rs->decisions) != 0 ||
-            dt_resize(&rs->scores, cap * n, sizeof *rs->scores) != 0)
+        if (cap > INT_MAX || dt_resize(&rs->decisions, cap, sizeof *rs->decisions) != 0)
             return DT_ENOMEM;
         rs->cap_decisions = (int)cap;
     }
-    rs->decisions[rs->ndecisions] = *d;
+    dt_slot_decision *e = &rs->decisions[rs->ndecisions];
+    *e = *d;
+    bool chosen = d->task >= 0 && d->task < rs->ntasks;
+    e->runner_up = runner_up(rows, rs->ntasks, d->task);
+    e->chosen = chosen ? rows[d->task] : (dt_task_score){ 0 };
+    e->second = e->runner_up >= 0 ? rows[e->runner_up] : (dt_task_score){ 0 };
     if (rs->ntasks > 0)
-        memcpy(rs->scores + (size_t)rs->ndecisions * n, rows, (size_t)rs->ntasks * sizeof *rows);
+        memcpy(rs->ranked + (size_t)(rs->ndecisions % DT_RUN_STATE_RANKED) * n, rows,
+               (size_t)rs->ntasks * sizeof *rows);
     rs->ndecisions++;
     return 0;
 }
@@ -128,21 +152,37 @@ dt_task_score dt_run_state_logged_score(double score, const dt_belief_forecast *
 
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i)
 {
-    return rs->scores + (size_t)i * (size_t)rs->ntasks;
+    if (!rs->ranked || i < 0 || i >= rs->ndecisions || rs->ndecisions - i > DT_RUN_STATE_RANKED)
+        return NULL;
+    return rs->ranked + (size_t)(i % DT_RUN_STATE_RANKED) * (size_t)rs->ntasks;
 }
 
-/* Sort key of a score row: pickable tasks by score, the rest below them. */
-static double rank_key(const dt_task_score *row)
+const dt_task_score *dt_run_state_row(const dt_run_state *rs, int i, int k)
 {
-    return isfinite(row->score) ? row->score : -HUGE_VAL;
+    const dt_task_score *rows = dt_run_state_scores(rs, i);
+    if (k < 0 || k >= rs->ntasks)
+        return NULL;
+    if (rows)
+        return &rows[k];
+    const dt_slot_decision *d = &rs->decisions[i];
+    return k == d->task ? &d->chosen : k == d->runner_up ? &d->second : NULL;
 }
 
 void dt_run_state_rank(const dt_run_state *rs, int i, int *order)
 {
     const dt_task_score *rows = dt_run_state_scores(rs, i);
-    int chosen = rs->decisions[i].task, n = 0;
+    const dt_slot_decision *d = &rs->decisions[i];
+    int chosen = d->task, n = 0;
     if (chosen >= 0 && chosen < rs->ntasks)
         order[n++] = chosen;
+    if (!rows) {
+        if (d->runner_up >= 0 && d->runner_up < rs->ntasks)
+            order[n++] = d->runner_up;
+        for (int k = 0; k < rs->ntasks; k++)
+            if (k != chosen && k != d->runner_up)
+                order[n++] = k;
+        return;
+    }
     for (int k = 0; k < rs->ntasks; k++) {
         if (k == chosen)
             continue;
@@ -178,7 +218,10 @@ int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
     dst->tasks = copy_items(src->tasks, src->ntasks, sizeof *dst->tasks);
     dst->points = copy_items(src->points, src->npoints, sizeof *dst->points);
     dst->decisions = copy_items(src->decisions, src->ndecisions, sizeof *dst->decisions);
-    dst->scores = copy_items(src->scores, src->ndecisions * src->ntasks, sizeof *dst->scores);
+    bool ranked = src->ranked != NULL;
+    dst->ranked = ranked ? copy_items(src->ranked, DT_RUN_STATE_RANKED * src->ntasks,
+                                           sizeof *dst->ranked)
+                              : NULL;
     dst->steps = copy_items(src->steps, src->nsteps, sizeof *dst->steps);
     dst->flight = copy_items(src->flight, src->nflight, sizeof *dst->flight);
     dst->cap_points = src->npoints;
@@ -186,7 +229,7 @@ int dt_run_state_copy(dt_run_state *dst, dt_run_state *src)
     dst->cap_steps = src->nsteps;
     pthread_mutex_unlock(&src->lock);
     pthread_mutex_init(&dst->lock, NULL);
-    if (!dst->tasks || !dst->points || !dst->decisions || !dst->scores || !dst->steps ||
+    if (!dst->tasks || !dst->points || !dst->decisions || (ranked && !dst->ranked) || !dst->steps ||
         !dst->flight) {
         dt_run_state_destroy(dst);
         return DT_ENOMEM;

@@ -627,8 +627,9 @@ static void test_load_run_fits(void **state)
     assert_true(got.tasks[1].fit.horizon == 17);
     assert_int_equal(got.tasks[0].fit.n, 0);
     assert_int_equal(got.ndecisions, 2);
-    for (int i = 0; i < got.ndecisions * got.ntasks; i++)
-        assert_false(dt_belief_forecast_ok(&got.scores[i].pred)); /* fits without "pred" */
+    for (int i = 0; i < got.ndecisions; i++)
+        for (int k = 0; k < got.ntasks; k++) /* fits without "pred" */
+            assert_false(dt_belief_forecast_ok(&dt_run_state_scores(&got, i)[k].pred));
     dt_run_state_destroy(&got);
     snprintf(line, sizeof line, slot, 2, 3, 7, 9);
     append_text(path, line);
@@ -639,8 +640,8 @@ static void test_load_run_fits(void **state)
 }
 
 /* The log's predictions back on each decision: a task keeps its newest
- * logged one (an entry without "pred" ends it), and the chart draws one
- * mark per decision that held one. */
+ * logged one (an entry without "pred" ends it), and the task's chart draws
+ * one mark per slot it was given whose decision held one. */
 static void test_load_run_predictions(void **state)
 {
     (void)state;
@@ -649,7 +650,7 @@ static void test_load_run_predictions(void **state)
     dt_run_state got;
     dt_error err;
     const char *slot = FC_SLOT_HEAD "%s}\n";
-    const char *fit = ",\"fits\":[{\"task_index\":1,\"first\":1,\"horizon\":17,"
+    const char *fit = ",\"fits\":[{\"task_index\":2,\"first\":1,\"horizon\":17,"
                       "\"median\":[1.5,2.5],\"lo\":[1,2],\"hi\":[2,3]%s}]";
     char fits[256];
     snprintf(fits, sizeof fits, fit, ",\"pred\":{\"gflops\":314.159,\"lo\":271.828,"
@@ -666,22 +667,90 @@ static void test_load_run_predictions(void **state)
     for (int i = 0; i < 3; i++) {
         const dt_task_score *rows = dt_run_state_scores(&got, i);
         assert_false(dt_belief_forecast_ok(&rows[0].pred));
-        assert_false(dt_belief_forecast_ok(&rows[2].pred));
-        assert_int_equal(dt_belief_forecast_ok(&rows[1].pred), i < 2);
+        assert_false(dt_belief_forecast_ok(&rows[1].pred));
+        assert_int_equal(dt_belief_forecast_ok(&rows[2].pred), i < 2);
     }
-    const dt_belief_forecast *p = &dt_run_state_scores(&got, 1)[1].pred;
+    const dt_belief_forecast *p = &dt_run_state_scores(&got, 1)[2].pred;
     assert_true(p->gflops == 314.159 && p->lo_gflops == 271.828 && p->hi_gflops == 331.7 &&
                 p->horizon == 17);
-    got.tasks[1].trials = 13;
-    dt_best_step step = { .task = 1, .trial = 4, .gflops = 262.5 };
+    got.tasks[2].trials = 13;
+    dt_best_step step = { .task = 2, .trial = 4, .gflops = 262.5 };
     assert_int_equal(dt_run_state_add_step(&got, &step), 0);
     char *html = report_page(&got);
-    char *chart = task_div(html, task_names[1]);
+    char *chart = task_div(html, task_names[2]);
     assert_int_equal(count_substr(chart, "class=\"pred-mark\""), 2);
     assert_int_equal(count_substr(html, "class=\"pred-mark\""), 2);
     free(chart);
     free(html);
     dt_run_state_destroy(&got);
+    remove_run_dir(dir);
+}
+
+/* Rows of the `id="decisions"` table in html. */
+static int decision_rows(const char *html)
+{
+    const char *at = strstr(html, "<table id=\"decisions\">");
+    assert_non_null(at);
+    char *table = strndup(at, (size_t)(strstr(at, "</table>") - at));
+    int n = count_substr(table, "<tr><td>");
+    free(table);
+    return n;
+}
+
+/* A long run: every decision keeps its chosen and runner-up rows, every
+ * task's rows only the newest DT_RUN_STATE_RANKED; a task's chart marks the
+ * predictions of its newest DT_REPORT_PRED_MARKS slots and, when the newest
+ * decision passed it over, that decision's; the table lists the newest
+ * DT_REPORT_DECISIONS decisions. Tasks 0 and 1 take turns, fc is always
+ * the runner-up. */
+static void test_long_run_stays_small(void **state)
+{
+    (void)state;
+    char *dir = make_run_dir();
+    dt_run_state rs;
+    fill_run(&rs, dir, 0);
+    int n = DT_REPORT_DECISIONS + 2 * DT_REPORT_PRED_MARKS + DT_RUN_STATE_RANKED;
+    for (int i = 0; i < n; i++) {
+        dt_task_score rows[3];
+        for (int k = 0; k < 3; k++) {
+            dt_belief_forecast f = { 100.0 + i, 90.0 + i, 110.0 + i, 1.0 + i };
+            rows[k] = dt_run_state_logged_score(k == i % 2 ? 10 : k == 2 ? 5 : 1, &f);
+        }
+        dt_slot_decision d = { .slot = i + 1, .task = i % 2, .elapsed = i };
+        assert_int_equal(dt_run_state_add_decision(&rs, &d, rows), 0);
+        dt_latency_point p = { i + 0.5, i + 1, i % 2, 3.0 - 1e-3 * i };
+        assert_int_equal(dt_run_state_add_point(&rs, &p), 0);
+    }
+    assert_null(dt_run_state_scores(&rs, n - DT_RUN_STATE_RANKED - 1));
+    assert_non_null(dt_run_state_scores(&rs, n - DT_RUN_STATE_RANKED));
+    assert_true(dt_run_state_row(&rs, 0, 0)->score == 10);
+    assert_true(dt_run_state_row(&rs, 0, 2)->score == 5);
+    assert_null(dt_run_state_row(&rs, 0, 1));
+    assert_true(dt_run_state_row(&rs, n - 1, 0)->score == 1);
+    int order[3];
+    dt_run_state_rank(&rs, 0, order);
+    assert_true(order[0] == 0 && order[1] == 2 && order[2] == 1);
+    dt_run_state_rank(&rs, n - 1, order);
+    assert_true(order[0] == 1 && order[1] == 2 && order[2] == 0);
+    for (int k = 0; k < 3; k++) {
+        rs.tasks[k].trials = n;
+        dt_best_step step = { .task = k, .trial = 1, .gflops = 50 };
+        assert_int_equal(dt_run_state_add_step(&rs, &step), 0);
+    }
+    char *html = report_page(&rs);
+    static const int marks[3] = { DT_REPORT_PRED_MARKS + 1, DT_REPORT_PRED_MARKS, 1 };
+    for (int k = 0; k < 3; k++) {
+        char *chart = task_div(html, task_names[k]);
+        assert_int_equal(count_substr(chart, "class=\"pred-mark\""), marks[k]);
+        assert_int_equal(count_substr(chart, "stroke=\"#d62728\"/><circle"), 1);
+        free(chart);
+    }
+    assert_int_equal(decision_rows(html), DT_REPORT_DECISIONS);
+    char note[64];
+    snprintf(note, sizeof note, "the newest %d of %d", DT_REPORT_DECISIONS, n);
+    assert_non_null(strstr(html, note));
+    free(html);
+    dt_run_state_destroy(&rs);
     remove_run_dir(dir);
 }
 
@@ -795,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_charts_from_threads), cmocka_unit_test(test_report_command),
         cmocka_unit_test(test_html_fit_band),       cmocka_unit_test(test_load_run_fits),
         cmocka_unit_test(test_load_run_predictions),
+        cmocka_unit_test(test_long_run_stays_small),
         cmocka_unit_test(test_compare_command),     cmocka_unit_test(test_format_duration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

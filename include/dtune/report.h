@@ -89,8 +89,9 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
  * allocation timeline as inline SVG, the per-task table, each task's best
  * so far with the belief's fitted curve and 90 % band, the newest
  * decision ranked (score, predicted cut and its interval, note) and the
- * earlier decisions. With live, the status server's page: it reloads itself
- * every DT_REPORT_REFRESH_SECONDS, opens with the live line (phase, clock,
+ * earlier decisions (the newest DT_REPORT_DECISIONS). With live, the status
+ * server's page: it reloads itself every DT_REPORT_REFRESH_SECONDS, opens
+ * with the live line (phase, clock,
  * budget left, slot and task, or "warming up: task i of n") and lists only
  * the last DT_STATUS_DECISIONS decisions. appendix, when not NULL, is HTML
  * placed at the end of the page (the runs compared of `dtune report --html
@@ -98,6 +99,11 @@ int dt_report_svg_curves(const char *path, const char *title, const char *xlabel
 int dt_report_html(FILE *f, const dt_run_state *rs, bool live, const char *appendix);
 
 #define DT_REPORT_REFRESH_SECONDS 5
+/* A task's chart marks the predictions of its newest this many slots; the
+ * report's table lists the newest this many decisions (tuning.jsonl keeps
+ * them all), so a long run's report stays a few megabytes. */
+#define DT_REPORT_PRED_MARKS 64
+#define DT_REPORT_DECISIONS 1000
 
 /* Writes s to f with <, >, & and " escaped for HTML text and attributes. */
 void dt_report_html_text(FILE *f, const char *s);

@@ -75,13 +75,24 @@ typedef struct dt_best_step {
     double gflops;
 } dt_best_step;
 
-/* One scheduling decision: which task got the slot and when. Its ntasks
- * dt_task_score rows are dt_run_state_scores(rs, i). */
+/* Decisions whose every task's row the run state keeps: the newest this
+ * many (the ranking /status lists). Older decisions keep the chosen task's
+ * row and the runner-up's, so a long run's state grows by one
+ * dt_slot_decision a slot, not by a row of every task. */
+#define DT_RUN_STATE_RANKED 32
+
+/* One scheduling decision: which task got the slot and when, with the rows
+ * of the chosen task and of the runner-up; the newest DT_RUN_STATE_RANKED
+ * decisions' ntasks rows are dt_run_state_scores(rs, i). */
 typedef struct dt_slot_decision {
     int slot;
     int task;
     double elapsed;            /* run seconds at the decision */
     double decision_ms;        /* time the policy took */
+    int runner_up;             /* second in the ranking (dt_run_state_rank), -1: none;
+                                  set by dt_run_state_add_decision, as are the rows */
+    dt_task_score chosen;      /* task's row; zero when task is out of range */
+    dt_task_score second;      /* runner_up's row; zero when none */
 } dt_slot_decision;
 
 /* A slot in flight in a run that keeps several at once (an MPI run's
@@ -129,7 +140,10 @@ typedef struct dt_run_state {
     dt_latency_point *points;  /* latency over time */
     int ndecisions, cap_decisions;
     dt_slot_decision *decisions; /* one per slot the policy decided, oldest first */
-    dt_task_score *scores;     /* ndecisions x ntasks */
+    dt_task_score *ranked;     /* DT_RUN_STATE_RANKED x ntasks, a ring: the rows of
+                                  decision i at (i % DT_RUN_STATE_RANKED) * ntasks
+                                  for the newest DT_RUN_STATE_RANKED; NULL before
+                                  the first decision */
     int nsteps, cap_steps;
     dt_best_step *steps;       /* every task's new bests, in order */
 } dt_run_state;
@@ -142,8 +156,9 @@ void dt_run_state_destroy(dt_run_state *rs);
 /* Appends a latency point (caller holds lock). Returns 0 or DT_ENOMEM. */
 int dt_run_state_add_point(dt_run_state *rs, const dt_latency_point *p);
 
-/* Appends a decision and its ntasks score rows (caller holds lock).
- * Returns 0 or DT_ENOMEM. */
+/* Appends a decision and its ntasks score rows (caller holds lock): d's
+ * runner_up, chosen and second are filled from rows. Returns 0 or
+ * DT_ENOMEM. */
 int dt_run_state_add_decision(dt_run_state *rs, const dt_slot_decision *d,
                               const dt_task_score *rows);
 
@@ -159,12 +174,18 @@ int dt_run_state_add_step(dt_run_state *rs, const dt_best_step *step);
  * may be NULL: none. */
 dt_task_score dt_run_state_logged_score(double score, const dt_belief_forecast *pred);
 
-/* The ntasks score rows of decision i (0 <= i < ndecisions). */
+/* The ntasks score rows of decision i (0 <= i < ndecisions), or NULL when
+ * it is older than the newest DT_RUN_STATE_RANKED. */
 const dt_task_score *dt_run_state_scores(const dt_run_state *rs, int i);
 
+/* Task k's row of decision i: from its rows while kept, else the chosen
+ * task's or the runner-up's; NULL for another task of an older decision. */
+const dt_task_score *dt_run_state_row(const dt_run_state *rs, int i, int k);
+
 /* Task indices of decision i ranked as the policy ranked them: the chosen
- * task first, then by score, highest first, tasks it could not pick last.
- * order holds ntasks. */
+ * task first, then by score, highest first, tasks it could not pick last;
+ * for a decision whose rows are gone, the chosen task, the runner-up, then
+ * the rest in index order. order holds ntasks. */
 void dt_run_state_rank(const dt_run_state *rs, int i, int *order);
 
 /* Budget seconds left (0 once spent). */
