@@ -425,7 +425,16 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
         fprintf(stderr, "dtune rank %d: measuring for rank 0 (pid %ld)\n", rank, (long)getpid());
     signal(SIGTERM, on_worker_signal);
     signal(SIGINT, on_worker_signal);
-    int rc = w.out ? worker_loop(&w, open_rc, &open_err, err) : open_rc;
+    int rc;
+    if (w.out) {
+        rc = worker_loop(&w, open_rc, &open_err, err);
+    } else {
+        /* no room for the messages: rank 0 still hears why, not a silence */
+        dt_wire_msg said;
+        fill_error(&said, open_rc, open_err.msg);
+        rc = send_msg(&said, 0, &w.buf, err);
+        rc = rc ? rc : open_rc;
+    }
     if (rc == 0)
         fprintf(stderr, "dtune rank %d: measured %ld configs for rank 0\n", rank, w.measured);
     else if (rc == open_rc)
@@ -718,14 +727,9 @@ int dt_mpi_tune(const dt_config *cfg, dt_daemon_result *res, bool *is_worker, dt
         return rc;
     if (rank == 0)
         return run_rank0(cfg, size, res, err);
-    dt_config *mine = malloc(sizeof *mine);
-    if (!mine)
-        return dt_error_set(err, DT_ENOMEM, "out of memory");
-    *mine = *cfg;
-    choose_device(mine, node_rank, rank0_on_node);
-    rc = run_worker(mine, rank, err);
-    free(mine);
-    return rc;
+    dt_config mine = *cfg;     /* on the stack: a worker that fails here never says HELLO */
+    choose_device(&mine, node_rank, rank0_on_node);
+    return run_worker(&mine, rank, err);
 }
 
 void dt_mpi_finish(void)
