@@ -15,7 +15,9 @@
 # back, and prints how memory and descriptors moved after the warm-up (the
 # first tenth of the run) against the records the tuners then held, so a
 # leak (memory that grows with slots) is told apart from the measured
-# history the cost models train on (memory that grows with records).
+# history the cost models train on (memory that grows with records): the
+# run reports the bytes that history holds (/metrics' dtune_history_bytes),
+# and RSS less those bytes is what must stay flat.
 # Runs niced (SOAK_NICE, default 19): it is not a timing run and must not be
 # one's neighbour.
 set -eu
@@ -61,7 +63,7 @@ EOF
 nice -n "${SOAK_NICE:-19}" bin/dtune tune -c "$outdir/config.yaml" > "$outdir/tune.out" 2>&1 &
 pid=$!
 start=$(date +%s)
-echo "t_s,rss_kb,fds,log_bytes,log_lines,slot,measurements" > "$outdir/samples.csv"
+echo "t_s,rss_kb,fds,log_bytes,log_lines,slot,measurements,history_kb" > "$outdir/samples.csv"
 trials() {  # configurations measured, summed over the tasks of the last /metrics
     awk '/^dtune_task_trials_total[{ ]/ { s += $NF; n++ } END { if (n) printf "%d", s }' "$outdir/metrics.txt"
 }
@@ -74,7 +76,8 @@ while kill -0 "$pid" 2>/dev/null; do
     slot=$(curl -s -m 5 "127.0.0.1:$port/status" | jq -r '.slot // empty' 2>/dev/null || true)
     curl -s -m 5 "127.0.0.1:$port/metrics" > "$outdir/metrics.txt" 2>/dev/null || true
     meas=$(trials)
-    [ -n "$rss" ] && echo "$(( $(date +%s) - start )),$rss,$fds,$bytes,$lines,$slot,$meas" >> "$outdir/samples.csv"
+    held=$(awk '/^dtune_history_bytes / { printf "%d", $2 / 1024 }' "$outdir/metrics.txt")
+    [ -n "$rss" ] && echo "$(( $(date +%s) - start )),$rss,$fds,$bytes,$lines,$slot,$meas,$held" >> "$outdir/samples.csv"
     sleep "$sample"
 done
 wait "$pid" && rc=0 || rc=$?
@@ -110,12 +113,15 @@ echo "dtune exit $rc after $(( $(date +%s) - start )) s" | tee "$outdir/summary.
     fi
     # after warm-up (first tenth): memory and descriptors against slots and records
     awk -F, -v total="$seconds" 'NR > 1 && $1 >= total / 10 {
-            if (!n++) { t0=$1; r0=$2; f0=$3; s0=$6; m0=$7 }
-            t1=$1; r1=$2; f1=$3; s1=$6; m1=$7
+            if (!n++) { t0=$1; r0=$2; f0=$3; s0=$6; m0=$7; h0=$8 }
+            t1=$1; r1=$2; f1=$3; s1=$6; m1=$7; h1=$8
             if ($2 > rmax) rmax = $2; if (fmin == "" || $3 < fmin) fmin = $3; if ($3 > fmax) fmax = $3 }
         END { if (n < 2) { print "too few samples after warm-up"; exit }
               printf "after warm-up (%d s to %d s, %d samples): RSS %d -> %d kB (max %d), fds %d..%d, slots %d -> %d, measurements %d -> %d\n", t0, t1, n, r0, r1, rmax, fmin, fmax, s0, s1, m0, m1
-              if (m1 > m0) printf "RSS growth per measurement after warm-up: %.0f bytes\n", (r1 - r0) * 1024 / (m1 - m0) }' \
+              if (m1 > m0) printf "RSS growth per measurement after warm-up: %.0f bytes\n", (r1 - r0) * 1024 / (m1 - m0)
+              if (h0 != "" && h1 != "") {
+                  printf "history the tuners hold (dtune_history_bytes): %d -> %d kB; RSS less it: %d -> %d kB\n", h0, h1, r0 - h0, r1 - h1
+                  if (s1 > s0) printf "RSS less the history, growth per slot after warm-up: %.0f bytes\n", ((r1 - h1) - (r0 - h0)) * 1024 / (s1 - s0) } }' \
         "$outdir/samples.csv"
 } | tee -a "$outdir/summary.txt"
 exit "$rc"

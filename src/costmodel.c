@@ -117,6 +117,14 @@ void dt_costmodel_free(dt_costmodel *cm)
     free(cm);
 }
 
+size_t dt_costmodel_bytes(const dt_costmodel *cm)
+{
+    if (!cm)
+        return 0;
+    return (size_t)cm->labels_cap * sizeof *cm->labels +
+           (size_t)cm->features_rows * (size_t)cm->nfeatures * sizeof *cm->features;
+}
+
 int dt_costmodel_nfeatures(const dt_costmodel *cm)
 {
     return cm->nfeatures;

@@ -226,6 +226,13 @@ static int run_task(dt_run *r, int slot, int k, int trials, double seconds, dt_e
         return rc;
     rc = dt_tuner_run(r->tasks[k].tuner, &b, measure_batch, &mc, &stats, err);
     r->tuner_overhead += stats.overhead_seconds;
+    r->tasks[k].history_bytes = dt_tuner_history_bytes(r->tasks[k].tuner);
+    double held = (double)dt_transfer_bytes(r->transfer);
+    for (int i = 0; i < r->model->ntasks; i++)
+        held += (double)r->tasks[i].history_bytes;
+    pthread_mutex_lock(&r->state.lock);
+    r->state.history_bytes = held;
+    pthread_mutex_unlock(&r->state.lock);
     if (slot >= 0)
         r->tasks[k].last_slot_trials = r->tasks[k].trials - before;
     return rc;

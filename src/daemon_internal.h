@@ -23,6 +23,7 @@
 typedef struct dt_task_run {
     dt_space space;
     dt_tuner *tuner;
+    size_t history_bytes;      /* dt_tuner_history_bytes after its last turn */
     int group;                 /* similarity group for the gradient policy */
     int trials;                /* measured, every result class */
     double best_gflops;        /* 0 until a valid measurement */

@@ -38,6 +38,11 @@ int dt_sampling_set_init(dt_sampling_set *s)
     return s->slots ? 0 : DT_ENOMEM;
 }
 
+size_t dt_sampling_set_bytes(const dt_sampling_set *s)
+{
+    return s->cap * sizeof *s->slots;
+}
+
 void dt_sampling_set_free(dt_sampling_set *s)
 {
     if (!s)

@@ -62,6 +62,18 @@ int dt_transfer_records(const dt_transfer *x)
     return x->records;
 }
 
+size_t dt_transfer_bytes(const dt_transfer *x)
+{
+    if (!x)
+        return 0;
+    size_t bytes = (size_t)x->tasks_cap * sizeof *x->tasks;
+    for (int i = 0; i < x->ntasks; i++)
+        bytes += (size_t)x->tasks[i].cap * (sizeof *x->tasks[i].points + sizeof *x->tasks[i].gflops);
+    /* rows are DT_TRANSFER_MAX_FEATURES wide at most */
+    return bytes + (size_t)x->rows_cap * (DT_TRANSFER_MAX_FEATURES * sizeof *x->rows +
+                                          sizeof *x->row_gflops);
+}
+
 /* ---- kinds and features ----------------------------------------------------------- */
 
 bool dt_transfer_same_kind(const dt_space *a, const dt_space *b)

@@ -252,6 +252,17 @@ int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result 
 }
 
 int dt_tuner_trials(const dt_tuner *t) { return t->n; }
+
+size_t dt_tuner_history_bytes(const dt_tuner *t)
+{
+    size_t row = sizeof *t->points + (size_t)t->space->nfeatures * sizeof *t->features +
+                 sizeof *t->gflops + sizeof *t->record_scores;
+    size_t prior_row = DT_TRANSFER_MAX_FEATURES * sizeof *t->prior_rows + sizeof *t->prior_out +
+                       sizeof *t->margins;
+    return (size_t)t->cap * row + (size_t)t->prior_cap * prior_row +
+           dt_sampling_set_bytes(&t->measured) + dt_sampling_set_bytes(&t->batch_taken) +
+           dt_costmodel_bytes(t->model) + dt_costmodel_bytes(t->prior);
+}
 double dt_tuner_cost_model_gflops(const dt_tuner *t) { return t->cost_model_gflops; }
 const char *dt_tuner_strategy(const dt_tuner *t) { return t->strategy->name; }
 

@@ -51,6 +51,7 @@ static void fill_state(dt_run_state *rs, const char *dir)
     rs->elapsed = 417.25;
     rs->budget = 3600;
     rs->slot = 11;
+    rs->history_bytes = 123456;
     rs->current_task = 2;
     rs->start_latency_ms = 5.8125;
     rs->latency_ms = 2.34375;
@@ -235,6 +236,7 @@ static void test_metrics(void **state)
     assert_true(fabs(metric(m, "dtune_elapsed_seconds_total") - 417.25) < 1e-9);
     assert_true(fabs(metric(m, "dtune_budget_left_seconds") - (3600 - 417.25)) < 1e-9);
     assert_true(fabs(metric(m, "dtune_slots_total") - 11) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_history_bytes") - 123456) < 1e-9);
     assert_non_null(strstr(m, "# TYPE dtune_task_best_flops gauge\n"));
     assert_true(fabs(metric(m, "dtune_task_best_flops{task=\"conv1\"}") - 123.4375e9) < 1e-3);
     assert_true(fabs(metric(m, "dtune_task_bound_seconds{task=\"conv1\"}") - 0.390625e-3) < 1e-12);

@@ -324,6 +324,7 @@ static void test_resume_stop_and_errors(void **state)
     dt_sampling_set logged;
     assert_int_equal(dt_sampling_set_init(&logged), 0);
     double best = 0;
+    size_t empty = dt_tuner_history_bytes(t);
     for (int i = 0; i < 10; i++) {
         dt_point q;
         dt_space_point(&space, (uint64_t)(i * 97 + 5), &q);
@@ -337,6 +338,10 @@ static void test_resume_stop_and_errors(void **state)
         best = r.result == DT_RESULT_OK ? fmax(best, r.gflops) : best;
     }
     assert_int_equal(dt_tuner_trials(t), 10);
+    /* the history's bytes grow with its records: a point, a feature row and
+     * a GFLOPS figure each at least */
+    size_t row = sizeof(dt_point) + (size_t)space.nfeatures * sizeof(float) + sizeof(double);
+    assert_true(dt_tuner_history_bytes(t) >= empty + 10 * row);
     assert_int_equal(dt_tuner_best(t, &p, &g), 0);
     assert_float_equal(g, best, 1e-12);
     dt_point outside;

@@ -92,6 +92,11 @@ int dt_costmodel_fit_rows(dt_costmodel *cm, const dt_costmodel_rows *rows, const
 /* Whether a booster has been trained (predictions mean something). */
 bool dt_costmodel_trained(const dt_costmodel *cm);
 
+/* Bytes of cm's workspaces that grow with the rows it is given (labels and
+ * feature rows; not XGBoost's booster, whose size the rounds bound); 0 for
+ * NULL. */
+size_t dt_costmodel_bytes(const dt_costmodel *cm);
+
 /* Scores of n rows (n * nfeatures floats) into scores[0..n). Higher is
  * faster. DT_EINVAL when untrained or n < 0; DT_ELIB on an XGBoost error. */
 int dt_costmodel_predict(dt_costmodel *cm, const float *features, int n,

@@ -129,6 +129,10 @@ typedef struct dt_run_state {
     double start_latency_ms;   /* model latency after warm-up */
     double latency_ms;         /* model latency now */
     double reached_at;         /* elapsed when the target was met, -1 if not */
+    double history_bytes;      /* what grows with the records measured: the tuners'
+                                  histories and training workspaces and the transfer
+                                  store (dt_tuner_history_bytes, dt_transfer_bytes),
+                                  as of the last tuner turn */
     int slot;
     int current_task;          /* -1 when none; with several slots in flight,
                                   the newest slot's task */

@@ -44,6 +44,8 @@ int dt_sampling_set_init(dt_sampling_set *s);
 void dt_sampling_set_free(dt_sampling_set *s);
 void dt_sampling_set_clear(dt_sampling_set *s);
 bool dt_sampling_set_has(const dt_sampling_set *s, uint64_t index);
+/* Bytes the set holds. */
+size_t dt_sampling_set_bytes(const dt_sampling_set *s);
 /* 1 when added, 0 when already present, DT_ENOMEM when growing failed. */
 int dt_sampling_set_add(dt_sampling_set *s, uint64_t index);
 

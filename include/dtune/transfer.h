@@ -54,6 +54,10 @@ int dt_transfer_add(dt_transfer *x, const dt_space *space, const dt_point *p,
 /* Records kept, every task together. */
 int dt_transfer_records(const dt_transfer *x);
 
+/* Bytes the records and the row workspace hold (its rows counted
+ * DT_TRANSFER_MAX_FEATURES wide); 0 for NULL. */
+size_t dt_transfer_bytes(const dt_transfer *x);
+
 /* The number of shape-relative features of a row of space (at most
  * DT_TRANSFER_MAX_FEATURES), and the row of p into out. */
 int dt_transfer_nfeatures(const dt_space *space);

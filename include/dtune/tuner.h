@@ -154,6 +154,11 @@ double dt_tuner_cost_model_gflops(const dt_tuner *t);
 /* Measurements recorded (run and add_record together). */
 int dt_tuner_trials(const dt_tuner *t);
 
+/* Bytes t holds that grow with its records: the measured history (points,
+ * features, GFLOPS, scores, the set of measured indices), the transfer
+ * workspaces and the cost models' training workspaces. */
+size_t dt_tuner_history_bytes(const dt_tuner *t);
+
 /* Every valid point has been measured (known by enumeration for spaces of up
  * to 2^20 points; for larger ones, when a search for an unmeasured valid
  * point comes back empty). */
