@@ -16,8 +16,9 @@
 # first tenth of the run) against the records the tuners then held, so a
 # leak (memory that grows with slots) is told apart from the measured
 # history the cost models train on (memory that grows with records): the
-# run reports the bytes that history holds (/metrics' dtune_history_bytes),
-# and RSS less those bytes is what must stay flat.
+# run reports the bytes it keeps by design (/metrics' dtune_history_bytes:
+# the tuners' histories, the transfer store, the latency curve and the
+# decisions), and RSS less those bytes is what must stay flat.
 # Runs niced (SOAK_NICE, default 19): it is not a timing run and must not be
 # one's neighbour.
 set -eu
@@ -120,8 +121,8 @@ echo "dtune exit $rc after $(( $(date +%s) - start )) s" | tee "$outdir/summary.
               printf "after warm-up (%d s to %d s, %d samples): RSS %d -> %d kB (max %d), fds %d..%d, slots %d -> %d, measurements %d -> %d\n", t0, t1, n, r0, r1, rmax, fmin, fmax, s0, s1, m0, m1
               if (m1 > m0) printf "RSS growth per measurement after warm-up: %.0f bytes\n", (r1 - r0) * 1024 / (m1 - m0)
               if (h0 != "" && h1 != "") {
-                  printf "history the tuners hold (dtune_history_bytes): %d -> %d kB; RSS less it: %d -> %d kB\n", h0, h1, r0 - h0, r1 - h1
-                  if (s1 > s0) printf "RSS less the history, growth per slot after warm-up: %.0f bytes\n", ((r1 - h1) - (r0 - h0)) * 1024 / (s1 - s0) } }' \
+                  printf "what the run keeps by design (dtune_history_bytes): %d -> %d kB; RSS less it: %d -> %d kB\n", h0, h1, r0 - h0, r1 - h1
+                  if (s1 > s0) printf "RSS less what the run keeps, growth per slot after warm-up: %.0f bytes\n", ((r1 - h1) - (r0 - h0)) * 1024 / (s1 - s0) } }' \
         "$outdir/samples.csv"
 } | tee -a "$outdir/summary.txt"
 exit "$rc"

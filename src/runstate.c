@@ -196,6 +196,12 @@ void dt_run_state_rank(const dt_run_state *rs, int i, int *order)
     }
 }
 
+double dt_run_state_history_bytes(const dt_run_state *rs)
+{
+    return rs->history_bytes + (double)rs->npoints * sizeof *rs->points +
+           (double)rs->ndecisions * sizeof *rs->decisions + (double)rs->nsteps * sizeof *rs->steps;
+}
+
 double dt_run_state_budget_left(const dt_run_state *rs)
 {
     return rs->budget > rs->elapsed ? rs->budget - rs->elapsed : 0;

@@ -240,8 +240,9 @@ static int build_metrics(const dt_run_state *rs, page *out)
     prom_single(f, "dtune_slots_total", "counter", "Tuning slots started (the current slot's number).",
                 rs->slot > 0 ? rs->slot : 0);
     prom_single(f, "dtune_history_bytes", "gauge",
-                "Bytes that grow with the records measured: the tuners' histories and training "
-                "workspaces and the transfer store.", rs->history_bytes);
+                "Bytes the run keeps as it goes: the tuners' histories and training workspaces, "
+                "the transfer store, and the latency curve, decisions and new bests.",
+                dt_run_state_history_bytes(rs));
     prom_per_task(f, rs, "dtune_task_best_flops", "gauge",
                   "Best measured FLOP per second of a task (0 until measured).", task_best_flops);
     prom_per_task(f, rs, "dtune_task_best_latency_seconds", "gauge",

@@ -236,7 +236,9 @@ static void test_metrics(void **state)
     assert_true(fabs(metric(m, "dtune_elapsed_seconds_total") - 417.25) < 1e-9);
     assert_true(fabs(metric(m, "dtune_budget_left_seconds") - (3600 - 417.25)) < 1e-9);
     assert_true(fabs(metric(m, "dtune_slots_total") - 11) < 1e-9);
-    assert_true(fabs(metric(m, "dtune_history_bytes") - 123456) < 1e-9);
+    assert_true(fabs(metric(m, "dtune_history_bytes") - dt_run_state_history_bytes(&fx->rs)) < 1e-9);
+    assert_true(dt_run_state_history_bytes(&fx->rs) == 123456 + fx->rs.npoints * sizeof(dt_latency_point) +
+                                                          sizeof(dt_slot_decision));
     assert_non_null(strstr(m, "# TYPE dtune_task_best_flops gauge\n"));
     assert_true(fabs(metric(m, "dtune_task_best_flops{task=\"conv1\"}") - 123.4375e9) < 1e-3);
     assert_true(fabs(metric(m, "dtune_task_bound_seconds{task=\"conv1\"}") - 0.390625e-3) < 1e-12);

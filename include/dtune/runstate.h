@@ -132,7 +132,8 @@ typedef struct dt_run_state {
     double history_bytes;      /* what grows with the records measured: the tuners'
                                   histories and training workspaces and the transfer
                                   store (dt_tuner_history_bytes, dt_transfer_bytes),
-                                  as of the last tuner turn */
+                                  as of the last tuner turn; dt_run_state_history_bytes
+                                  adds the state's own */
     int slot;
     int current_task;          /* -1 when none; with several slots in flight,
                                   the newest slot's task */
@@ -191,6 +192,11 @@ const dt_task_score *dt_run_state_row(const dt_run_state *rs, int i, int k);
  * for a decision whose rows are gone, the chosen task, the runner-up, then
  * the rest in index order. order holds ntasks. */
 void dt_run_state_rank(const dt_run_state *rs, int i, int *order);
+
+/* Bytes the run is meant to keep as it goes: history_bytes and the state's
+ * latency points, decisions and new bests (those of a slot, some 200 bytes,
+ * are all that grows with slots). */
+double dt_run_state_history_bytes(const dt_run_state *rs);
 
 /* Budget seconds left (0 once spent). */
 double dt_run_state_budget_left(const dt_run_state *rs);
