@@ -116,13 +116,17 @@ echo "dtune exit $rc after $(( $(date +%s) - start )) s" | tee "$outdir/summary.
     awk -F, -v total="$seconds" 'NR > 1 && $1 >= total / 10 {
             if (!n++) { t0=$1; r0=$2; f0=$3; s0=$6; m0=$7; h0=$8 }
             t1=$1; r1=$2; f1=$3; s1=$6; m1=$7; h1=$8
+            if ($8 != "") {   # least squares of RSS less what the run keeps on slots
+                x = $6; y = ($2 - $8) * 1024; k++; sx += x; sy += y; sxx += x * x; sxy += x * y
+                if (lo == "" || y < lo) lo = y; if (y > hi) hi = y }
             if ($2 > rmax) rmax = $2; if (fmin == "" || $3 < fmin) fmin = $3; if ($3 > fmax) fmax = $3 }
         END { if (n < 2) { print "too few samples after warm-up"; exit }
               printf "after warm-up (%d s to %d s, %d samples): RSS %d -> %d kB (max %d), fds %d..%d, slots %d -> %d, measurements %d -> %d\n", t0, t1, n, r0, r1, rmax, fmin, fmax, s0, s1, m0, m1
               if (m1 > m0) printf "RSS growth per measurement after warm-up: %.0f bytes\n", (r1 - r0) * 1024 / (m1 - m0)
               if (h0 != "" && h1 != "") {
                   printf "what the run keeps by design (dtune_history_bytes): %d -> %d kB; RSS less it: %d -> %d kB\n", h0, h1, r0 - h0, r1 - h1
-                  if (s1 > s0) printf "RSS less what the run keeps, growth per slot after warm-up: %.0f bytes\n", ((r1 - h1) - (r0 - h0)) * 1024 / (s1 - s0) } }' \
+                  if (k > 2 && k * sxx > sx * sx)
+                      printf "RSS less what the run keeps, after warm-up: %.1f to %.1f MB, least-squares slope %.0f bytes per slot\n", lo / 1048576, hi / 1048576, (k * sxy - sx * sy) / (k * sxx - sx * sx) } }' \
         "$outdir/samples.csv"
 } | tee -a "$outdir/summary.txt"
 exit "$rc"
