@@ -1,11 +1,15 @@
-/* cuda_bench.c — dtune's tuned CUDA kernels against the vendor libraries.
+/* cuda_bench.c — dtune's tuned CUDA kernels against the vendor libraries, and
+ * CV early stopping on the GPU.
  *
- * For every conv2d and dense task of a model (ResNet-18 by default) the
- * bench tunes the task from scratch for a short trial budget through the
- * real measurer and the cuda backend (NVRTC builds, the measurement process,
- * CV-stopped event timing), then times the vendor's answer for the same
- * shape in this process with the same method (CUDA events around
- * micro-batches of about a millisecond, the same CV rule):
+ * Part t (the table). For every conv2d and dense task of a model (ResNet-18
+ * by default) dtune's kernel is either tuned from scratch for a short trial
+ * budget through the real measurer and the cuda backend (NVRTC builds, the
+ * measurement process, CV-stopped event timing), or, with --best RUN_DIR,
+ * the best config of a tuning run's best.json re-measured three times
+ * through the same measurer (the median counts, never the log's minimum).
+ * The vendor's answer for the same shape is timed in this process with the
+ * same method (CUDA events around micro-batches of about a millisecond, the
+ * same CV rule):
  *
  *   conv2d  cuDNN: the fastest algorithm cudnnFindConvolutionForwardAlgorithm
  *           returns, run with cudnnConvolutionForward; math mode FMA, i.e.
@@ -13,16 +17,28 @@
  *   dense   cuBLAS sgemm (default math: fp32)
  *
  * It prints one row per task (dtune and vendor latency, their ratio), the
- * GPU's name, and the median conv2d ratio against the goal (<= 1.2).
+ * GPU's name, the median conv2d ratio against the goal (<= 1.2), and the
+ * model's tasks summed as the model runs them (count x latency) for both.
+ *
+ * Part c (AdaTune's experiment on the GPU). N random configs (--cv-configs,
+ * 200) of three ResNet-18 3x3 convolutions, each timed by the measurer with
+ * the default CV rule (micro-batches of about 1 ms, min 3, CV < 0.10, max 20)
+ * and with fixed repeats (10 micro-batches of 50 calls, no CV stop), batches
+ * of 50 configs alternating which method goes first; without and with
+ * measure.flush_l2 (then a micro-batch is one call after an L2 flush, and the
+ * fixed method takes 100 of them). Per task: the run step's wall seconds of
+ * each method and Kendall tau-b between the two GFLOPS rankings.
+ *
  * cuDNN and cuBLAS are dlopen'ed (libcudnn.so.9, libcublas.so.13 or .12, by
  * the loader's path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, or the files
  * named by $DTUNE_CUDNN / $DTUNE_CUBLAS); a missing one prints "n/a".
  *
  * Without a GPU it says so and exits 0 (nothing to compare; not a failure).
  *
- *   bin/cuda_bench [--model models/resnet18.yaml] [--trials 200]
- *                  [--strategy autotvm|chameleon|random] [--batch 32]
- *                  [--tasks a,b] [--work-dir DIR]
+ *   bin/cuda_bench [--parts tc] [--model models/resnet18.yaml] [--best RUN_DIR]
+ *                  [--trials 200] [--strategy autotvm|chameleon|random]
+ *                  [--batch 32] [--tasks a,b] [--cv-configs 200]
+ *                  [--builders N] [--work-dir DIR]
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -36,18 +52,29 @@
 #include "dtune/cuda_api.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
+#include "dtune/report.h"
+#include "dtune/runstate.h"
+#include "dtune/space.h"
 #include "dtune/tuner.h"
 #include "dtune/target.h"
+#include "rank_stats.h"
+
+#include <gsl/gsl_rng.h>
 
 #define MAX_ROWS 64
 #define BATCH_SECONDS 1e-3
 
+#define CV_BATCH 50
+#define BEST_REPEATS 3
+
 typedef struct options {
+    char parts[8];
     char model[DT_PATH_MAX];
+    char best[DT_PATH_MAX];          /* --best RUN_DIR; "" = tune from scratch */
     char strategy[32];
     char tasks[512];
     char work_dir[DT_PATH_MAX];
-    int trials, batch;
+    int trials, batch, cv_configs, builders;
 } options;
 
 /* ---- vendor libraries ---------------------------------------------------------- */
@@ -358,6 +385,58 @@ static double tune_task(dt_measurer *m, const dt_task *t, const options *o, int 
     return best;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of BEST_REPEATS measurements of the run's best config of t
+ * (rs: the run's best.json); < 0 when the run has none or it fails. */
+static double remeasure_best(dt_measurer *m, const dt_run_state *rs, const dt_task *t, int *trials)
+{
+    const dt_task_state *ts = NULL;
+    for (int j = 0; j < rs->ntasks && !ts; j++)
+        if (strcmp(rs->tasks[j].name, t->name) == 0)
+            ts = &rs->tasks[j];
+    *trials = ts ? ts->trials : 0;
+    if (!ts || !(ts->best_gflops > 0) || ts->failed[0])
+        return -1;
+    dt_space space;
+    dt_error err = { 0 };
+    if (dt_target_space_init(&space, t, DT_TARGET_CUDA, &err) != 0) {
+        fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
+        return -1;
+    }
+    double seconds[BEST_REPEATS];
+    int n = 0;
+    if (ts->best_config < space.size) {
+        dt_point point;
+        dt_space_point(&space, ts->best_config, &point);
+        for (int i = 0; i < BEST_REPEATS; i++) {
+            dt_measure_result r;
+            if (dt_measurer_run(m, &space, &point, 1, &r, &err) != 0) {
+                fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
+                break;
+            }
+            if (r.result != DT_RESULT_OK) {
+                fprintf(stderr, "cuda_bench: %s: best config %llu: %s\n", t->name,
+                        (unsigned long long)ts->best_config, r.detail);
+                break;
+            }
+            seconds[n++] = r.latency_s;
+        }
+    } else {
+        fprintf(stderr, "cuda_bench: %s: config %llu is past the space (%llu)\n", t->name,
+                (unsigned long long)ts->best_config, (unsigned long long)space.size);
+    }
+    dt_space_free(&space);
+    if (n < BEST_REPEATS)
+        return -1;
+    qsort(seconds, (size_t)n, sizeof seconds[0], compare_doubles);
+    return seconds[n / 2];
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 static bool selected(const options *o, const dt_task *t)
@@ -371,12 +450,6 @@ static bool selected(const options *o, const dt_task *t)
     snprintf(list, sizeof list, ",%s,", o->tasks);
     snprintf(name, sizeof name, ",%s,", t->name);
     return strstr(list, name) != NULL;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void print_row(const dt_task *t, double dtune_s, double vendor_s, int trials,
@@ -394,41 +467,68 @@ static void print_row(const dt_task *t, double dtune_s, double vendor_s, int tri
            vendor_name, vendor_us, ratio);
 }
 
-static int run_bench(const options *o, const dt_model *model, const dt_cuda_device_info *info)
+/* Part t. */
+static int run_table(const options *o, const dt_model *model, const dt_measure_params *mp,
+                     const dt_cuda_device_info *info)
 {
-    dt_config cfg;
-    dt_config_defaults(&cfg);
     vendor v = { 0 };
     load_cudnn(&v);
     load_cublas(&v);
     gpu g;
     dt_measurer *m = NULL;
+    dt_run_state rs;
+    bool have_rs = false;
     dt_error err = { 0 };
-    if (gpu_open(&g, &cfg.measure, &err) ||
-        dt_measurer_new(&dt_backend_cuda, &cfg.measure, o->work_dir, 1, &m, &err)) {
+    if (o->best[0]) {
+        if (dt_report_load_best(o->best, &rs, &err) != 0) {
+            fprintf(stderr, "cuda_bench: %s\n", err.msg);
+            return 2;
+        }
+        have_rs = true;
+    }
+    if (gpu_open(&g, mp, &err) || dt_measurer_new(&dt_backend_cuda, mp, o->work_dir, 1, &m, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
+        if (have_rs)
+            dt_run_state_destroy(&rs);
         return 1;
     }
     printf("GPU: %s (compute capability %d.%d, %d SMs, peak %.0f GFLOPS fp32)\n", info->name,
            info->cc / 10, info->cc % 10, info->sms, dt_cuda_peak_gflops(info));
-    printf("dtune: %s, %d trials per task; cuDNN: cudnnFind's best, FMA math%s; cuBLAS: sgemm%s\n",
-           o->strategy, o->trials, v.conv_forward ? "" : " (NOT FOUND)", v.sgemm ? "" : " (NOT FOUND)");
+    if (have_rs)
+        printf("dtune: the best configs of %s/best.json, each re-measured %d times (median)",
+               o->best, BEST_REPEATS);
+    else
+        printf("dtune: %s, %d trials per task", o->strategy, o->trials);
+    printf("; cuDNN: cudnnFind's best, FMA math (no TF32)%s; cuBLAS: sgemm, fp32%s\n",
+           v.conv_forward ? "" : " (NOT FOUND)", v.sgemm ? "" : " (NOT FOUND)");
     printf("%-14s %-34s %6s %10s %9s %-7s %10s %8s\n", "task", "shape", "trials", "dtune us",
            "GFLOPS", "vendor", "vendor us", "ratio");
-    double ratios[MAX_ROWS];
-    int nratios = 0;
+    double ratios[MAX_ROWS], model_dtune = 0, model_vendor = 0;
+    int nratios = 0, summed = 0, selected_n = 0;
     for (int i = 0; i < model->ntasks; i++) {
         const dt_task *t = &model->tasks[i];
         if (!selected(o, t))
             continue;
+        selected_n++;
         int trials = 0, algo = -1;
-        double best = tune_task(m, t, o, &trials);
-        double dtune_s = best > 0 ? t->flops / (best * 1e9) : -1;
+        double dtune_s;
+        if (have_rs) {
+            dtune_s = remeasure_best(m, &rs, t, &trials);
+        } else {
+            double best = tune_task(m, t, o, &trials);
+            dtune_s = best > 0 ? t->flops / (best * 1e9) : -1;
+        }
         bool conv = t->kind == DT_OP_CONV2D;
         double vendor_s = conv ? cudnn_seconds(&g, &v, t, &algo) : cublas_seconds(&g, &v, t);
         print_row(t, dtune_s, vendor_s, trials, conv ? "cudnn" : "cublas");
+        fflush(stdout);
         if (conv && dtune_s > 0 && vendor_s > 0 && nratios < MAX_ROWS)
             ratios[nratios++] = dtune_s / vendor_s;
+        if (dtune_s > 0 && vendor_s > 0) {
+            model_dtune += t->count * dtune_s;
+            model_vendor += t->count * vendor_s;
+            summed++;
+        }
     }
     if (nratios > 0) {
         qsort(ratios, (size_t)nratios, sizeof ratios[0], compare_doubles);
@@ -437,20 +537,128 @@ static int run_bench(const options *o, const dt_model *model, const dt_cuda_devi
         printf("median conv2d ratio dtune/cuDNN: %.2f over %d tasks (goal <= 1.20: %s)\n", median,
                nratios, median <= 1.2 ? "met" : "not met");
     }
+    if (summed > 0)
+        printf("model (sum of count x latency over %d of %d tasks): dtune %.3f ms, vendor %.3f ms, "
+               "dtune/vendor %.2f\n", summed, selected_n, model_dtune * 1e3, model_vendor * 1e3,
+               model_dtune / model_vendor);
     dt_measurer_free(m);
     gpu_close(&g);
+    if (have_rs)
+        dt_run_state_destroy(&rs);
     return 0;
+}
+
+/* ---- part c: CV early stopping against fixed repeats ------------------------------------ */
+
+typedef struct cv_totals {
+    double fixed_s, cv_s;
+} cv_totals;
+
+static void cv_task(const options *o, const dt_task *task, const dt_measure_params *base,
+                    bool flush, cv_totals *tot)
+{
+    dt_measure_params fixed = *base, cv = *base;
+    fixed.flush_l2 = cv.flush_l2 = flush;
+    fixed.micro_batch = flush ? 1 : 50;
+    fixed.min_batches = fixed.max_repeats = flush ? 100 : 10;
+    fixed.cv_threshold = 0;
+    dt_space space;
+    dt_error err = { 0 };
+    int n = o->cv_configs;
+    dt_point *points = calloc((size_t)n, sizeof *points);
+    dt_measure_result *rf = calloc((size_t)n, sizeof *rf), *rc = calloc((size_t)n, sizeof *rc);
+    double *gf = calloc((size_t)n, sizeof *gf), *gc = calloc((size_t)n, sizeof *gc);
+    dt_measurer *mf = NULL, *mc = NULL;
+    if (!points || !rf || !rc || !gf || !gc) {
+        fprintf(stderr, "cuda_bench: out of memory\n");
+        goto done;
+    }
+    if (dt_target_space_init(&space, task, DT_TARGET_CUDA, &err) != 0) {
+        fprintf(stderr, "cuda_bench: %s: %s\n", task->name, err.msg);
+        goto done;
+    }
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 42);
+    for (int i = 0; i < n; i++)
+        dt_space_random(&space, rng, &points[i]);
+    gsl_rng_free(rng);
+    if (dt_measurer_new(&dt_backend_cuda, &fixed, o->work_dir, 1, &mf, &err) ||
+        dt_measurer_new(&dt_backend_cuda, &cv, o->work_dir, 1, &mc, &err)) {
+        fprintf(stderr, "cuda_bench: %s\n", err.msg);
+        goto free_space;
+    }
+    for (int i = 0; i < n; i += CV_BATCH) {
+        int len = n - i < CV_BATCH ? n - i : CV_BATCH;
+        dt_measurer *first = (i / CV_BATCH) % 2 ? mc : mf, *second = first == mf ? mc : mf;
+        if (dt_measurer_run(first, &space, points + i, len, first == mf ? rf + i : rc + i, &err) ||
+            dt_measurer_run(second, &space, points + i, len, second == mf ? rf + i : rc + i, &err)) {
+            fprintf(stderr, "cuda_bench: %s: %s\n", task->name, err.msg);
+            goto free_space;
+        }
+    }
+    double sf = 0, sc = 0;
+    int pairs = 0, repeats = 0;
+    for (int i = 0; i < n; i++) {
+        if (rf[i].result != DT_RESULT_OK || rc[i].result != DT_RESULT_OK)
+            continue;
+        sf += rf[i].run_ms * 1e-3;
+        sc += rc[i].run_ms * 1e-3;
+        gf[pairs] = rf[i].gflops;
+        gc[pairs] = rc[i].gflops;
+        repeats += rc[i].repeats;
+        pairs++;
+    }
+    printf("  %-14s flush %-3s configs %d ok %d  fixed %.2f s  cv %.2f s  (%.2fx less)  "
+           "mean cv repeats %.1f  tau %.3f\n", task->name, flush ? "on" : "off", n, pairs, sf, sc,
+           sc > 0 ? sf / sc : 0, pairs ? (double)repeats / pairs : 0, kendall_tau_b(gf, gc, pairs));
+    fflush(stdout);
+    tot->fixed_s += sf;
+    tot->cv_s += sc;
+free_space:
+    dt_space_free(&space);
+done:
+    dt_measurer_free(mf);
+    dt_measurer_free(mc);
+    free(points);
+    free(rf);
+    free(rc);
+    free(gf);
+    free(gc);
+}
+
+static void run_cv(const options *o, const dt_model *model, const dt_measure_params *mp)
+{
+    static const char *const names[] = { "layer2_3x3", "layer3_3x3", "layer4_3x3" };
+    printf("\n(c) CV early stopping vs fixed repeats, %d random configs per task "
+           "(run step only: check + timing, both only where both ran)\n", o->cv_configs);
+    for (int f = 0; f < 2; f++) {
+        cv_totals tot = { 0 };
+        for (int i = 0; i < 3; i++) {
+            int k = dt_model_find_task(model, names[i]);
+            if (k < 0) {
+                fprintf(stderr, "cuda_bench: the model has no task %s\n", names[i]);
+                continue;
+            }
+            cv_task(o, &model->tasks[k], mp, f == 1, &tot);
+        }
+        printf("  flush %-3s total: fixed %.1f s, cv %.1f s: %.2fx less timing time\n",
+               f ? "on" : "off", tot.fixed_s, tot.cv_s, tot.cv_s > 0 ? tot.fixed_s / tot.cv_s : 0);
+    }
+    printf("  (tau per task above; goal >= 2.5x with tau >= 0.9)\n");
 }
 
 /* ---- command line --------------------------------------------------------------------------- */
 
 static int parse(int argc, char **argv, options *o)
 {
+    memset(o, 0, sizeof *o);
+    snprintf(o->parts, sizeof o->parts, "t");
     snprintf(o->model, sizeof o->model, "models/resnet18.yaml");
     snprintf(o->strategy, sizeof o->strategy, "autotvm");
     snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune_cuda_bench");
     o->trials = 200;
     o->batch = 32;
+    o->cv_configs = 200;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val) {
@@ -460,6 +668,15 @@ static int parse(int argc, char **argv, options *o)
         i++;
         if (strcmp(a, "--model") == 0)
             snprintf(o->model, sizeof o->model, "%s", val);
+        else if (strcmp(a, "--parts") == 0 && strlen(val) < sizeof o->parts &&
+                 strspn(val, "tc") == strlen(val))
+            snprintf(o->parts, sizeof o->parts, "%s", val);
+        else if (strcmp(a, "--best") == 0)
+            snprintf(o->best, sizeof o->best, "%s", val);
+        else if (strcmp(a, "--cv-configs") == 0 && atoi(val) > 0)
+            o->cv_configs = atoi(val);
+        else if (strcmp(a, "--builders") == 0 && atoi(val) > 0)
+            o->builders = atoi(val);
         else if (strcmp(a, "--strategy") == 0)
             snprintf(o->strategy, sizeof o->strategy, "%s", val);
         else if (strcmp(a, "--tasks") == 0)
@@ -497,7 +714,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         return 2;
     }
-    rc = run_bench(&o, model, &info);
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    if (o.builders > 0)
+        cfg.measure.builders = o.builders;
+    if (strchr(o.parts, 't'))
+        rc = run_table(&o, model, &cfg.measure, &info);
+    if (rc == 0 && strchr(o.parts, 'c'))
+        run_cv(&o, model, &cfg.measure);
     dt_model_free(model);
     return rc;
 }

@@ -41,6 +41,7 @@
 #include "dtune/space.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
+#include "rank_stats.h"
 
 /* OpenBLAS: the Fortran symbol, because GSL's CBLAS (linked first) also
  * defines cblas_sgemm. */
@@ -84,28 +85,6 @@ static void random_points(const dt_space *space, int n, unsigned long seed, dt_p
     for (int i = 0; i < n; i++)
         dt_space_random(space, rng, &out[i]);
     gsl_rng_free(rng);
-}
-
-/* Kendall tau-b of paired samples. */
-static double kendall_tau(const double *x, const double *y, int n)
-{
-    double concordant = 0, discordant = 0, ties_x = 0, ties_y = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            double dx = x[i] - x[j], dy = y[i] - y[j];
-            if (dx == 0 && dy == 0)
-                continue;
-            if (dx == 0)
-                ties_x++;
-            else if (dy == 0)
-                ties_y++;
-            else if ((dx > 0) == (dy > 0))
-                concordant++;
-            else
-                discordant++;
-        }
-    double denom = sqrt((concordant + discordant + ties_x) * (concordant + discordant + ties_y));
-    return denom > 0 ? (concordant - discordant) / denom : 0;
 }
 
 static const dt_task *task_named(const bench *b, const char *name)
@@ -162,7 +141,7 @@ static void part_a_task(const bench *b, const dt_task *task, part_a_totals *tot)
     }
     printf("  %-14s configs %d ok %d  fixed %.2f s  cv %.2f s  (%.2fx less)  mean cv repeats %.1f  "
            "tau %.3f\n", task->name, n, pairs, sf, sc, sf / sc, pairs ? (double)repeats / pairs : 0,
-           kendall_tau(gf, gc, pairs));
+           kendall_tau_b(gf, gc, pairs));
     fflush(stdout);
     tot->fixed_s += sf;
     tot->cv_s += sc;

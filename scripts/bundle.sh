@@ -3,9 +3,13 @@
 # they need, in one folder that runs on a machine with no package registry,
 # e.g. a lent GPU machine that has only the NVIDIA driver.
 #
-#   sh scripts/bundle.sh [--out DIR] [--no-nvrtc] [--tar]
+#   sh scripts/bundle.sh [--out DIR] [--no-nvrtc] [--benches "A B"] [--tests] [--tar]
 #
-#   DIR/bin/       dtune, cuda_bench, ... as built
+#   DIR/bin/       dtune and every built bin/*_bench, or those --benches names
+#                  (e.g. "cuda_bench": measure_bench alone brings oneDNN)
+#   DIR/tests/     with --tests: the CUDA test binaries (build/tests/test_cuda,
+#                  test_codegen_cuda), run from a checkout's root with
+#                  LD_LIBRARY_PATH=DIR/lib (scripts/gpu_session.sh does)
 #   DIR/lib/       every library ldd lists except the C runtime itself (libc,
 #                  libm, libpthread, libdl, librt, ld-linux), plus libnvrtc and
 #                  libnvrtc-builtins from $CUDA_HOME/lib64 (dlopen'ed at run
@@ -25,13 +29,17 @@ set -eu
 
 out=bundle
 nvrtc=1
+benches=
+tests=0
 tarball=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out=$2; shift 2 ;;
         --no-nvrtc) nvrtc=0; shift ;;
+        --benches) benches=$2; shift 2 ;;
+        --tests) tests=1; shift ;;
         --tar) tarball=1; shift ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "bundle.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -43,9 +51,16 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/plplot"
 
 programs="bin/dtune"
-for b in bin/*_bench; do
-    [ -x "$b" ] && programs="$programs $b"
-done
+if [ -n "$benches" ]; then
+    for b in $benches; do
+        [ -x "bin/$b" ] || { echo "bundle.sh: bin/$b is not built (run make bench)" >&2; exit 1; }
+        programs="$programs bin/$b"
+    done
+else
+    for b in bin/*_bench; do
+        [ -x "$b" ] && programs="$programs $b"
+    done
+fi
 for p in $programs; do
     cp "$p" "$out/bin/"
 done
@@ -67,6 +82,15 @@ copy_needed() {
         fi
     done
 }
+
+if [ "$tests" = 1 ]; then
+    mkdir -p "$out/tests"
+    for t in test_cuda test_codegen_cuda; do
+        [ -x "build/tests/$t" ] || { echo "bundle.sh: build/tests/$t is not built (run make tests)" >&2; exit 1; }
+        cp "build/tests/$t" "$out/tests/"
+        programs="$programs build/tests/$t"
+    done
+fi
 
 for p in $programs; do
     copy_needed "$p"
@@ -122,7 +146,8 @@ chmod +x "$out/run.sh"
 
 # Every bundled program must resolve all its libraries from the bundle.
 missing=0
-for p in "$out"/bin/*; do
+for p in "$out"/bin/* "$out"/tests/*; do
+    [ -f "$p" ] || continue
     if LD_LIBRARY_PATH="$out/lib" ldd "$p" | grep -q "not found"; then
         echo "bundle.sh: $p still misses:" >&2
         LD_LIBRARY_PATH="$out/lib" ldd "$p" | grep "not found" >&2

@@ -1,0 +1,100 @@
+#!/bin/sh
+# gpu_session.sh PHASE [ARG] — issue 19's commands on a lent GPU machine, run
+# from a checkout's root with bundle.tar.xz beside it (made here by `make
+# tests bench` and `sh scripts/bundle.sh --benches cuda_bench --tests --tar`).
+# What comes back is written under $OUT (./gpu_out without it).
+#
+#   start            the machine (GPU, driver, CPU), the CUDA tests (none may
+#                    skip), then the tuning run of bench/gpu/resnet18_cuda.yaml
+#                    in the background (its own process session, so it outlives
+#                    the call) and its first minute
+#   wait SECONDS     the run's progress for SECONDS, a line a minute
+#   finish           waits for the run to end, keeps its files, then
+#                    cuda_bench's table against the run's best.json
+#   cv SECONDS       cuda_bench's CV part, cut off after SECONDS (default 240;
+#                    it prints each task as it ends)
+#
+# cuDNN and cuBLAS are the machine's own (PyTorch's wheels or the CUDA
+# Toolkit); they are found here and put on the loader's path after the
+# bundle's libraries.
+set -u
+
+out=${OUT:-gpu_out}
+mkdir -p "$out"
+run_dir=/tmp/dtune_gpu_run
+pid_file=/tmp/dtune_gpu_run.pid
+bundle=/tmp/bundle
+config=bench/gpu/resnet18_cuda.yaml
+
+[ -x "$bundle/run.sh" ] || tar -C /tmp -xJf bundle.tar.xz || { echo "gpu_session: no bundle.tar.xz" >&2; exit 1; }
+
+first_lib_dir() {
+    for d in /usr/local/cuda/lib64 /opt /usr/lib /usr/local/lib; do
+        f=$(find "$d/" -name "$1" 2>/dev/null | head -n 1)
+        [ -n "$f" ] && { dirname "$f"; return; }
+    done
+}
+cudnn_dir=$(first_lib_dir 'libcudnn.so.9')
+cublas_dir=$(first_lib_dir 'libcublas.so.1[23]')
+export LD_LIBRARY_PATH="$bundle/lib${cudnn_dir:+:$cudnn_dir}${cublas_dir:+:$cublas_dir}"
+export PLPLOT_DRV_DIR="$bundle/plplot/drivers" PLPLOT_LIB="$bundle/plplot/data"
+export DTUNE_BIN="$bundle/bin/dtune"
+
+running() {
+    [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null
+}
+
+progress() {
+    n=$(grep -c '"type":"measure"' "$run_dir/tuning.jsonl" 2>/dev/null || echo 0)
+    line=$(tr '\r' '\n' < /tmp/dtune_gpu_run.out 2>/dev/null | grep -v '^\s*$' | tail -n 1)
+    echo "$(date -u +%T) measurements $n | $line"
+}
+
+case "${1:-}" in
+start)
+    echo "== machine"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_cap --format=csv
+    lscpu | grep -E 'Model name|^CPU\(s\)'
+    echo "cudnn: ${cudnn_dir:-none}  cublas: ${cublas_dir:-none}"
+    command -v cc c++ nvcc
+    echo "== CUDA tests"
+    sh scripts/run_tests.sh "$bundle/tests/test_cuda" "$bundle/tests/test_codegen_cuda" > "$out/tests.txt" 2>&1
+    echo "run_tests exit $?"
+    grep -E 'SKIPPED|FAILED|skipping|tests:|no CUDA' "$out/tests.txt" | head -n 40
+    echo "== tuning run ($config)"
+    rm -rf "$run_dir"
+    setsid nohup "$bundle/run.sh" tune -c "$config" > /tmp/dtune_gpu_run.out 2>&1 < /dev/null &
+    echo $! > "$pid_file"
+    sleep 60
+    progress
+    tail -c 3000 /tmp/dtune_gpu_run.out | tr '\r' '\n' | tail -n 15
+    cp /tmp/dtune_gpu_run.out "$out/run_first_minute.txt"
+    ;;
+wait)
+    end=$(( $(date +%s) + ${2:-540} ))
+    while [ "$(date +%s)" -lt "$end" ] && running; do
+        progress
+        sleep 60
+    done
+    progress
+    ;;
+finish)
+    while running; do
+        progress
+        sleep 20
+    done
+    progress
+    tr '\r' '\n' < /tmp/dtune_gpu_run.out | grep -v '^\s*$' | tail -n 40 > "$out/run_terminal.txt"
+    tar -C /tmp -czf "$out/run.tar.gz" "$(basename "$run_dir")"
+    echo "== cuda_bench table against $run_dir/best.json"
+    "$bundle/run.sh" cuda_bench --parts t --best "$run_dir" --builders 14 2>&1 | tee "$out/cuda_bench_table.txt"
+    ;;
+cv)
+    echo "== cuda_bench CV part (at most ${2:-240} s)"
+    timeout "${2:-240}" "$bundle/run.sh" cuda_bench --parts c --builders 14 2>&1 | tee "$out/cuda_bench_cv.txt"
+    ;;
+*)
+    sed -n '2,20p' "$0"
+    exit 2
+    ;;
+esac
