@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "dtune/backend_cuda.h"
+#include "dtune/codegen_cuda.h"
 #include "dtune/config.h"
 #include "dtune/cuda_api.h"
 #include "dtune/measure.h"
@@ -63,6 +64,7 @@
 
 #define MAX_ROWS 64
 #define BATCH_SECONDS 1e-3
+#define GRAPH_CALLS 100
 
 #define CV_BATCH 50
 #define BEST_REPEATS 3
@@ -102,7 +104,9 @@ typedef struct vendor {
     int (*conv_find)(handle, handle, handle, handle, handle, int, int *, cudnn_perf *);
     int (*conv_forward)(handle, const void *, handle, dt_cu_ptr, handle, dt_cu_ptr, handle, int,
                         dt_cu_ptr, size_t, const void *, handle, dt_cu_ptr);
+    int (*cudnn_set_stream)(handle, dt_cu_stream);
     int (*cublas_create)(handle *);
+    int (*cublas_set_stream)(handle, dt_cu_stream);
     int (*cublas_destroy)(handle);
     int (*sgemm)(handle, int, int, int, int, int, const float *, dt_cu_ptr, int, dt_cu_ptr, int,
                  const float *, dt_cu_ptr, int);
@@ -150,7 +154,8 @@ static void load_cudnn(vendor *v)
               SYM(l, "cudnnSetConvolution2dDescriptor", v->conv_set2d) &&
               SYM(l, "cudnnSetConvolutionMathType", v->conv_set_math) &&
               SYM(l, "cudnnFindConvolutionForwardAlgorithm", v->conv_find) &&
-              SYM(l, "cudnnConvolutionForward", v->conv_forward);
+              SYM(l, "cudnnConvolutionForward", v->conv_forward) &&
+              SYM(l, "cudnnSetStream", v->cudnn_set_stream);
     if (!ok)
         v->conv_forward = NULL;
 }
@@ -160,7 +165,8 @@ static void load_cublas(vendor *v)
     static const char *const names[] = { "libcublas.so.13", "libcublas.so.12", "libcublas.so" };
     void *l = v->cublas_lib = open_library("DTUNE_CUBLAS", names, 3);
     bool ok = SYM(l, "cublasCreate_v2", v->cublas_create) &&
-              SYM(l, "cublasDestroy_v2", v->cublas_destroy) && SYM(l, "cublasSgemm_v2", v->sgemm);
+              SYM(l, "cublasDestroy_v2", v->cublas_destroy) && SYM(l, "cublasSgemm_v2", v->sgemm) &&
+              SYM(l, "cublasSetStream_v2", v->cublas_set_stream);
     if (!ok)
         v->sgemm = NULL;
 }
@@ -172,6 +178,7 @@ typedef struct gpu {
     dt_cu_device dev;
     dt_cu_context ctx;
     dt_cu_event start, stop;
+    dt_cu_stream stream;               /* graph capture and launch; NULL: no graphs */
     dt_measure_params measure;
 } gpu;
 
@@ -189,11 +196,15 @@ static int gpu_open(gpu *g, const dt_measure_params *m, dt_error *err)
         cu->ctx_set_current(g->ctx) || cu->event_create(&g->start, 0) ||
         cu->event_create(&g->stop, 0))
         return dt_error_set(err, DT_ELIB, "cannot set up timing on device 0");
+    if (cu->stream_create && cu->stream_create(&g->stream, DT_CU_STREAM_NON_BLOCKING))
+        g->stream = NULL;
     return 0;
 }
 
 static void gpu_close(gpu *g)
 {
+    if (g->stream && g->cu->stream_destroy(g->stream))
+        fprintf(stderr, "cuda_bench: cuStreamDestroy failed\n");
     if (g->start && g->cu->event_destroy(g->start))
         fprintf(stderr, "cuda_bench: cuEventDestroy failed\n");
     if (g->stop && g->cu->event_destroy(g->stop))
@@ -237,6 +248,50 @@ static double time_calls(gpu *g, call_fn fn, void *arg, double flops)
             break;
     }
     return flops / (dt_cv_stop_mean(&cv) * 1e9);
+}
+
+/* Seconds per call with the host's launch cost taken out: GRAPH_CALLS calls
+ * captured once into a CUDA graph on g->stream (fn must issue its work on
+ * that stream), the graph launched between events until the CV rule stops.
+ * < 0 when the driver has no graphs or the capture fails. */
+static double graph_seconds(gpu *g, call_fn fn, void *arg, double flops)
+{
+    const dt_cuda_driver *cu = g->cu;
+    if (!g->stream)
+        return -1;
+    dt_cu_graph graph = NULL;
+    dt_cu_graph_exec exec = NULL;
+    double seconds = -1;
+    if (cu->stream_begin_capture(g->stream, DT_CU_STREAM_CAPTURE_RELAXED))
+        return -1;
+    int failed = 0;
+    for (int i = 0; i < GRAPH_CALLS && !failed; i++)
+        failed = fn(arg);
+    dt_cu_result ended = cu->stream_end_capture(g->stream, &graph);
+    if (failed || ended || !graph || cu->graph_instantiate(&exec, graph, 0))
+        goto done;
+    /* one launch to warm up, then the CV rule over launches */
+    if (cu->graph_launch(exec, g->stream) || cu->event_record(g->stop, g->stream) ||
+        cu->event_synchronize(g->stop))
+        goto done;
+    dt_cv_stop cv;
+    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    for (;;) {
+        float ms = 0;
+        if (cu->event_record(g->start, g->stream) || cu->graph_launch(exec, g->stream) ||
+            cu->event_record(g->stop, g->stream) || cu->event_synchronize(g->stop) ||
+            cu->event_elapsed_ms(&ms, g->start, g->stop))
+            goto done;
+        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / GRAPH_CALLS, 1e-12) * 1e-9))
+            break;
+    }
+    seconds = flops / (dt_cv_stop_mean(&cv) * 1e9);
+done:
+    if (exec && cu->graph_exec_destroy(exec))
+        fprintf(stderr, "cuda_bench: cuGraphExecDestroy failed\n");
+    if (graph && cu->graph_destroy(graph))
+        fprintf(stderr, "cuda_bench: cuGraphDestroy failed\n");
+    return seconds;
 }
 
 /* ---- vendor calls ------------------------------------------------------------------- */
@@ -299,24 +354,36 @@ static bool describe_conv(const vendor *v, const dt_task *t, conv_call *c)
 }
 
 /* cuDNN's seconds per call for task, or < 0 when unavailable. */
-static double cudnn_seconds(gpu *g, const vendor *v, const dt_task *t, int *algo)
+/* One side's seconds per call: back-to-back calls (the host's launch cost
+ * included) and inside a graph (without it); < 0 where not measured. */
+typedef struct timing {
+    double calls_s, graph_s;
+} timing;
+
+/* cuDNN's timing of task (algo: the one cudnnFind chose). */
+static timing cudnn_seconds(gpu *g, const vendor *v, const dt_task *t, int *algo)
 {
+    timing out = { -1, -1 };
     conv_call c = { .v = v };
     cudnn_perf perf[8];
     int found = 0;
     if (!v->conv_forward || v->cudnn_create(&c.h) || !describe_conv(v, t, &c) ||
         v->conv_find(c.h, c.x, c.w, c.conv, c.y, 8, &found, perf) || found < 1 || perf[0].status)
-        return -1;
+        return out;
     buffers b;
-    double seconds = -1;
     c.algo = *algo = perf[0].algo;
     c.workspace_bytes = perf[0].memory;
     c.b = &b;
-    if (alloc_buffers(g, t, perf[0].memory, &b) == 0)
-        seconds = time_calls(g, run_conv, &c, t->flops);
+    if (alloc_buffers(g, t, perf[0].memory, &b) == 0) {
+        out.calls_s = time_calls(g, run_conv, &c, t->flops);
+        if (g->stream && !v->cudnn_set_stream(c.h, g->stream)) {
+            out.graph_s = graph_seconds(g, run_conv, &c, t->flops);
+            (void)v->cudnn_set_stream(c.h, NULL);
+        }
+    }
     free_buffers(g, &b);
     v->cudnn_destroy(c.h);
-    return seconds;
+    return out;
 }
 
 typedef struct gemm_call {
@@ -336,16 +403,85 @@ static int run_gemm(void *arg)
                        c->b->out, s->n);
 }
 
-static double cublas_seconds(gpu *g, const vendor *v, const dt_task *t)
+static timing cublas_seconds(gpu *g, const vendor *v, const dt_task *t)
 {
+    timing out = { -1, -1 };
     gemm_call c = { .v = v, .s = &t->mm };
     if (!v->sgemm || t->mm.b != 1 || v->cublas_create(&c.h))
-        return -1;
+        return out;
     buffers b;
     c.b = &b;
-    double seconds = alloc_buffers(g, t, 0, &b) == 0 ? time_calls(g, run_gemm, &c, t->flops) : -1;
+    if (alloc_buffers(g, t, 0, &b) == 0) {
+        out.calls_s = time_calls(g, run_gemm, &c, t->flops);
+        if (g->stream && !v->cublas_set_stream(c.h, g->stream)) {
+            out.graph_s = graph_seconds(g, run_gemm, &c, t->flops);
+            (void)v->cublas_set_stream(c.h, NULL);
+        }
+    }
     free_buffers(g, &b);
     v->cublas_destroy(c.h);
+    return out;
+}
+
+/* ---- dtune's kernel in this process (graph timing) ------------------------------------ */
+
+typedef struct kernel_call {
+    const dt_cuda_driver *cu;
+    dt_cu_function fn;
+    dt_cuda_launch launch;
+    buffers *b;
+    dt_cu_stream stream;
+} kernel_call;
+
+static int run_kernel(void *arg)
+{
+    kernel_call *k = arg;
+    const dt_cuda_launch *l = &k->launch;
+    void *args[] = { &k->b->in, &k->b->w, &k->b->out };
+    return k->cu->launch_kernel(k->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                l->block[1], l->block[2], l->shared_bytes, k->stream, args, NULL);
+}
+
+/* Graph seconds per call of config point of space's task, built here as the
+ * backend builds it (codegen, NVRTC for the device); < 0 on any failure. */
+static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const dt_point *point)
+{
+    const dt_cuda_driver *cu = g->cu;
+    const dt_nvrtc *nv;
+    dt_cuda_plan plan;
+    dt_error err = { 0 };
+    char *source = NULL;
+    dt_cuda_image image = { 0 };
+    dt_cu_module mod = NULL;
+    double seconds = -1;
+    if (!g->stream || dt_nvrtc_load(&nv, &err))
+        return -1;
+    bool ptx;
+    int arch = dt_nvrtc_pick_arch(nv, cc, &ptx);
+    dt_cuda_plan_from_point(space, point, &plan);
+    if (arch < 0 || dt_codegen_cuda(&plan, &source, &err) ||
+        dt_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
+        cu->module_load_data(&mod, image.data)) {
+        fprintf(stderr, "cuda_bench: %s: cannot build the kernel here: %s\n", space->task.name,
+                err.msg);
+        goto done;
+    }
+    kernel_call k = { .cu = cu, .stream = g->stream };
+    dt_cuda_plan_launch(&plan, &k.launch);
+    if (cu->module_get_function(&k.fn, mod, DT_CUDA_KERNEL_NAME) ||
+        (k.launch.shared_bytes > 0 &&
+         cu->func_set_attribute(k.fn, DT_CU_FUNC_MAX_DYNAMIC_SHARED, (int)k.launch.shared_bytes)))
+        goto done;
+    buffers b;
+    k.b = &b;
+    if (alloc_buffers(g, &space->task, 0, &b) == 0)
+        seconds = graph_seconds(g, run_kernel, &k, space->task.flops);
+    free_buffers(g, &b);
+done:
+    if (mod && cu->module_unload(mod))
+        fprintf(stderr, "cuda_bench: cuModuleUnload failed\n");
+    dt_cuda_image_free(&image);
+    free(source);
     return seconds;
 }
 
@@ -358,31 +494,37 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
     return rc < 0 ? rc : n;
 }
 
-/* Best GFLOPS of a fresh tuning of task; 0 when nothing valid was found. */
-static double tune_task(dt_measurer *m, const dt_task *t, const options *o, int *valid)
+/* dtune's timing of a fresh tuning of task t: its best config's back-to-back
+ * seconds as the tuner measured them, and that config in a graph. */
+static timing tune_task(dt_measurer *m, gpu *g, int cc, const dt_task *t, const options *o,
+                        int *valid)
 {
+    timing out = { -1, -1 };
     dt_space space;
     dt_tuner *tuner = NULL;
     dt_tuner_params tc;
     dt_error err = { 0 };
     double best = 0;
+    dt_point point;
     tc = dt_tuner_params_default();
     snprintf(tc.strategy, sizeof tc.strategy, "%s", o->strategy);
     tc.batch_size = o->batch;
     if (dt_target_space_init(&space, t, DT_TARGET_CUDA, &err) || dt_tuner_new(&space, &tc, 1, &tuner, &err)) {
         fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
         dt_space_free(&space);
-        return 0;
+        return out;
     }
     dt_tuner_budget budget = { .trials = o->trials };
     if (dt_tuner_run(tuner, &budget, measure_batch, m, NULL, &err))
         fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
-    if (dt_tuner_best(tuner, NULL, &best) != 0)
-        best = 0;
+    if (dt_tuner_best(tuner, &point, &best) == 0 && best > 0) {
+        out.calls_s = t->flops / (best * 1e9);
+        out.graph_s = dtune_graph_seconds(g, cc, &space, &point);
+    }
     *valid = dt_tuner_trials(tuner);
     dt_tuner_free(tuner);
     dt_space_free(&space);
-    return best;
+    return out;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -391,22 +533,25 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of BEST_REPEATS measurements of the run's best config of t
- * (rs: the run's best.json); < 0 when the run has none or it fails. */
-static double remeasure_best(dt_measurer *m, const dt_run_state *rs, const dt_task *t, int *trials)
+/* dtune's timing of the run's best config of t (rs: the run's best.json):
+ * the median of BEST_REPEATS back-to-back measurements through the
+ * measurer, and the config in a graph. */
+static timing remeasure_best(dt_measurer *m, gpu *g, int cc, const dt_run_state *rs,
+                             const dt_task *t, int *trials)
 {
+    timing out = { -1, -1 };
     const dt_task_state *ts = NULL;
     for (int j = 0; j < rs->ntasks && !ts; j++)
         if (strcmp(rs->tasks[j].name, t->name) == 0)
             ts = &rs->tasks[j];
     *trials = ts ? ts->trials : 0;
     if (!ts || !(ts->best_gflops > 0) || ts->failed[0])
-        return -1;
+        return out;
     dt_space space;
     dt_error err = { 0 };
     if (dt_target_space_init(&space, t, DT_TARGET_CUDA, &err) != 0) {
         fprintf(stderr, "cuda_bench: %s: %s\n", t->name, err.msg);
-        return -1;
+        return out;
     }
     double seconds[BEST_REPEATS];
     int n = 0;
@@ -426,15 +571,18 @@ static double remeasure_best(dt_measurer *m, const dt_run_state *rs, const dt_ta
             }
             seconds[n++] = r.latency_s;
         }
+        if (n == BEST_REPEATS)
+            out.graph_s = dtune_graph_seconds(g, cc, &space, &point);
     } else {
         fprintf(stderr, "cuda_bench: %s: config %llu is past the space (%llu)\n", t->name,
                 (unsigned long long)ts->best_config, (unsigned long long)space.size);
     }
     dt_space_free(&space);
-    if (n < BEST_REPEATS)
-        return -1;
-    qsort(seconds, (size_t)n, sizeof seconds[0], compare_doubles);
-    return seconds[n / 2];
+    if (n == BEST_REPEATS) {
+        qsort(seconds, (size_t)n, sizeof seconds[0], compare_doubles);
+        out.calls_s = seconds[n / 2];
+    }
+    return out;
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -452,19 +600,76 @@ static bool selected(const options *o, const dt_task *t)
     return strstr(list, name) != NULL;
 }
 
-static void print_row(const dt_task *t, double dtune_s, double vendor_s, int trials,
+/* "%.1f" of microseconds, or "n/a". */
+static void us_str(double seconds, char *buf, size_t len)
+{
+    if (seconds > 0)
+        snprintf(buf, len, "%.1f", seconds * 1e6);
+    else
+        snprintf(buf, len, "n/a");
+}
+
+static void ratio_str(double a, double b, char *buf, size_t len)
+{
+    if (a > 0 && b > 0)
+        snprintf(buf, len, "%.2f", a / b);
+    else
+        snprintf(buf, len, "n/a");
+}
+
+static void print_row(const dt_task *t, timing dtune, timing lib, int trials,
                       const char *vendor_name)
 {
-    char shape[96], vendor_us[16] = "n/a", ratio[16] = "n/a";
+    char shape[96], d_us[16], v_us[16], ratio[16], dg_us[16], vg_us[16], g_ratio[16];
     dt_task_shape_str(t, shape, sizeof shape);
-    if (vendor_s > 0) {
-        snprintf(vendor_us, sizeof vendor_us, "%.1f", vendor_s * 1e6);
-        if (dtune_s > 0)
-            snprintf(ratio, sizeof ratio, "%.2f", dtune_s / vendor_s);
+    us_str(dtune.calls_s, d_us, sizeof d_us);
+    us_str(lib.calls_s, v_us, sizeof v_us);
+    ratio_str(dtune.calls_s, lib.calls_s, ratio, sizeof ratio);
+    us_str(dtune.graph_s, dg_us, sizeof dg_us);
+    us_str(lib.graph_s, vg_us, sizeof vg_us);
+    ratio_str(dtune.graph_s, lib.graph_s, g_ratio, sizeof g_ratio);
+    printf("%-14s %-34s %6d %9s %8.0f %-7s %9s %6s | %9s %9s %6s\n", t->name, shape, trials, d_us,
+           dtune.calls_s > 0 ? t->flops / dtune.calls_s * 1e-9 : 0.0, vendor_name, v_us, ratio,
+           dg_us, vg_us, g_ratio);
+}
+
+/* Median of the n values of v (sorted here); 0 when n is 0. */
+static double median_of(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof v[0], compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The ratios and model sums of one timing method over the table's tasks. */
+typedef struct column {
+    double ratios[MAX_ROWS], dtune_sum, vendor_sum;
+    int nratios, summed;
+} column;
+
+static void column_add(column *c, const dt_task *t, double dtune_s, double vendor_s)
+{
+    if (!(dtune_s > 0 && vendor_s > 0))
+        return;
+    if (t->kind == DT_OP_CONV2D && c->nratios < MAX_ROWS)
+        c->ratios[c->nratios++] = dtune_s / vendor_s;
+    c->dtune_sum += t->count * dtune_s;
+    c->vendor_sum += t->count * vendor_s;
+    c->summed++;
+}
+
+static void column_print(column *c, const char *method, int selected_n)
+{
+    if (c->nratios > 0) {
+        double median = median_of(c->ratios, c->nratios);
+        printf("%s: median conv2d ratio dtune/cuDNN %.2f over %d tasks (goal <= 1.20: %s)\n", method,
+               median, c->nratios, median <= 1.2 ? "met" : "not met");
     }
-    printf("%-14s %-34s %6d %10.1f %9.0f %-7s %10s %8s\n", t->name, shape, trials,
-           dtune_s > 0 ? dtune_s * 1e6 : 0.0, dtune_s > 0 ? t->flops / dtune_s * 1e-9 : 0.0,
-           vendor_name, vendor_us, ratio);
+    if (c->summed > 0)
+        printf("%s: model (sum of count x latency over %d of %d tasks): dtune %.3f ms, vendor "
+               "%.3f ms, dtune/vendor %.2f\n", method, c->summed, selected_n, c->dtune_sum * 1e3,
+               c->vendor_sum * 1e3, c->dtune_sum / c->vendor_sum);
 }
 
 /* Part t. */
@@ -501,46 +706,29 @@ static int run_table(const options *o, const dt_model *model, const dt_measure_p
         printf("dtune: %s, %d trials per task", o->strategy, o->trials);
     printf("; cuDNN: cudnnFind's best, FMA math (no TF32)%s; cuBLAS: sgemm, fp32%s\n",
            v.conv_forward ? "" : " (NOT FOUND)", v.sgemm ? "" : " (NOT FOUND)");
-    printf("%-14s %-34s %6s %10s %9s %-7s %10s %8s\n", "task", "shape", "trials", "dtune us",
-           "GFLOPS", "vendor", "vendor us", "ratio");
-    double ratios[MAX_ROWS], model_dtune = 0, model_vendor = 0;
-    int nratios = 0, summed = 0, selected_n = 0;
+    printf("(calls: back-to-back calls, the host's launch cost included; graph: %d calls in a "
+           "CUDA graph, without it%s)\n", GRAPH_CALLS, g.stream ? "" : "; NOT AVAILABLE");
+    printf("%-14s %-34s %6s %9s %8s %-7s %9s %6s | %9s %9s %6s\n", "task", "shape", "trials",
+           "dtune us", "GFLOPS", "vendor", "vendor us", "ratio", "graph: dt", "vendor", "ratio");
+    column calls = { .nratios = 0 }, graph = { .nratios = 0 };
+    int selected_n = 0;
     for (int i = 0; i < model->ntasks; i++) {
         const dt_task *t = &model->tasks[i];
         if (!selected(o, t))
             continue;
         selected_n++;
         int trials = 0, algo = -1;
-        double dtune_s;
-        if (have_rs) {
-            dtune_s = remeasure_best(m, &rs, t, &trials);
-        } else {
-            double best = tune_task(m, t, o, &trials);
-            dtune_s = best > 0 ? t->flops / (best * 1e9) : -1;
-        }
+        timing dtune = have_rs ? remeasure_best(m, &g, info->cc, &rs, t, &trials)
+                               : tune_task(m, &g, info->cc, t, o, &trials);
         bool conv = t->kind == DT_OP_CONV2D;
-        double vendor_s = conv ? cudnn_seconds(&g, &v, t, &algo) : cublas_seconds(&g, &v, t);
-        print_row(t, dtune_s, vendor_s, trials, conv ? "cudnn" : "cublas");
+        timing lib = conv ? cudnn_seconds(&g, &v, t, &algo) : cublas_seconds(&g, &v, t);
+        print_row(t, dtune, lib, trials, conv ? "cudnn" : "cublas");
         fflush(stdout);
-        if (conv && dtune_s > 0 && vendor_s > 0 && nratios < MAX_ROWS)
-            ratios[nratios++] = dtune_s / vendor_s;
-        if (dtune_s > 0 && vendor_s > 0) {
-            model_dtune += t->count * dtune_s;
-            model_vendor += t->count * vendor_s;
-            summed++;
-        }
+        column_add(&calls, t, dtune.calls_s, lib.calls_s);
+        column_add(&graph, t, dtune.graph_s, lib.graph_s);
     }
-    if (nratios > 0) {
-        qsort(ratios, (size_t)nratios, sizeof ratios[0], compare_doubles);
-        double median = nratios % 2 ? ratios[nratios / 2]
-                                    : 0.5 * (ratios[nratios / 2 - 1] + ratios[nratios / 2]);
-        printf("median conv2d ratio dtune/cuDNN: %.2f over %d tasks (goal <= 1.20: %s)\n", median,
-               nratios, median <= 1.2 ? "met" : "not met");
-    }
-    if (summed > 0)
-        printf("model (sum of count x latency over %d of %d tasks): dtune %.3f ms, vendor %.3f ms, "
-               "dtune/vendor %.2f\n", summed, selected_n, model_dtune * 1e3, model_vendor * 1e3,
-               model_dtune / model_vendor);
+    column_print(&calls, "calls", selected_n);
+    column_print(&graph, "graph", selected_n);
     dt_measurer_free(m);
     gpu_close(&g);
     if (have_rs)

@@ -120,6 +120,30 @@ static bool bind_driver_kernels(void *lib, dt_cuda_driver *t, char *miss)
     return ok;
 }
 
+/* The optional graph entries: all bound, or all NULL. */
+static void bind_driver_graphs(void *lib, dt_cuda_driver *t)
+{
+    char m[64] = "";
+    bool ok = BIND(lib, t, stream_create, "cuStreamCreate", NULL, m) &&
+              BIND(lib, t, stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy", m) &&
+              BIND(lib, t, stream_begin_capture, "cuStreamBeginCapture_v2", NULL, m) &&
+              BIND(lib, t, stream_end_capture, "cuStreamEndCapture", NULL, m) &&
+              BIND(lib, t, graph_instantiate, "cuGraphInstantiateWithFlags", NULL, m) &&
+              BIND(lib, t, graph_launch, "cuGraphLaunch", NULL, m) &&
+              BIND(lib, t, graph_exec_destroy, "cuGraphExecDestroy", NULL, m) &&
+              BIND(lib, t, graph_destroy, "cuGraphDestroy", NULL, m);
+    if (!ok) {
+        t->stream_create = NULL;
+        t->stream_destroy = NULL;
+        t->stream_begin_capture = NULL;
+        t->stream_end_capture = NULL;
+        t->graph_instantiate = NULL;
+        t->graph_launch = NULL;
+        t->graph_exec_destroy = NULL;
+        t->graph_destroy = NULL;
+    }
+}
+
 static void driver_open_once(void)
 {
     driver_slot *d = &driver_state;
@@ -135,6 +159,7 @@ static void driver_open_once(void)
         dlclose(lib);
         return;
     }
+    bind_driver_graphs(lib, &d->table);
     d->ok = true;
 }
 

@@ -28,6 +28,12 @@ typedef struct dt_cu_mod_st *dt_cu_module;
 typedef struct dt_cu_func_st *dt_cu_function;
 typedef struct dt_cu_event_st *dt_cu_event;
 typedef struct dt_cu_stream_st *dt_cu_stream;
+typedef struct dt_cu_graph_st *dt_cu_graph;
+typedef struct dt_cu_graph_exec_st *dt_cu_graph_exec;
+
+/* CUstreamCaptureMode: relaxed lets a library allocate while it is captured. */
+enum { DT_CU_STREAM_CAPTURE_RELAXED = 2 };
+enum { DT_CU_STREAM_NON_BLOCKING = 1 };
 
 /* CUdevice_attribute values dtune reads. */
 enum {
@@ -92,6 +98,18 @@ typedef struct dt_cuda_driver {
     dt_cu_result (*event_elapsed_ms)(float *ms, dt_cu_event start, dt_cu_event end);
     dt_cu_result (*event_destroy)(dt_cu_event ev);
     dt_cu_result (*get_error_string)(dt_cu_result r, const char **text);
+    /* Streams and graphs (CUDA 11.4 and later), for timing launches without
+     * their host-side cost (cuda_bench). Optional: all NULL when the driver
+     * lacks one of them; nothing in a tuning run uses them. */
+    dt_cu_result (*stream_create)(dt_cu_stream *s, unsigned flags);
+    dt_cu_result (*stream_destroy)(dt_cu_stream s);
+    dt_cu_result (*stream_begin_capture)(dt_cu_stream s, int mode);
+    dt_cu_result (*stream_end_capture)(dt_cu_stream s, dt_cu_graph *graph);
+    dt_cu_result (*graph_instantiate)(dt_cu_graph_exec *exec, dt_cu_graph graph,
+                                      unsigned long long flags);
+    dt_cu_result (*graph_launch)(dt_cu_graph_exec exec, dt_cu_stream s);
+    dt_cu_result (*graph_exec_destroy)(dt_cu_graph_exec exec);
+    dt_cu_result (*graph_destroy)(dt_cu_graph graph);
 } dt_cuda_driver;
 
 /* The driver table, loaded once per process from libcuda.so.1. Returns 0 and
