@@ -196,14 +196,14 @@ static int gpu_open(gpu *g, const dt_measure_params *m, dt_error *err)
         cu->ctx_set_current(g->ctx) || cu->event_create(&g->start, 0) ||
         cu->event_create(&g->stop, 0))
         return dt_error_set(err, DT_ELIB, "cannot set up timing on device 0");
-    if (cu->stream_create && cu->stream_create(&g->stream, DT_CU_STREAM_NON_BLOCKING))
+    if (cu->graph.stream_create && cu->graph.stream_create(&g->stream, DT_CU_STREAM_NON_BLOCKING))
         g->stream = NULL;
     return 0;
 }
 
 static void gpu_close(gpu *g)
 {
-    if (g->stream && g->cu->stream_destroy(g->stream))
+    if (g->stream && g->cu->graph.stream_destroy(g->stream))
         fprintf(stderr, "cuda_bench: cuStreamDestroy failed\n");
     if (g->start && g->cu->event_destroy(g->start))
         fprintf(stderr, "cuda_bench: cuEventDestroy failed\n");
@@ -262,23 +262,23 @@ static double graph_seconds(gpu *g, call_fn fn, void *arg, double flops)
     dt_cu_graph graph = NULL;
     dt_cu_graph_exec exec = NULL;
     double seconds = -1;
-    if (cu->stream_begin_capture(g->stream, DT_CU_STREAM_CAPTURE_RELAXED))
+    if (cu->graph.begin_capture(g->stream, DT_CU_STREAM_CAPTURE_RELAXED))
         return -1;
     int failed = 0;
     for (int i = 0; i < GRAPH_CALLS && !failed; i++)
         failed = fn(arg);
-    dt_cu_result ended = cu->stream_end_capture(g->stream, &graph);
-    if (failed || ended || !graph || cu->graph_instantiate(&exec, graph, 0))
+    dt_cu_result ended = cu->graph.end_capture(g->stream, &graph);
+    if (failed || ended || !graph || cu->graph.instantiate(&exec, graph, 0))
         goto done;
     /* one launch to warm up, then the CV rule over launches */
-    if (cu->graph_launch(exec, g->stream) || cu->event_record(g->stop, g->stream) ||
+    if (cu->graph.launch(exec, g->stream) || cu->event_record(g->stop, g->stream) ||
         cu->event_synchronize(g->stop))
         goto done;
     dt_cv_stop cv;
     dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
     for (;;) {
         float ms = 0;
-        if (cu->event_record(g->start, g->stream) || cu->graph_launch(exec, g->stream) ||
+        if (cu->event_record(g->start, g->stream) || cu->graph.launch(exec, g->stream) ||
             cu->event_record(g->stop, g->stream) || cu->event_synchronize(g->stop) ||
             cu->event_elapsed_ms(&ms, g->start, g->stop))
             goto done;
@@ -287,9 +287,9 @@ static double graph_seconds(gpu *g, call_fn fn, void *arg, double flops)
     }
     seconds = flops / (dt_cv_stop_mean(&cv) * 1e9);
 done:
-    if (exec && cu->graph_exec_destroy(exec))
+    if (exec && cu->graph.exec_destroy(exec))
         fprintf(stderr, "cuda_bench: cuGraphExecDestroy failed\n");
-    if (graph && cu->graph_destroy(graph))
+    if (graph && cu->graph.destroy(graph))
         fprintf(stderr, "cuda_bench: cuGraphDestroy failed\n");
     return seconds;
 }

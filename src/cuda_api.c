@@ -124,24 +124,16 @@ static bool bind_driver_kernels(void *lib, dt_cuda_driver *t, char *miss)
 static void bind_driver_graphs(void *lib, dt_cuda_driver *t)
 {
     char m[64] = "";
-    bool ok = BIND(lib, t, stream_create, "cuStreamCreate", NULL, m) &&
-              BIND(lib, t, stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy", m) &&
-              BIND(lib, t, stream_begin_capture, "cuStreamBeginCapture_v2", NULL, m) &&
-              BIND(lib, t, stream_end_capture, "cuStreamEndCapture", NULL, m) &&
-              BIND(lib, t, graph_instantiate, "cuGraphInstantiateWithFlags", NULL, m) &&
-              BIND(lib, t, graph_launch, "cuGraphLaunch", NULL, m) &&
-              BIND(lib, t, graph_exec_destroy, "cuGraphExecDestroy", NULL, m) &&
-              BIND(lib, t, graph_destroy, "cuGraphDestroy", NULL, m);
-    if (!ok) {
-        t->stream_create = NULL;
-        t->stream_destroy = NULL;
-        t->stream_begin_capture = NULL;
-        t->stream_end_capture = NULL;
-        t->graph_instantiate = NULL;
-        t->graph_launch = NULL;
-        t->graph_exec_destroy = NULL;
-        t->graph_destroy = NULL;
-    }
+    bool ok = BIND(lib, t, graph.stream_create, "cuStreamCreate", NULL, m) &&
+              BIND(lib, t, graph.stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy", m) &&
+              BIND(lib, t, graph.begin_capture, "cuStreamBeginCapture_v2", NULL, m) &&
+              BIND(lib, t, graph.end_capture, "cuStreamEndCapture", NULL, m) &&
+              BIND(lib, t, graph.instantiate, "cuGraphInstantiateWithFlags", NULL, m) &&
+              BIND(lib, t, graph.launch, "cuGraphLaunch", NULL, m) &&
+              BIND(lib, t, graph.exec_destroy, "cuGraphExecDestroy", NULL, m) &&
+              BIND(lib, t, graph.destroy, "cuGraphDestroy", NULL, m);
+    if (!ok)
+        memset(&t->graph, 0, sizeof t->graph);
 }
 
 static void driver_open_once(void)

@@ -67,6 +67,20 @@ enum {
     DT_CU_ERROR_LAUNCH_FAILED = 719
 };
 
+/* Streams and graphs (CUDA 11.4 and later), for timing launches without
+ * their host-side cost (cuda_bench). Optional: all NULL when the driver lacks
+ * one of them; nothing in a tuning run uses them. */
+typedef struct dt_cuda_graph_api {
+    dt_cu_result (*stream_create)(dt_cu_stream *s, unsigned flags);
+    dt_cu_result (*stream_destroy)(dt_cu_stream s);
+    dt_cu_result (*begin_capture)(dt_cu_stream s, int mode);
+    dt_cu_result (*end_capture)(dt_cu_stream s, dt_cu_graph *graph);
+    dt_cu_result (*instantiate)(dt_cu_graph_exec *exec, dt_cu_graph graph, unsigned long long flags);
+    dt_cu_result (*launch)(dt_cu_graph_exec exec, dt_cu_stream s);
+    dt_cu_result (*exec_destroy)(dt_cu_graph_exec exec);
+    dt_cu_result (*destroy)(dt_cu_graph graph);
+} dt_cuda_graph_api;
+
 typedef struct dt_cuda_driver {
     dt_cu_result (*init)(unsigned flags);
     dt_cu_result (*driver_version)(int *version);
@@ -98,18 +112,7 @@ typedef struct dt_cuda_driver {
     dt_cu_result (*event_elapsed_ms)(float *ms, dt_cu_event start, dt_cu_event end);
     dt_cu_result (*event_destroy)(dt_cu_event ev);
     dt_cu_result (*get_error_string)(dt_cu_result r, const char **text);
-    /* Streams and graphs (CUDA 11.4 and later), for timing launches without
-     * their host-side cost (cuda_bench). Optional: all NULL when the driver
-     * lacks one of them; nothing in a tuning run uses them. */
-    dt_cu_result (*stream_create)(dt_cu_stream *s, unsigned flags);
-    dt_cu_result (*stream_destroy)(dt_cu_stream s);
-    dt_cu_result (*stream_begin_capture)(dt_cu_stream s, int mode);
-    dt_cu_result (*stream_end_capture)(dt_cu_stream s, dt_cu_graph *graph);
-    dt_cu_result (*graph_instantiate)(dt_cu_graph_exec *exec, dt_cu_graph graph,
-                                      unsigned long long flags);
-    dt_cu_result (*graph_launch)(dt_cu_graph_exec exec, dt_cu_stream s);
-    dt_cu_result (*graph_exec_destroy)(dt_cu_graph_exec exec);
-    dt_cu_result (*graph_destroy)(dt_cu_graph graph);
+    dt_cuda_graph_api graph;
 } dt_cuda_driver;
 
 /* The driver table, loaded once per process from libcuda.so.1. Returns 0 and
