@@ -13,6 +13,8 @@
 #                    cuda_bench's table against the run's best.json
 #   cv SECONDS       cuda_bench's CV part, cut off after SECONDS (default 240;
 #                    it prints each task as it ends)
+#   table DIR        cuda_bench's table against DIR/best.json (an earlier
+#                    run's, e.g. bench/out/gpu_h100_2026-11-25), no new run
 #
 # cuDNN and cuBLAS are the machine's own (PyTorch's wheels or the CUDA
 # Toolkit); they are found here and put on the loader's path after the
@@ -89,12 +91,16 @@ finish)
     echo "== cuda_bench table against $run_dir/best.json"
     "$bundle/run.sh" cuda_bench --parts t --best "$run_dir" --builders 14 2>&1 | tee "$out/cuda_bench_table.txt"
     ;;
+table)
+    [ -f "${2:-}/best.json" ] || { echo "gpu_session: table needs a folder with best.json" >&2; exit 2; }
+    "$bundle/run.sh" cuda_bench --parts t --best "$2" --builders 14 2>&1 | tee "$out/cuda_bench_table.txt"
+    ;;
 cv)
     echo "== cuda_bench CV part (at most ${2:-240} s)"
     timeout "${2:-240}" "$bundle/run.sh" cuda_bench --parts c --builders 14 2>&1 | tee "$out/cuda_bench_cv.txt"
     ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,22p' "$0"
     exit 2
     ;;
 esac
