@@ -164,7 +164,9 @@ static int recv_msg(int source, double give_up, bool *hung, dt_buf *buf, dt_wire
     rc = MPI_Recv(buf->data, count, MPI_BYTE, source, WIRE_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return mpi_failed(rc, "receiving a message", err);
-    return dt_wire_decode(buf->data, (size_t)count, msg, err);
+    dt_error why;
+    rc = dt_wire_decode(buf->data, (size_t)count, msg, &why);
+    return rc ? dt_error_set(err, rc, "mpi rank %d sent a malformed message: %s", source, why.msg) : 0;
 }
 
 /* ---- what a rank says in its HELLO ---------------------------------------- */
@@ -288,8 +290,26 @@ static void fill_error(dt_wire_msg *out, int rc, const char *message)
     snprintf(out->u.failure.message, sizeof out->u.failure.message, "%s", message);
 }
 
+/* Fault injection for the tests: with DTUNE_MPI_WORKER_FAULT=probed in its
+ * environment a worker sends every PROBED answer one byte short of the
+ * length its header states, so a test can watch rank 0 refuse a malformed
+ * message end to end (tests/test_mpi.c). */
+#define WORKER_FAULT_ENV "DTUNE_MPI_WORKER_FAULT"
+
+/* Sends msg to dest with its last byte cut off (the fault above). */
+static int send_cut(const dt_wire_msg *msg, int dest, dt_buf *buf, dt_error *err)
+{
+    buf->len = 0;
+    int rc = dt_wire_encode(msg, buf, err);
+    if (rc)
+        return rc;
+    rc = MPI_Send(buf->data, (int)buf->len - 1, MPI_BYTE, dest, WIRE_TAG, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "sending a message", err);
+}
+
 typedef struct worker {
     int rank;
+    bool cut_probed;           /* WORKER_FAULT_ENV=probed */
     dt_run view;
     dt_buf buf;
     dt_wire_msg *in, *out;
@@ -387,14 +407,18 @@ static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_erro
             answer_probe(w, &w->in->u.probe);
         else
             answer_measure(w, &w->in->u.measure);
-        rc = send_msg(out, 0, &w->buf, err);
+        if (w->cut_probed && out->type == DT_WIRE_PROBED)
+            rc = send_cut(out, 0, &w->buf, err);
+        else
+            rc = send_msg(out, 0, &w->buf, err);
     }
     return rc;
 }
 
 static int run_worker(const dt_config *cfg, int rank, dt_error *err)
 {
-    worker w = { .rank = rank };
+    const char *fault = getenv(WORKER_FAULT_ENV);
+    worker w = { .rank = rank, .cut_probed = fault && strcmp(fault, "probed") == 0 };
     char work_dir[DT_PATH_MAX];
     int len = snprintf(work_dir, sizeof work_dir, "%s/rank-%d", cfg->output_dir, rank);
     w.in = malloc(sizeof *w.in);

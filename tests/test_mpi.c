@@ -3,7 +3,8 @@
  * the one-process run of the same command (the replay surface and the
  * random strategy are deterministic); SIGTERM to mpirun stops both ranks
  * with everything logged; a worker that stops answering ends the job with
- * a message and the same command resumes. Skipped, with one
+ * a message and the same command resumes, and so does one whose answer
+ * arrives malformed. Skipped, with one
  * line, where dtune was built without MPI or mpirun is not installed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -636,6 +637,39 @@ static void test_killed_worker_ends_the_job_and_the_run_resumes(void **state)
     assert_worker_fault_ends_job_and_resumes("3", 2, SIGKILL, "was killed", "signal 9");
 }
 
+/* A worker whose PROBED answers arrive malformed (one byte short of their
+ * header's length; src/mpi_run.c's fault hook) when a run resumes: rank 0
+ * refuses the message naming the rank, exits 2, the log keeps exactly what
+ * it held, and the same command without the fault resumes from it. */
+static void test_malformed_answer_ends_the_job_and_the_run_resumes(void **state)
+{
+    (void)state;
+    skip_without_mpi(__func__);
+    char dir[64], cfg[128], log[128], run[128], path[160];
+    pid_t mpirun = start_long_run("2", dir, cfg, log, run, path);
+    assert_int_equal(kill(mpirun, SIGTERM), 0);
+    if (wait_exit(mpirun, 40000) == -1) {
+        kill(mpirun, SIGKILL);
+        fail_msg("mpirun still runs 40 s after SIGTERM");
+    }
+    size_t before = assert_log_whole_without_repeats(run);
+    assert_int_equal(setenv("DTUNE_MPI_WORKER_FAULT", "probed", 1), 0);
+    mpirun = spawn_mpi_tune("2", cfg, "1000", log);
+    unsetenv("DTUNE_MPI_WORKER_FAULT");
+    int rc = wait_exit(mpirun, 60000);
+    char *text = dt_test_slurp(log);
+    if (rc == -1) {
+        kill(mpirun, SIGKILL);
+        fail_msg("mpirun still runs 60 s after its start with a malformed answer: %s", text);
+    }
+    if (rc != 2 || !strstr(text, "mpi rank 1 sent a malformed message: mpi message: PROBED"))
+        fail_msg("exit %d, expected 2 and rank 1's malformed PROBED named: %s", rc, text);
+    free(text);
+    assert_int_equal(assert_log_whole_without_repeats(run), before);
+    assert_resumes("2", cfg, log, run, path, before);
+    dt_test_remove_tree(dir);
+}
+
 int main(void)
 {
     /* Open MPI keeps memory in components it unloads at MPI_Finalize, before
@@ -655,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_status_lists_every_slot_in_flight),
         cmocka_unit_test(test_hung_worker_ends_the_job_and_the_run_resumes),
         cmocka_unit_test(test_killed_worker_ends_the_job_and_the_run_resumes),
+        cmocka_unit_test(test_malformed_answer_ends_the_job_and_the_run_resumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
