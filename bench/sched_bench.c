@@ -908,9 +908,39 @@ typedef struct cut_sample {
     double x, y;                 /* headroom and the share of its latency the slot cut */
 } cut_sample;
 
+/* Makes h[0..n) non-increasing by weighted isotonic regression (pool
+ * adjacent violators, weights w): the least-squares table under the rule
+ * that a task's later slot is not expected to cut a larger share than an
+ * earlier one. Later entries rest on few slots (only tasks with many
+ * measured slots reach them), and their noise made the fitted table rise
+ * again (its 6th entry above its 5th), so dynatune kept going back to
+ * tasks that had just cut nothing. */
+static void make_non_increasing(double *h, const double *w, int n)
+{
+    double value[HAZARD_ENTRIES], weight[HAZARD_ENTRIES];
+    int count[HAZARD_ENTRIES], blocks = 0;
+    for (int e = 0; e < n; e++) {
+        value[blocks] = h[e];
+        weight[blocks] = w[e] > 0 ? w[e] : 1e-12;
+        count[blocks++] = 1;
+        while (blocks > 1 && value[blocks - 2] < value[blocks - 1]) {
+            double sum = weight[blocks - 2] + weight[blocks - 1];
+            value[blocks - 2] = (value[blocks - 2] * weight[blocks - 2] +
+                                 value[blocks - 1] * weight[blocks - 1]) / sum;
+            weight[blocks - 2] = sum;
+            count[blocks - 2] += count[blocks - 1];
+            blocks--;
+        }
+    }
+    for (int b = 0, e = 0; b < blocks; b++)
+        for (int i = 0; i < count[b]; i++)
+            h[e++] = value[b];
+}
+
 /* The hazard table from traces (all but those of model `skip`, may be NULL):
  * entry m is the least-squares factor h(m) of y = h(m) x over every task's
- * (m+1)-th slot that measured at least one trial, y the share of its
+ * (m+1)-th slot that measured at least one trial, made non-increasing in m
+ * (make_non_increasing), y the share of its
  * latency the slot cut and x its headroom dt_sched_prior_share(h = 1,
  * ceiling, bandwidth, headroom source; the cost model's estimate at the
  * slot's start) (1 without a ceiling: h(m) is then the mean share); into text,
@@ -980,6 +1010,7 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
         }
         for (int e = 0; e < HAZARD_ENTRIES; e++)
             h[e] = xx[e] > 0 ? xy[e] / xx[e] : 0;
+        make_non_increasing(h, xx, HAZARD_ENTRIES);
         if (!stale_text)
             break;
         double gy[STALE_ENTRIES] = { 0 }, gx[STALE_ENTRIES] = { 0 }, gmax = 0;
@@ -1462,10 +1493,13 @@ int main(int argc, char **argv)
         double bandwidth = o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs;
         dt_sched_headroom headroom = o.headroom >= 0 ? (dt_sched_headroom)o.headroom
                                                      : cfg.scheduler.headroom;
+        /* the prior as --lomo fits it: with staleness factors only under --staleness fit */
+        bool with_stale = o.staleness && strcmp(o.staleness, "fit") == 0;
+        snprintf(stale, sizeof stale, "none");
         if (fit_hazard(traces, npaths, NULL, o.slot_seconds, 0, 0, DT_SCHED_HEADROOM_ROOFLINE, table,
                        sizeof table, NULL, 0) == 0 &&
             fit_hazard(traces, npaths, NULL, o.slot_seconds, ceiling, bandwidth, headroom, prior,
-                       sizeof prior, stale, sizeof stale) == 0)
+                       sizeof prior, with_stale ? stale : NULL, sizeof stale) == 0)
             printf("fitted on %d trace(s), slot %g s: hazard %s; dynatune's prior (ceiling %g, "
                    "bandwidth %g GB/s) %s, staleness %s\n", npaths, o.slot_seconds, table, ceiling,
                    bandwidth, prior, stale);

@@ -478,9 +478,9 @@ dt_scheduler_params dt_scheduler_params_default(void)
     dt_scheduler_params p = {
         .ucb_c = 0.05, .gamma = 1e9, .finish_after = 200, .epsilon = 0.05,
         .softmax_temperature = 1, .prior_slots = 30, .ceiling = 1.2, .bandwidth_gbs = 20,
-        .headroom = DT_SCHED_HEADROOM_ROOFLINE,
-        .hazard = "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039",
-        .prior_hazard = "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024",
+        .headroom = DT_SCHED_HEADROOM_COST_MODEL,
+        .hazard = "0.49,0.14,0.029,0.010,0.0079,0.0079,0.0042,0.0039",
+        .prior_hazard = "0.77,0.60,0.19,0.062,0.037,0.037,0.021,0.021",
     };
     snprintf(p.policy, sizeof p.policy, "%s", policies[0].name);
     return p;

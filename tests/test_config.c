@@ -143,11 +143,11 @@ static void test_defaults(void **state)
     assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
     assert_true(c.scheduler.prior_slots == 30 && c.scheduler.ceiling == 1.2);
     assert_true(c.scheduler.bandwidth_gbs == 20);
-    assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_ROOFLINE);
+    assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_COST_MODEL);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
-    assert_string_equal(c.scheduler.hazard, "0.47,0.21,0.042,0.016,0.009,0.012,0.0047,0.0039");
-    assert_string_equal(c.scheduler.prior_hazard, "0.72,0.61,0.19,0.063,0.029,0.050,0.018,0.024");
+    assert_string_equal(c.scheduler.hazard, "0.49,0.14,0.029,0.010,0.0079,0.0079,0.0042,0.0039");
+    assert_string_equal(c.scheduler.prior_hazard, "0.77,0.60,0.19,0.062,0.037,0.037,0.021,0.021");
     assert_int_equal(c.belief.family, DT_CURVE_LOG_POWER);
     assert_true(c.belief.walkers == 10 && c.belief.steps == 500);
     assert_true(c.belief.burn_in == 250 && c.belief.jump_threshold == 0.20);
