@@ -101,15 +101,23 @@ static int mpi_failed(int code, const char *what, dt_error *err)
     return dt_error_set(err, DT_EIO, "mpi: %s: %s", what, text);
 }
 
-/* One message to rank dest; buf is the sender's reusable buffer. */
-static int send_msg(const dt_wire_msg *msg, int dest, dt_buf *buf, dt_error *err)
+/* One message to rank dest, encoded into buf (the sender's reusable
+ * buffer), all but its last `cut` bytes sent: cut is 0 but under the tests'
+ * fault (WORKER_FAULT_ENV). */
+static int send_cut(const dt_wire_msg *msg, int dest, dt_buf *buf, size_t cut, dt_error *err)
 {
     buf->len = 0;
     int rc = dt_wire_encode(msg, buf, err);
     if (rc)
         return rc;
-    rc = MPI_Send(buf->data, (int)buf->len, MPI_BYTE, dest, WIRE_TAG, MPI_COMM_WORLD);
+    rc = MPI_Send(buf->data, (int)(buf->len - cut), MPI_BYTE, dest, WIRE_TAG, MPI_COMM_WORLD);
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "sending a message", err);
+}
+
+/* One whole message to rank dest. */
+static int send_msg(const dt_wire_msg *msg, int dest, dt_buf *buf, dt_error *err)
+{
+    return send_cut(msg, dest, buf, 0, err);
 }
 
 /* Waits for a message from rank source until monotonic second give_up (0:
@@ -296,17 +304,6 @@ static void fill_error(dt_wire_msg *out, int rc, const char *message)
  * message end to end (tests/test_mpi.c). */
 #define WORKER_FAULT_ENV "DTUNE_MPI_WORKER_FAULT"
 
-/* Sends msg to dest with its last byte cut off (the fault above). */
-static int send_cut(const dt_wire_msg *msg, int dest, dt_buf *buf, dt_error *err)
-{
-    buf->len = 0;
-    int rc = dt_wire_encode(msg, buf, err);
-    if (rc)
-        return rc;
-    rc = MPI_Send(buf->data, (int)buf->len - 1, MPI_BYTE, dest, WIRE_TAG, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "sending a message", err);
-}
-
 typedef struct worker {
     int rank;
     bool cut_probed;           /* WORKER_FAULT_ENV=probed */
@@ -408,7 +405,7 @@ static int worker_loop(worker *w, int open_rc, const dt_error *open_err, dt_erro
         else
             answer_measure(w, &w->in->u.measure);
         if (w->cut_probed && out->type == DT_WIRE_PROBED)
-            rc = send_cut(out, 0, &w->buf, err);
+            rc = send_cut(out, 0, &w->buf, 1, err);
         else
             rc = send_msg(out, 0, &w->buf, err);
     }
