@@ -131,6 +131,18 @@ static void measure_point(fixture *fx, const dt_space *s, const dt_point *p, dt_
 
 /* ---- without a device -------------------------------------------------------------- */
 
+/* Runs the shell command line cmd with its output into text (NUL-ended,
+ * truncated to len); returns its exit status (128 when it did not exit). */
+static int shell_output(const char *cmd, char *text, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(text, 1, len - 1, p);
+    text[got] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
 /* The environment a child sees no device in: every GPU hidden. */
 #define HIDE_DEVICES "CUDA_VISIBLE_DEVICES=-1"
 
@@ -157,11 +169,7 @@ static void run_self_hidden(const char *mode, char *text, size_t len)
     assert_true(n > 0);
     exe[n] = '\0';
     snprintf(cmd, sizeof cmd, HIDE_DEVICES " %s %s 2>&1", exe, mode);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t got = fread(text, 1, len - 1, p);
-    text[got] = '\0';
-    assert_int_equal(pclose(p), 0);
+    assert_int_equal(shell_output(cmd, text, len), 0);
 }
 
 static void test_open_without_device(void **state)
@@ -184,12 +192,7 @@ static void test_tune_without_device_exits_1(void **state)
     snprintf(cmd, sizeof cmd,
              HIDE_DEVICES " %s tune --model models/tiny.yaml --target cuda --out %s --listen off 2>&1",
              dt_test_dtune(), dir);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t got = fread(out, 1, sizeof out - 1, p);
-    out[got] = '\0';
-    int status = pclose(p);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    int rc = shell_output(cmd, out, sizeof out);
     if (rc != 1 || !strstr(out, "no CUDA device found"))
         print_error("dtune tune --target cuda exited %d:\n%s\n", rc, out);
     assert_int_equal(rc, 1);
@@ -467,11 +470,7 @@ static void fake_run(const fake_env *env, const char *mode, char *text, size_t l
              "LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_CUDA_MODE=%s "
              "FAKE_CUDA_LOG=%s/%s.log %s --fake-scenario %s 2>&1",
              env->dir, mode, env->dir, mode, env->exe, mode);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t got = fread(text, 1, len - 1, p);
-    text[got] = '\0';
-    assert_int_equal(pclose(p), 0);
+    assert_int_equal(shell_output(cmd, text, len), 0);
 }
 
 /* Processes that initialised the fake driver (the parent and each
