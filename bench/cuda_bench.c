@@ -1,9 +1,9 @@
 /* cuda_bench.c — dtune's tuned CUDA kernels against the vendor libraries, and
  * CV early stopping on the GPU.
  *
- * Part t (the table). For every conv2d and dense task of a model (ResNet-18
- * by default) dtune's kernel is either tuned from scratch for a short trial
- * budget through the real measurer and the cuda backend (NVRTC builds, the
+ * Part t (the table). For every conv2d, depthwise_conv2d and dense task of a
+ * model (ResNet-18 by default) dtune's kernel is either tuned from scratch for
+ * a short trial budget through the real measurer and the cuda backend (NVRTC builds, the
  * measurement process, CV-stopped event timing), or, with --best RUN_DIR,
  * the best config of a tuning run's best.json re-measured three times
  * through the same measurer (the median counts, never the log's minimum).
@@ -13,12 +13,14 @@
  *
  *   conv2d  cuDNN: the fastest algorithm cudnnFindConvolutionForwardAlgorithm
  *           returns, run with cudnnConvolutionForward; math mode FMA, i.e.
- *           plain fp32 like dtune's kernels (no TF32 tensor cores)
+ *           plain fp32 like dtune's kernels (no TF32 tensor cores);
+ *           depthwise_conv2d as a grouped convolution, one group a channel
  *   dense   cuBLAS sgemm (default math: fp32)
  *
  * It prints one row per task (dtune and vendor latency, their ratio), the
- * GPU's name, the median conv2d ratio against the goal (<= 1.2), and the
- * model's tasks summed as the model runs them (count x latency) for both.
+ * GPU's name, the median conv2d ratio against the goal (<= 1.2), the median
+ * depthwise ratio, and the model's tasks summed as the model runs them
+ * (count x latency) for both.
  *
  * Part c (AdaTune's experiment on the GPU). N random configs (--cv-configs,
  * 200) of three ResNet-18 3x3 convolutions, each timed by the measurer with
@@ -101,6 +103,7 @@ typedef struct vendor {
     int (*conv_create)(handle *);
     int (*conv_set2d)(handle, int ph, int pw, int sh, int sw, int dh, int dw, int mode, int type);
     int (*conv_set_math)(handle, int math);
+    int (*conv_set_groups)(handle, int groups);
     int (*conv_find)(handle, handle, handle, handle, handle, int, int *, cudnn_perf *);
     int (*conv_forward)(handle, const void *, handle, dt_cu_ptr, handle, dt_cu_ptr, handle, int,
                         dt_cu_ptr, size_t, const void *, handle, dt_cu_ptr);
@@ -153,6 +156,7 @@ static void load_cudnn(vendor *v)
               SYM(l, "cudnnCreateConvolutionDescriptor", v->conv_create) &&
               SYM(l, "cudnnSetConvolution2dDescriptor", v->conv_set2d) &&
               SYM(l, "cudnnSetConvolutionMathType", v->conv_set_math) &&
+              SYM(l, "cudnnSetConvolutionGroupCount", v->conv_set_groups) &&
               SYM(l, "cudnnFindConvolutionForwardAlgorithm", v->conv_find) &&
               SYM(l, "cudnnConvolutionForward", v->conv_forward) &&
               SYM(l, "cudnnSetStream", v->cudnn_set_stream);
@@ -340,20 +344,21 @@ static int run_conv(void *arg)
                               c->b->workspace, c->workspace_bytes, &zero, c->y, c->b->out);
 }
 
-/* Descriptors of task for cuDNN (NCHW fp32, cross-correlation, FMA math). */
+/* Descriptors of task for cuDNN (NCHW fp32, cross-correlation, FMA math); a
+ * depthwise convolution is a grouped one with one group per input channel. */
 static bool describe_conv(const vendor *v, const dt_task *t, conv_call *c)
 {
     const dt_conv_shape *s = &t->conv;
+    int groups = t->kind == DT_OP_DEPTHWISE_CONV2D ? s->c_in : 1;
     return !v->tensor_create(&c->x) && !v->tensor_create(&c->y) && !v->filter_create(&c->w) &&
            !v->conv_create(&c->conv) &&
            !v->tensor_set4d(c->x, 0, 0, s->n, s->c_in, s->h, s->w) &&
            !v->tensor_set4d(c->y, 0, 0, s->n, s->c_out, s->oh, s->ow) &&
-           !v->filter_set4d(c->w, 0, 0, s->c_out, s->c_in, s->kh, s->kw) &&
+           !v->filter_set4d(c->w, 0, 0, s->c_out, s->c_in / groups, s->kh, s->kw) &&
            !v->conv_set2d(c->conv, s->ph, s->pw, s->sh, s->sw, s->dh, s->dw, 1, 0) &&
-           !v->conv_set_math(c->conv, 3);
+           !v->conv_set_math(c->conv, 3) && !v->conv_set_groups(c->conv, groups);
 }
 
-/* cuDNN's seconds per call for task, or < 0 when unavailable. */
 /* One side's seconds per call: back-to-back calls (the host's launch cost
  * included) and inside a graph (without it); < 0 where not measured. */
 typedef struct timing {
@@ -589,7 +594,7 @@ static timing remeasure_best(dt_measurer *m, gpu *g, int cc, const dt_run_state 
 
 static bool selected(const options *o, const dt_task *t)
 {
-    if (t->kind != DT_OP_CONV2D && t->kind != DT_OP_DENSE)
+    if (t->kind != DT_OP_CONV2D && t->kind != DT_OP_DEPTHWISE_CONV2D && t->kind != DT_OP_DENSE)
         return false;
     if (!o->tasks[0])
         return true;
@@ -644,8 +649,8 @@ static double median_of(double *v, int n)
 
 /* The ratios and model sums of one timing method over the table's tasks. */
 typedef struct column {
-    double ratios[MAX_ROWS], dtune_sum, vendor_sum;
-    int nratios, summed;
+    double ratios[MAX_ROWS], dw_ratios[MAX_ROWS], dtune_sum, vendor_sum;
+    int nratios, ndw, summed;
 } column;
 
 static void column_add(column *c, const dt_task *t, double dtune_s, double vendor_s)
@@ -654,6 +659,8 @@ static void column_add(column *c, const dt_task *t, double dtune_s, double vendo
         return;
     if (t->kind == DT_OP_CONV2D && c->nratios < MAX_ROWS)
         c->ratios[c->nratios++] = dtune_s / vendor_s;
+    if (t->kind == DT_OP_DEPTHWISE_CONV2D && c->ndw < MAX_ROWS)
+        c->dw_ratios[c->ndw++] = dtune_s / vendor_s;
     c->dtune_sum += t->count * dtune_s;
     c->vendor_sum += t->count * vendor_s;
     c->summed++;
@@ -666,6 +673,9 @@ static void column_print(column *c, const char *method, int selected_n)
         printf("%s: median conv2d ratio dtune/cuDNN %.2f over %d tasks (goal <= 1.20: %s)\n", method,
                median, c->nratios, median <= 1.2 ? "met" : "not met");
     }
+    if (c->ndw > 0)
+        printf("%s: median depthwise_conv2d ratio dtune/cuDNN %.2f over %d tasks\n", method,
+               median_of(c->dw_ratios, c->ndw), c->ndw);
     if (c->summed > 0)
         printf("%s: model (sum of count x latency over %d of %d tasks): dtune %.3f ms, vendor "
                "%.3f ms, dtune/vendor %.2f\n", method, c->summed, selected_n, c->dtune_sum * 1e3,
@@ -720,7 +730,7 @@ static int run_table(const options *o, const dt_model *model, const dt_measure_p
         int trials = 0, algo = -1;
         timing dtune = have_rs ? remeasure_best(m, &g, info->cc, &rs, t, &trials)
                                : tune_task(m, &g, info->cc, t, o, &trials);
-        bool conv = t->kind == DT_OP_CONV2D;
+        bool conv = t->kind != DT_OP_DENSE;
         timing lib = conv ? cudnn_seconds(&g, &v, t, &algo) : cublas_seconds(&g, &v, t);
         print_row(t, dtune, lib, trials, conv ? "cudnn" : "cublas");
         fflush(stdout);

@@ -15,6 +15,13 @@
 #                    it prints each task as it ends)
 #   table DIR        cuda_bench's table against DIR/best.json (an earlier
 #                    run's, e.g. bench/out/gpu_h100_2026-11-25), no new run
+#   tests            the machine and the CUDA tests only
+#   pipeline         in the background (its own process session): the CV part,
+#                    then a tuning run of bench/gpu/mobilenet_v2_cuda.yaml and
+#                    cuda_bench's table against its best.json; the GPU stays
+#                    busy between calls
+#   watch SECONDS    the pipeline's log for up to SECONDS (until it ends), then
+#                    everything it has written so far into $OUT
 #
 # cuDNN and cuBLAS are the machine's own (PyTorch's wheels or the CUDA
 # Toolkit); they are found here and put on the loader's path after the
@@ -43,7 +50,20 @@ export PLPLOT_DRV_DIR="$bundle/plplot/drivers" PLPLOT_LIB="$bundle/plplot/data"
 export DTUNE_BIN="$bundle/bin/dtune"
 
 running() {
-    [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null
+    [ -f "${2:-$pid_file}" ] && kill -0 "$(cat "${2:-$pid_file}")" 2>/dev/null
+}
+
+pipe_dir=/tmp/dtune_gpu_pipeline
+
+machine_and_tests() {
+    echo "== machine"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_cap --format=csv
+    lscpu | grep -E 'Model name|^CPU\(s\)'
+    echo "cudnn: ${cudnn_dir:-none}  cublas: ${cublas_dir:-none}"
+    echo "== CUDA tests"
+    sh scripts/run_tests.sh "$bundle/tests/test_cuda" "$bundle/tests/test_codegen_cuda" > "$out/tests.txt" 2>&1
+    echo "run_tests exit $?"
+    grep -E 'SKIPPED|FAILED|PASSED|skipping|tests:|no CUDA' "$out/tests.txt" | head -n 40
 }
 
 progress() {
@@ -53,16 +73,11 @@ progress() {
 }
 
 case "${1:-}" in
+tests)
+    machine_and_tests
+    ;;
 start)
-    echo "== machine"
-    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,compute_cap --format=csv
-    lscpu | grep -E 'Model name|^CPU\(s\)'
-    echo "cudnn: ${cudnn_dir:-none}  cublas: ${cublas_dir:-none}"
-    command -v cc c++ nvcc
-    echo "== CUDA tests"
-    sh scripts/run_tests.sh "$bundle/tests/test_cuda" "$bundle/tests/test_codegen_cuda" > "$out/tests.txt" 2>&1
-    echo "run_tests exit $?"
-    grep -E 'SKIPPED|FAILED|skipping|tests:|no CUDA' "$out/tests.txt" | head -n 40
+    machine_and_tests
     echo "== tuning run ($config)"
     rm -rf "$run_dir"
     setsid nohup "$bundle/run.sh" tune -c "$config" > /tmp/dtune_gpu_run.out 2>&1 < /dev/null &
@@ -99,8 +114,45 @@ cv)
     echo "== cuda_bench CV part (at most ${2:-240} s)"
     timeout "${2:-240}" "$bundle/run.sh" cuda_bench --parts c --builders 14 2>&1 | tee "$out/cuda_bench_cv.txt"
     ;;
+pipeline)
+    rm -rf "$pipe_dir"
+    mkdir -p "$pipe_dir"
+    # the same script, detached: CV part, mobilenet_v2 run, its table
+    OUT="$pipe_dir" setsid nohup sh -c '
+        sh "$0" cv 100000 > "$1/cv.log" 2>&1
+        cfg=bench/gpu/mobilenet_v2_cuda.yaml
+        dir=$(sed -n "s/^  dir: *//p" "$cfg")
+        rm -rf "$dir"
+        "$2/run.sh" tune -c "$cfg" > "$1/mobilenet_run.out" 2>&1 < /dev/null
+        tr "\r" "\n" < "$1/mobilenet_run.out" | grep -v "^\s*$" | tail -n 40 > "$1/mobilenet_terminal.txt"
+        tar -C "$(dirname "$dir")" -czf "$1/mobilenet_run.tar.gz" "$(basename "$dir")"
+        "$2/run.sh" cuda_bench --parts t --model models/mobilenet_v2.yaml --best "$dir" \
+            --builders 14 > "$1/mobilenet_table.txt" 2>&1
+        echo done > "$1/done"' "$0" "$pipe_dir" "$bundle" > /dev/null 2>&1 < /dev/null &
+    echo $! > "$pipe_dir/pid"
+    echo "pipeline started (pid $(cat "$pipe_dir/pid"))"
+    ;;
+watch)
+    end=$(( $(date +%s) + ${2:-540} ))
+    while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$pipe_dir/done" ]; do
+        m=$(grep -c '"type":"measure"' /tmp/dtune_gpu_run_mobilenet/tuning.jsonl 2>/dev/null || echo 0)
+        echo "$(date -u +%T) cv rows $(grep -c 'flush' "$pipe_dir/cv.log" 2>/dev/null || echo 0)," \
+             "mobilenet measurements $m"
+        sleep 30
+    done
+    [ -f "$pipe_dir/done" ] && echo "pipeline done"
+    [ -f "$pipe_dir/done" ] || [ ! -d /tmp/dtune_gpu_run_mobilenet ] ||
+        tar -C /tmp -czf "$out/mobilenet_run_partial.tar.gz" dtune_gpu_run_mobilenet
+    for f in "$pipe_dir"/*; do
+        case "$f" in *.out) tr '\r' '\n' < "$f" | grep -v '^\s*$' | tail -n 60 > "$out/$(basename "$f").tail" ;;
+                     */pid) ;;
+                     *) cp "$f" "$out/" ;; esac
+    done
+    cat "$pipe_dir/cv.log" 2>/dev/null
+    cat "$pipe_dir/mobilenet_table.txt" 2>/dev/null
+    ;;
 *)
-    sed -n '2,22p' "$0"
+    sed -n '2,30p' "$0"
     exit 2
     ;;
 esac
