@@ -23,13 +23,14 @@
  * (count x latency) for both.
  *
  * Part c (AdaTune's experiment on the GPU). N random configs (--cv-configs,
- * 200) of three ResNet-18 3x3 convolutions, each timed by the measurer with
- * the default CV rule (micro-batches of about 1 ms, min 3, CV < 0.10, max 20)
- * and with fixed repeats (10 micro-batches of 50 calls, no CV stop), batches
- * of 50 configs alternating which method goes first; without and with
- * measure.flush_l2 (then a micro-batch is one call after an L2 flush, and the
- * fixed method takes 100 of them). Per task: the run step's wall seconds of
- * each method and Kendall tau-b between the two GFLOPS rankings.
+ * 200) of three ResNet-18 3x3 convolutions (--cv-tasks), each timed by the
+ * measurer with the default CV rule (micro-batches of about 1 ms, min 3,
+ * CV < 0.10, max 20) and with fixed repeats (10 micro-batches of 50 calls,
+ * no CV stop), batches of 50 configs alternating which method goes first;
+ * without and with measure.flush_l2 (then a micro-batch is one call after an
+ * L2 flush, and the fixed method takes 100 of them; --cv-flush picks one or
+ * both). Per task: the run step's wall seconds of each method and Kendall
+ * tau-b between the two GFLOPS rankings.
  *
  * cuDNN and cuBLAS are dlopen'ed (libcudnn.so.9, libcublas.so.13 or .12, by
  * the loader's path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, or the files
@@ -40,6 +41,7 @@
  *   bin/cuda_bench [--parts tc] [--model models/resnet18.yaml] [--best RUN_DIR]
  *                  [--trials 200] [--strategy autotvm|chameleon|random]
  *                  [--batch 32] [--tasks a,b] [--cv-configs 200]
+ *                  [--cv-tasks layer2_3x3,layer3_3x3,layer4_3x3] [--cv-flush off|on|both]
  *                  [--builders N] [--work-dir DIR]
  */
 #include <dlfcn.h>
@@ -77,6 +79,8 @@ typedef struct options {
     char best[DT_PATH_MAX];          /* --best RUN_DIR; "" = tune from scratch */
     char strategy[32];
     char tasks[512];
+    char cv_tasks[512];              /* part c's tasks, comma-separated */
+    char cv_flush[8];                /* part c: "off", "on" or "both" */
     char work_dir[DT_PATH_MAX];
     int trials, batch, cv_configs, builders;
 } options;
@@ -826,15 +830,19 @@ done:
 
 static void run_cv(const options *o, const dt_model *model, const dt_measure_params *mp)
 {
-    static const char *const names[] = { "layer2_3x3", "layer3_3x3", "layer4_3x3" };
     printf("\n(c) CV early stopping vs fixed repeats, %d random configs per task "
            "(run step only: check + timing, both only where both ran)\n", o->cv_configs);
     for (int f = 0; f < 2; f++) {
+        if (strcmp(o->cv_flush, "both") != 0 && strcmp(o->cv_flush, f ? "on" : "off") != 0)
+            continue;
         cv_totals tot = { 0 };
-        for (int i = 0; i < 3; i++) {
-            int k = dt_model_find_task(model, names[i]);
+        char list[sizeof o->cv_tasks];
+        snprintf(list, sizeof list, "%s", o->cv_tasks);
+        char *save = NULL;
+        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+            int k = dt_model_find_task(model, name);
             if (k < 0) {
-                fprintf(stderr, "cuda_bench: the model has no task %s\n", names[i]);
+                fprintf(stderr, "cuda_bench: the model has no task %s\n", name);
                 continue;
             }
             cv_task(o, &model->tasks[k], mp, f == 1, &tot);
@@ -854,6 +862,8 @@ static int parse(int argc, char **argv, options *o)
     snprintf(o->model, sizeof o->model, "models/resnet18.yaml");
     snprintf(o->strategy, sizeof o->strategy, "autotvm");
     snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune_cuda_bench");
+    snprintf(o->cv_tasks, sizeof o->cv_tasks, "layer2_3x3,layer3_3x3,layer4_3x3");
+    snprintf(o->cv_flush, sizeof o->cv_flush, "both");
     o->trials = 200;
     o->batch = 32;
     o->cv_configs = 200;
@@ -879,6 +889,11 @@ static int parse(int argc, char **argv, options *o)
             snprintf(o->strategy, sizeof o->strategy, "%s", val);
         else if (strcmp(a, "--tasks") == 0)
             snprintf(o->tasks, sizeof o->tasks, "%s", val);
+        else if (strcmp(a, "--cv-tasks") == 0 && strlen(val) < sizeof o->cv_tasks)
+            snprintf(o->cv_tasks, sizeof o->cv_tasks, "%s", val);
+        else if (strcmp(a, "--cv-flush") == 0 &&
+                 (!strcmp(val, "off") || !strcmp(val, "on") || !strcmp(val, "both")))
+            snprintf(o->cv_flush, sizeof o->cv_flush, "%s", val);
         else if (strcmp(a, "--work-dir") == 0)
             snprintf(o->work_dir, sizeof o->work_dir, "%s", val);
         else if (strcmp(a, "--trials") == 0 && atoi(val) > 0)

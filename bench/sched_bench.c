@@ -6,7 +6,10 @@
  * tuning seconds, and in format v2 (trace_format.h) the tuner's cost-model
  * estimate of the best reachable logged with each trial, which dynatune's
  * prior uses under --headroom cost_model (scheduler.headroom); a v1 trace
- * has none, so every task keeps the roofline there. The replay is the rested-bandit view: tasks tune
+ * has none, so every task keeps the roofline there; a v3 trace carries each
+ * task's bound as the recording run measured it, the roofline that
+ * --bandwidth 0 (scheduler.bandwidth_gbs 0) reads; --bandwidth measured uses
+ * it where a trace has it and the configured bandwidth elsewhere. The replay is the rested-bandit view: tasks tune
  * independently, so a task's tuning advances along its own recorded curve
  * only while it holds the slot. A slot is slot_seconds of that task's tuning
  * time (less when its trace ends; it is exhausted then). Warm-up is the
@@ -41,7 +44,7 @@
  *   bin/sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] [--threads T]
  *                   [--ucb-c C] [--prior-slots M0] [--policies A,B] [--hazard H | --lomo]
  *                   [--staleness G | "" | fit (with --lomo: fitted with the prior)]
- *                   [--headroom roofline|cost_model]
+ *                   [--headroom roofline|cost_model] [--bandwidth GBS|measured]
  *                   [--fit-hazard] [--csv FILE] [--verbose] [--out DIR]
  *                   [--overhead A.csv,B.csv,...] TRACE.csv...
  * Traces of one model (same name before -sSEED) are grouped.
@@ -73,6 +76,9 @@ typedef struct task_trace {
     int group, count, n;
     double flops, peak;
     double bytes;                /* from the model file the header names; 0 = unknown */
+    double bound;                /* v3: FLOPs over the measured bound, GFLOPS; 0 = none */
+    double bandwidth;            /* the roofline bandwidth the bound implies (GB/s;
+                                    HUGE_VAL: FLOP-bound); 0 = none */
     double *seconds, *best;      /* per trial: task's own seconds, best-so-far GFLOPS */
     double *cost_model;          /* per trial: the cost model's estimate; 0 = none */
 } task_trace;
@@ -112,12 +118,12 @@ static int push_row(task_trace *tt, int *cap, const trace_row *r)
 
 static int parse_task_line(trace *t, const char *line)
 {
-    task_trace tt = { 0 };
-    int index;
-    char kind[32];
-    if (sscanf(line, "#task,%d,%63[^,],%31[^,],%d,%d,%lf,%lf", &index, tt.name, kind, &tt.group,
-               &tt.count, &tt.flops, &tt.peak) != 7 || index != t->ntasks)
+    trace_task line_task;
+    if (trace_parse_task(line, &line_task) != 0 || line_task.index != t->ntasks)
         return -1;
+    task_trace tt = { .group = line_task.group, .count = line_task.count,
+                      .flops = line_task.flops, .peak = line_task.peak, .bound = line_task.bound };
+    snprintf(tt.name, sizeof tt.name, "%s", line_task.name);
     if (dt_resize(&t->tasks, (size_t)t->ntasks + 1, sizeof *t->tasks) != 0)
         return -1;
     t->tasks[t->ntasks++] = tt;
@@ -141,6 +147,26 @@ static void task_bytes(trace *t)
         t->tasks[k].bytes = i >= 0 ? m->tasks[i].bytes : 0;
     }
     dt_model_free(m);
+}
+
+/* The bandwidth a task's measured bound implies, as the daemon's roofline
+ * reads it with scheduler.bandwidth_gbs 0 (dt_sched_task.bandwidth_gbs): a
+ * memory-bound task's bound is its bytes at that bandwidth, so bandwidth =
+ * bytes x bound GFLOPS / FLOPs; a task bound by the FMA peak (its bound's
+ * GFLOPS at the header's peak) is not held by memory at all, HUGE_VAL (the
+ * daemon's level then lies between 1 and the ceiling; the replay takes the
+ * ceiling). 0 without a bound or bytes. */
+static void task_bandwidths(trace *t)
+{
+    for (int k = 0; k < t->ntasks; k++) {
+        task_trace *tt = &t->tasks[k];
+        if (!(tt->bound > 0) || !(tt->bytes > 0) || !(tt->flops > 0))
+            tt->bandwidth = 0;
+        else if (tt->bound >= tt->peak * (1 - 1e-3))
+            tt->bandwidth = HUGE_VAL;
+        else
+            tt->bandwidth = tt->bytes * tt->bound / tt->flops;
+    }
 }
 
 static int trace_load(const char *path, trace *t)
@@ -188,8 +214,10 @@ static int trace_load(const char *path, trace *t)
             rc = -1;
     if (rc == 0 && t->ntasks == 0)
         rc = -1;
-    if (rc == 0)
+    if (rc == 0) {
         task_bytes(t);
+        task_bandwidths(t);
+    }
     if (rc) {
         fprintf(stderr, "%s:%d:%d: not a trace (or a task without a valid trial)\n", path, lineno, column);
         trace_free(t);
@@ -315,7 +343,7 @@ static void fill_sched(const sim *s, int finish_after, dt_sched_task *st)
         const task_trace *t = &s->tr->tasks[k];
         const task_sim *ts = &s->ts[k];
         st[k] = (dt_sched_task){ .weight = t->count, .flops = t->flops, .peak_gflops = t->peak,
-                                 .bytes = t->bytes,
+                                 .bytes = t->bytes, .bandwidth_gbs = t->bandwidth,
                                  .cost_model_gflops = ts->pos > 0 ? t->cost_model[ts->pos - 1] : 0,
                                  .group = t->group,
                                  .best_gflops = ts->best, .pred_gflops = ts->pred_gflops,
@@ -542,7 +570,9 @@ typedef struct bench_opts {
     const char *prior_hazard;    /* NULL: the config default */
     const char *staleness;       /* NULL: the config default; "" none; "fit": fitted (--lomo) */
     double ceiling;              /* < 0: the config default */
-    double bandwidth;            /* GB/s; < 0: the config default */
+    double bandwidth;            /* GB/s; < 0: the config default; 0: each task's measured */
+    bool measured_bandwidth;     /* --bandwidth measured: 0, and a task without a measured
+                                    bandwidth (v1 and v2 traces) takes the config default */
     int headroom;                /* dt_sched_headroom; < 0: the config default */
     bool over_seconds;           /* belief curves over tuning seconds, not trials */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
@@ -971,7 +1001,8 @@ static int fit_hazard(const trace *traces, int ntraces, const char *skip, double
                 if (trials[j] == 0)
                     continue;
                 dt_sched_task st = { .weight = tt->count, .flops = tt->flops, .peak_gflops = tt->peak,
-                                     .bytes = tt->bytes, .cost_model_gflops = estimate[j],
+                                     .bytes = tt->bytes, .bandwidth_gbs = tt->bandwidth,
+                                     .cost_model_gflops = estimate[j],
                                      .best_gflops = tt->flops / (lat[j] / tt->count * 1e6) };
                 if (ns == cap) {
                     cap = cap ? 2 * cap : 1024;
@@ -1437,6 +1468,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
             o->ceiling = atof(argv[++i]);
         else if (strcmp(argv[i], "--belief-seconds") == 0)
             o->over_seconds = true;
+        else if (strcmp(argv[i], "--bandwidth") == 0 && v && strcmp(argv[i + 1], "measured") == 0)
+            o->measured_bandwidth = true, o->bandwidth = 0, i++;
         else if (strcmp(argv[i], "--bandwidth") == 0 && v)
             o->bandwidth = atof(argv[++i]);
         else if (strcmp(argv[i], "--headroom") == 0 && v)
@@ -1473,7 +1506,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o, paths, &npaths)) {
         fprintf(stderr, "usage: sched_bench [--slot-seconds S] [--seeds K] [--finish-after N] "
                         "[--threads T] [--ucb-c C] [--prior-slots M0] [--verbose] [--out DIR] [--csv FILE] "
-                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--staleness G1,G2,...|\"\"|fit] [--ceiling C] [--bandwidth GBS] [--headroom roofline|cost_model] [--belief-seconds] [--lomo] [--fit-hazard] "
+                        "[--policies A,B,...] [--hazard H1,H2,...] [--prior-hazard H1,H2,...] [--staleness G1,G2,...|\"\"|fit] [--ceiling C] [--bandwidth GBS|measured] [--headroom roofline|cost_model] [--belief-seconds] [--lomo] [--fit-hazard] "
                         "[--decisions FILE] [--overhead A.csv,B.csv,...] TRACE.csv...\n");
         return 2;
     }
@@ -1485,6 +1518,14 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
+    if (rc == 0 && o.measured_bandwidth) {
+        dt_config cfg;
+        dt_config_defaults(&cfg);
+        for (int i = 0; i < npaths; i++)
+            for (int k = 0; k < traces[i].ntasks; k++)
+                if (traces[i].tasks[k].bandwidth == 0)
+                    traces[i].tasks[k].bandwidth = cfg.scheduler.bandwidth_gbs;
+    }
     if (rc == 0 && o.fit_hazard) {
         char table[160], prior[160], stale[160];
         dt_config cfg;

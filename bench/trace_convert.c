@@ -13,10 +13,10 @@
  * Output: comment lines ('#') with machine, commit, date, model, seed,
  * trials, then one "#task,..." line per task (index, name, kind, similarity
  * group as the daemon computes it, count, FLOPs, peak GFLOPS from best.json,
- * trials recorded), then "task,trial,seconds,gflops,best_gflops,
- * cost_model_gflops" rows (gflops 0 for a failed trial; the last, the
- * tuner's cost-model estimate logged with the trial, empty when it has
- * none): trace format v2 (trace_format.h).
+ * trials recorded, and the FLOPs over best.json's measured bound), then
+ * "task,trial,seconds,gflops,best_gflops,cost_model_gflops" rows (gflops 0
+ * for a failed trial; the last, the tuner's cost-model estimate logged with
+ * the trial, empty when it has none): trace format v3 (trace_format.h).
  */
 #include <limits.h>
 #include <math.h>
@@ -116,15 +116,22 @@ static void write_trace(FILE *f, const convert *c, const dt_run_state *best, con
             o->trials);
     if (o->note)
         fprintf(f, "# note: %s\n", o->note);
-    fprintf(f, "#task,index,name,kind,group,count,flops,peak_gflops,trials\n");
+    trace_write_task_columns(f);
     for (int k = 0; k < c->ntasks; k++) {
         const dt_task *t = &c->model->tasks[k];
-        double peak = 0;
+        double peak = 0, bound = 0;
         for (int i = 0; best && i < best->ntasks; i++)
-            if (strcmp(best->tasks[i].name, t->name) == 0)
+            if (strcmp(best->tasks[i].name, t->name) == 0) {
                 peak = best->tasks[i].peak_gflops;
-        fprintf(f, "#task,%d,%s,%s,%d,%d,%.17g,%.6g,%d\n", k, t->name, dt_op_kind_name(t->kind),
-                dt_task_similarity_group(t), t->count, t->flops, peak > 0 ? peak : 1.0, c->tasks[k].n);
+                if (best->tasks[i].bound_ms > 0)
+                    bound = t->flops / (best->tasks[i].bound_ms * 1e6);
+            }
+        trace_task line = { .index = k, .group = dt_task_similarity_group(t), .count = t->count,
+                            .trials = c->tasks[k].n, .flops = t->flops,
+                            .peak = peak > 0 ? peak : 1.0, .bound = bound };
+        snprintf(line.name, sizeof line.name, "%s", t->name);
+        snprintf(line.kind, sizeof line.kind, "%s", dt_op_kind_name(t->kind));
+        trace_write_task(f, &line);
     }
     trace_write_columns(f);
     for (int k = 0; k < c->ntasks; k++)

@@ -4,7 +4,13 @@
  *
  * A trace opens with "# dtune scheduler trace vN (...)", then comment
  * lines ('#', the "#task,..." lines among them), the column line, and one
- * row per trial:
+ * row per trial. The task lines are
+ *   v1, v2: #task,index,name,kind,group,count,flops,peak_gflops,trials
+ *   v3:     the same and bound_gflops: the task's FLOPs over the bound the
+ *           recording run measured for it (best.json's bound_ms: FLOPs at
+ *           the FMA peak or bytes at the bandwidth of the memory level that
+ *           holds its working set, the larger); 0 = not measured.
+ * The rows:
  *   v1: task,trial,seconds,gflops,best_gflops
  *   v2: task,trial,seconds,gflops,best_gflops,cost_model_gflops
  * cost_model_gflops is the tuner's cost-model estimate of the best the task
@@ -20,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRACE_VERSION 2            /* the version trace_convert writes */
+#define TRACE_VERSION 3            /* the version trace_convert writes */
 #define TRACE_MAGIC "# dtune scheduler trace v"
 
 typedef struct trace_row {
@@ -42,6 +48,44 @@ static inline int trace_version(const char *first_line)
     long v = strtol(first_line + n, &end, 10);
     return end != first_line + n && (*end == ' ' || *end == '\n' || *end == '\0') && v >= 1 &&
                    v <= TRACE_VERSION ? (int)v : -1;
+}
+
+/* One task line of a trace's header. */
+typedef struct trace_task {
+    int index, group, count, trials;
+    char name[64], kind[32];
+    double flops, peak;            /* FLOPs of one execution; peak GFLOPS */
+    double bound;                  /* v3: bound_gflops; 0 = none (and in v1, v2) */
+} trace_task;
+
+/* The column comment of the task lines of a trace written now. */
+static inline void trace_write_task_columns(FILE *f)
+{
+    fprintf(f, "#task,index,name,kind,group,count,flops,peak_gflops,trials,bound_gflops\n");
+}
+
+static inline void trace_write_task(FILE *f, const trace_task *t)
+{
+    fprintf(f, "#task,%d,%s,%s,%d,%d,%.17g,%.6g,%d,%.6g\n", t->index, t->name, t->kind, t->group,
+            t->count, t->flops, t->peak, t->trials, t->bound);
+}
+
+/* A "#task,..." line of any version into *t: 0, or -1 when it is not one
+ * (a tenth field, where present, must be a number >= 0). */
+static inline int trace_parse_task(const char *line, trace_task *t)
+{
+    int used = 0;
+    *t = (trace_task){ 0 };
+    if (sscanf(line, "#task,%d,%63[^,],%31[^,],%d,%d,%lf,%lf,%d%n", &t->index, t->name, t->kind,
+               &t->group, &t->count, &t->flops, &t->peak, &t->trials, &used) != 8)
+        return -1;
+    const char *p = line + used;
+    if (*p != ',')
+        return *p == '\n' || *p == '\r' || *p == '\0' ? 0 : -1;
+    char *end;
+    t->bound = strtod(p + 1, &end);
+    return end != p + 1 && t->bound >= 0 && isfinite(t->bound) &&
+                   (*end == '\n' || *end == '\r' || *end == '\0') ? 0 : -1;
 }
 
 /* The first line, the column comment and the column line of a trace

@@ -11,8 +11,9 @@
 #   wait SECONDS     the run's progress for SECONDS, a line a minute
 #   finish           waits for the run to end, keeps its files, then
 #                    cuda_bench's table against the run's best.json
-#   cv SECONDS       cuda_bench's CV part, cut off after SECONDS (default 240;
-#                    it prints each task as it ends)
+#   cv SECONDS [ARGS]  cuda_bench's CV part, cut off after SECONDS (default
+#                    240; it prints each task as it ends); ARGS go to cuda_bench
+#                    (e.g. --cv-tasks layer4_3x3 --cv-flush on)
 #   table DIR        cuda_bench's table against DIR/best.json (an earlier
 #                    run's, e.g. bench/out/gpu_h100_2026-11-25), no new run
 #   tests            the machine and the CUDA tests only
@@ -111,8 +112,10 @@ table)
     "$bundle/run.sh" cuda_bench --parts t --best "$2" --builders 14 2>&1 | tee "$out/cuda_bench_table.txt"
     ;;
 cv)
-    echo "== cuda_bench CV part (at most ${2:-240} s)"
-    timeout "${2:-240}" "$bundle/run.sh" cuda_bench --parts c --builders 14 2>&1 | tee "$out/cuda_bench_cv.txt"
+    limit=${2:-240}
+    shift $(( $# < 2 ? $# : 2 ))
+    echo "== cuda_bench CV part (at most $limit s) $*"
+    timeout "$limit" "$bundle/run.sh" cuda_bench --parts c --builders 14 "$@" 2>&1 | tee "$out/cuda_bench_cv.txt"
     ;;
 pipeline)
     rm -rf "$pipe_dir"

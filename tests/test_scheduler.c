@@ -567,13 +567,14 @@ static void test_trace_version(void **state)
     (void)state;
     assert_int_equal(trace_version("# dtune scheduler trace v1 (bench/trace_convert.c)\n"), 1);
     assert_int_equal(trace_version("# dtune scheduler trace v2 (bench/trace_convert.c)\n"), 2);
-    assert_int_equal(trace_version("# dtune scheduler trace v3 (bench/trace_convert.c)\n"), -1);
+    assert_int_equal(trace_version("# dtune scheduler trace v3 (bench/trace_convert.c)\n"), 3);
+    assert_int_equal(trace_version("# dtune scheduler trace v4 (bench/trace_convert.c)\n"), -1);
     assert_int_equal(trace_version("# dtune scheduler trace v2x\n"), -1);
     assert_int_equal(trace_version("# dtune scheduler trace v\n"), -1);
     assert_int_equal(trace_version("task,trial,seconds,gflops,best_gflops\n"), -1);
 }
 
-/* What trace_convert writes (v2) reads back: the estimate where there is
+/* What trace_convert writes (v3 rows are v2 rows) reads back: the estimate where there is
  * one (%.5g: these values are exact at five digits), none as 0. */
 static void test_trace_rows_round_trip(void **state)
 {
@@ -615,6 +616,36 @@ static void test_trace_rows_round_trip(void **state)
     assert_non_null(strstr(text, "task,trial,seconds,gflops,best_gflops,cost_model_gflops\n"));
     assert_non_null(strstr(text, "0,1,2.054,2.7829,2.7829,\n"));   /* no estimate: empty */
     free(text);
+}
+
+/* A task line written now (v3) reads back with its bound; a v1/v2 line
+ * (nine fields) reads with no bound; a bad bound or a short line is refused. */
+static void test_trace_task_lines(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    trace_task w = { .index = 4, .group = 4147, .count = 2, .trials = 404, .flops = 7225344,
+                     .peak = 117.537, .bound = 64.3688, .name = "dw_32_112",
+                     .kind = "depthwise_conv2d" };
+    trace_write_task(f, &w);
+    assert_int_equal(fclose(f), 0);
+    assert_string_equal(text, "#task,4,dw_32_112,depthwise_conv2d,4147,2,7225344,117.537,404,64.3688\n");
+    trace_task t;
+    assert_int_equal(trace_parse_task(text, &t), 0);
+    assert_true(t.index == 4 && t.group == 4147 && t.count == 2 && t.trials == 404);
+    assert_string_equal(t.name, "dw_32_112");
+    assert_string_equal(t.kind, "depthwise_conv2d");
+    assert_true(t.flops == 7225344 && t.peak == 117.537 && t.bound == 64.3688);
+    free(text);
+    assert_int_equal(trace_parse_task("#task,0,conv1,conv2d,51,1,21676032,75.2,404\n", &t), 0);
+    assert_true(t.bound == 0 && t.peak == 75.2 && t.trials == 404);
+    assert_int_equal(trace_parse_task("#task,0,conv1,conv2d,51,1,21676032,75.2,404,-3\n", &t), -1);
+    assert_int_equal(trace_parse_task("#task,0,conv1,conv2d,51,1,21676032,75.2,404,fast\n", &t), -1);
+    assert_int_equal(trace_parse_task("#task,0,conv1,conv2d,51,1,21676032,75.2,404,5x\n", &t), -1);
+    assert_int_equal(trace_parse_task("#task,0,conv1,conv2d,51,1,21676032,75.2\n", &t), -1);
 }
 
 /* A bad estimate is refused at its column; a v2 row must have its sixth
@@ -696,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_optimum_matches_brute_force),
         cmocka_unit_test(test_trace_version),
         cmocka_unit_test(test_trace_rows_round_trip),
+        cmocka_unit_test(test_trace_task_lines),
         cmocka_unit_test(test_trace_rows_refused),
         cmocka_unit_test(test_trace_v1_committed),
     };
