@@ -59,6 +59,7 @@ void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cu
     read_split(space, point, "tile_ry", 2, conv ? c->kh : 1, plan->ry);
     read_split(space, point, "tile_rx", 2, conv ? c->kw : 1, plan->rx);
     read_split(space, point, "tile_k", 2, conv ? 1 : m->k, plan->k);
+    plan->kt = conv ? 1 : dt_space_get(space, point, "tile_kt", 0, 1);
     plan->unroll_max_step = dt_space_get(space, point, "auto_unroll_max_step", 0, 0);
     plan->unroll_explicit = dt_space_get(space, point, "unroll_explicit", 0, 0);
 }
@@ -76,10 +77,19 @@ static int product(const int *parts, int n)
     return (int)p;
 }
 
+/* Threads sharing each output's reduction (a plan written by hand may
+ * leave kt 0: one). */
+static int reduction_threads(const dt_cuda_plan *plan)
+{
+    return plan->kt > 1 ? plan->kt : 1;
+}
+
 /* Threads per block of plan. */
 static int plan_threads(const dt_cuda_plan *plan)
 {
-    return plan->f[DT_SPLIT_THREAD] * plan->y[DT_SPLIT_THREAD] * plan->x[DT_SPLIT_THREAD];
+    long t = (long)plan->f[DT_SPLIT_THREAD] * plan->y[DT_SPLIT_THREAD] *
+             plan->x[DT_SPLIT_THREAD] * reduction_threads(plan);
+    return t > INT_MAX ? INT_MAX : (int)t;
 }
 
 int dt_cuda_plan_accumulators(const dt_cuda_plan *plan)
@@ -99,8 +109,12 @@ static long shared_bytes(const dt_cuda_plan *p)
     const dt_conv_shape *c = &p->task.conv;
     if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
         return 0;
-    if (p->task.kind != DT_OP_CONV2D)
-        return 4L * p->k[DT_SPLIT_STAGED] * (extent(p->y) + extent(p->x));
+    if (p->task.kind != DT_OP_CONV2D) {
+        long staged = 4L * p->k[DT_SPLIT_STAGED] * (extent(p->y) + extent(p->x));
+        long partials = reduction_threads(p) > 1
+                            ? 4L * dt_cuda_plan_accumulators(p) * plan_threads(p) : 0;
+        return staged > partials ? staged : partials;
+    }
     long rci = p->rc[1], ryi = p->ry[1], rxi = p->rx[1];
     long in_h = staged_span(extent(p->y), c->sh, (int)ryi, c->dh);
     long in_w = staged_span(extent(p->x), c->sw, (int)rxi, c->dw);
@@ -151,11 +165,18 @@ static int check_structure(const dt_cuda_plan *p, dt_error *err)
     int rc = check_tensors(&p->task, err);
     if (rc)
         return rc;
-    if (!is_conv(&p->task))
-        return (rc = check_split(p->y, 4, m->m, "tile_y", err)) ||
-                       (rc = check_split(p->x, 4, m->n, "tile_x", err)) ||
-                       (rc = check_split(p->k, 2, m->k, "tile_k", err))
-                   ? rc : 0;
+    if (!is_conv(&p->task)) {
+        if ((rc = check_split(p->y, 4, m->m, "tile_y", err)) ||
+            (rc = check_split(p->x, 4, m->n, "tile_x", err)) ||
+            (rc = check_split(p->k, 2, m->k, "tile_k", err)))
+            return rc;
+        if (p->k[DT_SPLIT_STAGED] % reduction_threads(p) != 0)
+            return dt_error_set(err, DT_EINVAL, "tile_kt %d does not divide the staged K %d",
+                                p->kt, p->k[DT_SPLIT_STAGED]);
+        return 0;
+    }
+    if (reduction_threads(p) > 1)
+        return dt_error_set(err, DT_EINVAL, "tile_kt %d on a convolution", p->kt);
     if ((rc = check_split(p->f, 4, c->c_out, "tile_f", err)) ||
         (rc = check_split(p->y, 4, c->oh, "tile_y", err)) ||
         (rc = check_split(p->x, 4, c->ow, "tile_x", err)))
@@ -206,9 +227,9 @@ void dt_cuda_plan_str(const dt_cuda_plan *p, char *buf, size_t len)
                  p->rc[1], p->ry[0], p->ry[1], p->rx[0], p->rx[1], p->unroll_max_step,
                  p->unroll_explicit);
     else
-        snprintf(buf, len, "m=[%d,%d,%d,%d] n=[%d,%d,%d,%d] k=[%d,%d] unroll=%d explicit=%d", y[0],
-                 y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->k[0], p->k[1], p->unroll_max_step,
-                 p->unroll_explicit);
+        snprintf(buf, len, "m=[%d,%d,%d,%d] n=[%d,%d,%d,%d] k=[%d,%d] kt=%d unroll=%d explicit=%d",
+                 y[0], y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->k[0], p->k[1],
+                 reduction_threads(p), p->unroll_max_step, p->unroll_explicit);
 }
 
 /* ---- the emitter --------------------------------------------------------------- */
@@ -349,6 +370,7 @@ static void emit_tile_consts(emitter *e)
     emit_const(e, "BF", extent(p->f));
     emit_const(e, "BY", extent(p->y));
     emit_const(e, "BX", extent(p->x));
+    emit_const(e, "TK", reduction_threads(p));
     emit_const(e, "NT", plan_threads(p));
 }
 
@@ -369,9 +391,9 @@ static void emit_kernel_open(emitter *e)
          DT_CUDA_KERNEL_NAME);
     emit(e, "          float *__restrict__ output)");
     open_block(e, "");
-    emit(e, "const int tid = threadIdx.x;");
-    emit(e, "const int tx = tid %% TX, ty = (tid / TX) %% TY, tf = tid / (TX * TY);");
-    emit(e, "(void)tf; (void)ty;");
+    emit(e, "const int tid = threadIdx.x, tk = tid %% TK, tr = tid / TK;");
+    emit(e, "const int tx = tr %% TX, ty = (tr / TX) %% TY, tf = tr / (TX * TY);");
+    emit(e, "(void)tf; (void)ty; (void)tk;");
     emit(e, "const int y0 = blockIdx.y * BY, x0 = blockIdx.x * BX;");
     emit(e, "const int n = blockIdx.z / NBF, f0 = (blockIdx.z %% NBF) * BF;");
     emit(e, "(void)f0;");
@@ -609,12 +631,12 @@ static void body_load_b(emitter *e, const void *ctx)
 
 static void body_mm_ar(emitter *e, const void *ctx)
 {
-    emit(e, "ar[vy * YI + yi] = a_s[k * BY + (vy * TY + ty) * YI + yi];");
+    emit(e, "ar[vy * YI + yi] = a_s[(kk * TK + tk) * BY + (vy * TY + ty) * YI + yi];");
 }
 
 static void body_mm_br(emitter *e, const void *ctx)
 {
-    emit(e, "br[vx * XI + xi] = b_s[k * BX + (vx * TX + tx) * XI + xi];");
+    emit(e, "br[vx * XI + xi] = b_s[(kk * TK + tk) * BX + (vx * TX + tx) * XI + xi];");
 }
 
 static void body_mm_fma(emitter *e, const void *ctx)
@@ -641,10 +663,28 @@ static void body_store_mm(emitter *e, const void *ctx)
             " = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
 }
 
+/* Index of the register tile's accumulator (vf, fi, vy, yi, vx, xi) among
+ * the thread's ACC ones, for the partial sums in shared memory. */
+#define ACC_INDEX "((vy * YI + yi) * (VX * XI) + vx * XI + xi)"
+
+static void body_put_partial(emitter *e, const void *ctx)
+{
+    emit(e, "part_s[" ACC_INDEX " * NT + tid] = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
+}
+
+/* The kt = 0 thread adds its TK - 1 neighbours' partial sums (threads tid
+ * + 1 ... tid + TK - 1 share its output) into its accumulator. */
+static void body_add_partials(emitter *e, const void *ctx)
+{
+    open_block(e, "for (int j = 1; j < TK; ++j) ");
+    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] += part_s[" ACC_INDEX " * NT + tid + j];");
+    close_block(e);
+}
+
 static void emit_matmul(emitter *e)
 {
     const dt_cuda_plan *p = e->plan;
-    loop k_loop = { "k", p->k[1] };
+    loop k_loop = { "kk", p->k[1] / reduction_threads(p) };
     emit_mm_consts(e);
     emit_kernel_open(e);
     emit(e, "const int b = n;");
@@ -659,7 +699,18 @@ static void emit_matmul(emitter *e)
     emit(e, "__syncthreads();");
     emit_nest(e, &k_loop, 1, dt_cuda_plan_accumulators(p), body_mm_step, NULL);
     close_block(e);
-    emit_tile_nest(e, body_store_mm);
+    if (reduction_threads(p) > 1) {
+        emit(e, "float *part_s = dt_smem;        // [ACC][NT], after the staging is done");
+        emit(e, "__syncthreads();");
+        emit_tile_nest(e, body_put_partial);
+        emit(e, "__syncthreads();");
+        open_block(e, "if (tk == 0) ");
+        emit_tile_nest(e, body_add_partials);
+        emit_tile_nest(e, body_store_mm);
+        close_block(e);
+    } else {
+        emit_tile_nest(e, body_store_mm);
+    }
     close_block(e);
 }
 

@@ -6,9 +6,11 @@
  * shared memory); auto_unroll_max_step and unroll_explicit. depthwise_conv2d
  * has the three output splits and the unroll knobs; dense and batch_matmul
  * split M (tile_y) and N (tile_x) 4 ways and K (tile_k) 2 ways, batch on grid
- * z. Validity is codegen_cuda's plan check under the default limits: more
- * than 1024 threads per block, a shared-memory tile over 48 KiB, a grid y/z
- * over 65535 or a register tile over DT_CUDA_MAX_ACCUMULATORS is invalid.
+ * z, and tile_kt threads (1 to 32) may share each output's reduction.
+ * Validity is codegen_cuda's plan check under the default limits: more than
+ * 1024 threads per block, a shared-memory tile over 48 KiB, a grid y/z over
+ * 65535, a register tile over DT_CUDA_MAX_ACCUMULATORS or a tile_kt that does
+ * not divide the staged K is invalid.
  */
 #include "dtune/codegen_cuda.h"
 #include "space_table.h"
@@ -18,6 +20,7 @@
 static const int conv_unroll_steps[] = { 0, 512, 1500 };
 static const int depthwise_unroll_steps[] = { 0, 256, 1500 };
 static const int on_off[] = { 0, 1 };
+static const int reduction_threads[] = { 1, 2, 4, 8, 16, 32 };
 
 static int add_unroll(dt_space *s, const int *steps, int nsteps)
 {
@@ -66,7 +69,8 @@ static int build_matmul(dt_space *s)
     int rc;
     if ((rc = dt_space_add_split(s, "tile_y", m->m, 4)) ||
         (rc = dt_space_add_split(s, "tile_x", m->n, 4)) ||
-        (rc = dt_space_add_split(s, "tile_k", m->k, 2)))
+        (rc = dt_space_add_split(s, "tile_k", m->k, 2)) ||
+        (rc = dt_space_add_choice(s, "tile_kt", reduction_threads, NELEMS(reduction_threads))))
         return rc;
     return add_unroll(s, conv_unroll_steps, NELEMS(conv_unroll_steps));
 }

@@ -93,8 +93,15 @@ static long expected_shared(const dt_space *s, const dt_point *p)
     const dt_task *t = &s->task;
     if (t->kind == DT_OP_DEPTHWISE_CONV2D)
         return 0;
-    if (t->kind != DT_OP_CONV2D)
-        return 4L * part(s, p, "tile_k", 1) * (inner3(s, p, "tile_y") + inner3(s, p, "tile_x"));
+    if (t->kind != DT_OP_CONV2D) {
+        long staged = 4L * part(s, p, "tile_k", 1) * (inner3(s, p, "tile_y") + inner3(s, p, "tile_x"));
+        /* with tile_kt > 1 the partial sums, one per accumulator and thread */
+        long kt = part(s, p, "tile_kt", 0);
+        long acc = part(s, p, "tile_y", 1) * part(s, p, "tile_y", 3) * part(s, p, "tile_x", 1) *
+                   part(s, p, "tile_x", 3);
+        long partials = kt > 1 ? 4 * acc * part(s, p, "tile_y", 2) * part(s, p, "tile_x", 2) * kt : 0;
+        return staged > partials ? staged : partials;
+    }
     const dt_conv_shape *c = &t->conv;
     long rci = part(s, p, "tile_rc", 1), ryi = part(s, p, "tile_ry", 1), rxi = part(s, p, "tile_rx", 1);
     long rows = (inner3(s, p, "tile_y") - 1) * c->sh + (ryi - 1) * c->dh + 1;
@@ -114,7 +121,7 @@ static void check_launch(const dt_space *s, const dt_point *p)
     assert_int_equal(l.grid[1], part(s, p, "tile_y", 0));
     assert_int_equal(l.grid[2], batch * (unsigned)(conv ? part(s, p, "tile_f", 0) : 1));
     unsigned threads = (unsigned)(part(s, p, "tile_x", 2) * part(s, p, "tile_y", 2) *
-                                  (conv ? part(s, p, "tile_f", 2) : 1));
+                                  (conv ? part(s, p, "tile_f", 2) : part(s, p, "tile_kt", 0)));
     assert_int_equal(l.block[0] * l.block[1] * l.block[2], threads);
     assert_true(threads <= 1024);
     assert_int_equal(l.shared_bytes, expected_shared(s, p));
@@ -211,6 +218,46 @@ static void test_dense_grid_limits(void **state)
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     assert_false(dt_space_valid(&s, &p));
+    dt_space_free(&s);
+}
+
+/* tile_kt threads share a reduction only where they divide the staged K;
+ * they multiply the block's threads, and the source adds partial sums. */
+static void test_dense_reduction_threads(void **state)
+{
+    (void)state;
+    dt_task t = mm_task(DT_OP_DENSE, 1, 8, 1000, 512);
+    dt_space s;
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    dt_point p = { 0 };
+    set_knob(&s, &p, "tile_y", (int[]){ 1, 1, 8, 1 });
+    set_knob(&s, &p, "tile_x", (int[]){ 125, 1, 8, 1 });
+    set_knob(&s, &p, "tile_k", (int[]){ 64, 8 });
+    set_knob(&s, &p, "tile_kt", (int[]){ 16 });
+    assert_false(dt_space_valid(&s, &p));
+    dt_cuda_plan plan;
+    dt_error err;
+    dt_cuda_plan_from_point(&s, &p, &plan);
+    assert_int_equal(dt_cuda_plan_check(&plan, NULL, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "tile_kt 16 does not divide the staged K 8"));
+    set_knob(&s, &p, "tile_kt", (int[]){ 8 });
+    assert_true(dt_space_valid(&s, &p));
+    dt_cuda_plan_from_point(&s, &p, &plan);
+    dt_cuda_launch l;
+    dt_cuda_plan_launch(&plan, &l);
+    assert_int_equal(l.block[0], 512);     /* 8 x 8 outputs x 8 reduction threads */
+    assert_int_equal(l.shared_bytes, 4 * 512);  /* partials [1][512] > staging 8 x (8 + 8) */
+    char *src = NULL;
+    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_non_null(strstr(src, "enum { TK = 8 };"));
+    assert_non_null(strstr(src, "if (tk == 0)"));
+    free(src);
+    /* tile_kt 1 writes no partial sums */
+    set_knob(&s, &p, "tile_kt", (int[]){ 1 });
+    dt_cuda_plan_from_point(&s, &p, &plan);
+    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_null(strstr(src, "part_s"));
+    free(src);
     dt_space_free(&s);
 }
 
@@ -408,18 +455,24 @@ static long compare_output(const emu_case *c, int index, const char *dir)
     return bad;
 }
 
-/* Valid random configs of task, the unroll knobs cycled so every setting occurs. */
+/* Valid random configs of task, the unroll knobs cycled so every setting
+ * occurs, and tile_kt cycled too where K lets every setting be valid (K a
+ * multiple of 32: some staged K then divides by each). */
 static int add_cases(emu_case *cases, int n, const dt_task *task, int per_task, gsl_rng *rng)
 {
     dt_space s;
     assert_int_equal(dt_target_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
     int step = dt_space_knob(&s, "auto_unroll_max_step"), expl = dt_space_knob(&s, "unroll_explicit");
+    int kt = dt_space_knob(&s, "tile_kt");
+    bool cycle_kt = kt >= 0 && task->mm.k % 32 == 0;
     for (int i = 0; i < per_task; i++) {
         dt_point p;
         do {
             dt_space_random(&s, rng, &p);
             p.opt[step] = (int16_t)((n + i) % s.knobs[step].noptions);
             p.opt[expl] = (int16_t)(((n + i) / 3) % 2);
+            if (cycle_kt)
+                p.opt[kt] = (int16_t)(1 + i % (s.knobs[kt].noptions - 1));
         } while (!dt_space_valid(&s, &p));
         emu_case *c = &cases[n++];
         c->task = *task;
@@ -480,8 +533,10 @@ static void test_kernels_match_reference_emulated(void **state)
         conv_task(DT_OP_DEPTHWISE_CONV2D, 2, 6, 9, 9, 6, 3, 3, 2, 2, 0, 0, 1, 1),
         mm_task(DT_OP_DENSE, 1, 4, 12, 20),
         mm_task(DT_OP_BATCH_MATMUL, 3, 4, 6, 10),
+        mm_task(DT_OP_DENSE, 1, 1, 24, 64),       /* tile_kt 2 ... 32: partial sums */
+        mm_task(DT_OP_BATCH_MATMUL, 2, 3, 4, 32),
     };
-    enum { PER_TASK = 3, NTASKS = sizeof tasks / sizeof tasks[0] };
+    enum { PER_TASK = 5, NTASKS = sizeof tasks / sizeof tasks[0] };
     emu_case cases[NTASKS * PER_TASK];
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 31337);
@@ -645,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_launch_follows_knobs),
         cmocka_unit_test(test_invalid_configs_rejected),
         cmocka_unit_test(test_dense_grid_limits),
+        cmocka_unit_test(test_dense_reduction_threads),
         cmocka_unit_test(test_unroll_knobs_shape_source),
         cmocka_unit_test(test_kernels_match_reference_emulated),
         cmocka_unit_test(test_nvrtc_compiles_every_kind),

@@ -24,6 +24,14 @@
  * [k_inner][block_n]; depthwise_conv2d reads global memory directly (its
  * space has no reduction knobs) and uses no shared memory.
  *
+ * dense / batch_matmul may also split each staged k_inner among tile_kt
+ * threads (AutoTVM's dense_small_batch rfactor: a batch-1 layer has few
+ * outputs and a long reduction): the block holds tile_kt times the threads,
+ * thread index kt fastest, each thread sums every tile_kt-th k, and after
+ * the reduction the partial sums meet in shared memory ([accumulators][block
+ * threads], reusing the staging buffer) where the kt = 0 thread adds them
+ * and stores.
+ *
  * Unrolling (auto_unroll_max_step, unroll_explicit): a constant-extent loop is
  * unrolled when the number of innermost iterations under it, itself included,
  * is at most auto_unroll_max_step; unrolled loops become `#pragma unroll`
@@ -53,6 +61,9 @@ typedef struct dt_cuda_plan {
     int f[4], y[4], x[4];      /* conv kinds: c_out, oh, ow; matmul: y = M, x = N, f unused (1s) */
     int rc[2], ry[2], rx[2];   /* conv2d reduction over c_in, kh, kw */
     int k[2];                  /* dense / batch_matmul reduction over K */
+    int kt;                    /* dense / batch_matmul: threads sharing each output's
+                                  reduction (k_inner split among them, partial sums
+                                  added through shared memory); 1 elsewhere */
     int unroll_max_step;       /* auto_unroll_max_step */
     int unroll_explicit;       /* 1: unroll in the source; 0: #pragma unroll */
 } dt_cuda_plan;
@@ -80,7 +91,7 @@ typedef struct dt_cuda_launch {
 } dt_cuda_launch;
 
 /* Reads the knobs of point (tile_f, tile_y, tile_x, tile_rc, tile_ry, tile_rx,
- * tile_k, auto_unroll_max_step, unroll_explicit, as in space_cuda.c) into
+ * tile_k, tile_kt, auto_unroll_max_step, unroll_explicit, as in space_cuda.c) into
  * plan; an absent split is all ones except its block part, which takes the
  * whole axis. Does not check the plan. */
 void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cuda_plan *plan);
