@@ -59,7 +59,8 @@ void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cu
     read_split(space, point, "tile_ry", 2, conv ? c->kh : 1, plan->ry);
     read_split(space, point, "tile_rx", 2, conv ? c->kw : 1, plan->rx);
     read_split(space, point, "tile_k", 2, conv ? 1 : m->k, plan->k);
-    plan->kt = conv ? 1 : dt_space_get(space, point, "tile_kt", 0, 1);
+    plan->kt = space->task.kind == DT_OP_DEPTHWISE_CONV2D ? 1
+                                                          : dt_space_get(space, point, "tile_kt", 0, 1);
     plan->unroll_max_step = dt_space_get(space, point, "auto_unroll_max_step", 0, 0);
     plan->unroll_explicit = dt_space_get(space, point, "unroll_explicit", 0, 0);
 }
@@ -104,21 +105,28 @@ static int staged_span(int block_extent, int stride, int taps, int dilation)
     return (block_extent - 1) * stride + (taps - 1) * dilation + 1;
 }
 
-static long shared_bytes(const dt_cuda_plan *p)
+/* Bytes of the staged tiles of one reduction step. */
+static long staged_bytes(const dt_cuda_plan *p)
 {
     const dt_conv_shape *c = &p->task.conv;
-    if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
-        return 0;
-    if (p->task.kind != DT_OP_CONV2D) {
-        long staged = 4L * p->k[DT_SPLIT_STAGED] * (extent(p->y) + extent(p->x));
-        long partials = reduction_threads(p) > 1
-                            ? 4L * dt_cuda_plan_accumulators(p) * plan_threads(p) : 0;
-        return staged > partials ? staged : partials;
-    }
+    if (p->task.kind != DT_OP_CONV2D)
+        return 4L * p->k[DT_SPLIT_STAGED] * (extent(p->y) + extent(p->x));
     long rci = p->rc[1], ryi = p->ry[1], rxi = p->rx[1];
     long in_h = staged_span(extent(p->y), c->sh, (int)ryi, c->dh);
     long in_w = staged_span(extent(p->x), c->sw, (int)rxi, c->dw);
     return 4L * ((long)extent(p->f) * rci * ryi * rxi + rci * in_h * in_w);
+}
+
+/* The staged tiles, or with reduction threads the partial sums after them
+ * ([accumulators][threads] in the same buffer), whichever is larger. */
+static long shared_bytes(const dt_cuda_plan *p)
+{
+    if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        return 0;
+    long staged = staged_bytes(p);
+    long partials = reduction_threads(p) > 1
+                        ? 4L * dt_cuda_plan_accumulators(p) * plan_threads(p) : 0;
+    return staged > partials ? staged : partials;
 }
 
 static unsigned batch_of(const dt_task *t)
@@ -175,18 +183,22 @@ static int check_structure(const dt_cuda_plan *p, dt_error *err)
                                 p->kt, p->k[DT_SPLIT_STAGED]);
         return 0;
     }
-    if (reduction_threads(p) > 1)
-        return dt_error_set(err, DT_EINVAL, "tile_kt %d on a convolution", p->kt);
+    if (p->task.kind == DT_OP_DEPTHWISE_CONV2D && reduction_threads(p) > 1)
+        return dt_error_set(err, DT_EINVAL, "tile_kt %d on a depthwise convolution", p->kt);
     if ((rc = check_split(p->f, 4, c->c_out, "tile_f", err)) ||
         (rc = check_split(p->y, 4, c->oh, "tile_y", err)) ||
         (rc = check_split(p->x, 4, c->ow, "tile_x", err)))
         return rc;
     if (p->task.kind == DT_OP_DEPTHWISE_CONV2D)
         return 0;
-    return (rc = check_split(p->rc, 2, c->c_in, "tile_rc", err)) ||
-                   (rc = check_split(p->ry, 2, c->kh, "tile_ry", err)) ||
-                   (rc = check_split(p->rx, 2, c->kw, "tile_rx", err))
-               ? rc : 0;
+    if ((rc = check_split(p->rc, 2, c->c_in, "tile_rc", err)) ||
+        (rc = check_split(p->ry, 2, c->kh, "tile_ry", err)) ||
+        (rc = check_split(p->rx, 2, c->kw, "tile_rx", err)))
+        return rc;
+    if (p->rc[DT_SPLIT_STAGED] % reduction_threads(p) != 0)
+        return dt_error_set(err, DT_EINVAL, "tile_kt %d does not divide the staged channels %d",
+                            p->kt, p->rc[DT_SPLIT_STAGED]);
+    return 0;
 }
 
 int dt_cuda_plan_check(const dt_cuda_plan *plan, const dt_cuda_limits *limits, dt_error *err)
@@ -222,10 +234,10 @@ void dt_cuda_plan_str(const dt_cuda_plan *p, char *buf, size_t len)
     if (is_conv(&p->task))
         snprintf(buf, len,
                  "f=[%d,%d,%d,%d] y=[%d,%d,%d,%d] x=[%d,%d,%d,%d] rc=[%d,%d] ry=[%d,%d] "
-                 "rx=[%d,%d] unroll=%d explicit=%d",
+                 "rx=[%d,%d] kt=%d unroll=%d explicit=%d",
                  f[0], f[1], f[2], f[3], y[0], y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->rc[0],
-                 p->rc[1], p->ry[0], p->ry[1], p->rx[0], p->rx[1], p->unroll_max_step,
-                 p->unroll_explicit);
+                 p->rc[1], p->ry[0], p->ry[1], p->rx[0], p->rx[1], reduction_threads(p),
+                 p->unroll_max_step, p->unroll_explicit);
     else
         snprintf(buf, len, "m=[%d,%d,%d,%d] n=[%d,%d,%d,%d] k=[%d,%d] kt=%d unroll=%d explicit=%d",
                  y[0], y[1], y[2], y[3], x[0], x[1], x[2], x[3], p->k[0], p->k[1],
@@ -410,6 +422,45 @@ static void body_fma(emitter *e, const void *ctx)
             "ar[vy * YI + yi][vx * XI + xi], acc[vf * FI + fi][vy * YI + yi][vx * XI + xi]);");
 }
 
+/* Index of the register tile's accumulator (vf, fi, vy, yi, vx, xi) among
+ * the thread's ACC ones, for the partial sums in shared memory. */
+#define ACC_INDEX "(((vf * FI + fi) * (VY * YI) + vy * YI + yi) * (VX * XI) + vx * XI + xi)"
+
+static void body_put_partial(emitter *e, const void *ctx)
+{
+    emit(e, "part_s[" ACC_INDEX " * NT + tid] = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
+}
+
+/* The kt = 0 thread adds its TK - 1 neighbours' partial sums (threads tid
+ * + 1 ... tid + TK - 1 share its outputs) into its accumulators. */
+static void body_add_partials(emitter *e, const void *ctx)
+{
+    open_block(e, "for (int j = 1; j < TK; ++j) ");
+    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] += part_s[" ACC_INDEX " * NT + tid + j];");
+    close_block(e);
+}
+
+static void emit_tile_nest(emitter *e, body_fn body);
+
+/* The end of a kernel: with reduction threads, the partial sums meet in
+ * shared memory (the staging buffer, free once the reduction is done) and
+ * the tk = 0 thread stores; otherwise every thread stores its tile. */
+static void emit_reduce_and_store(emitter *e, body_fn store)
+{
+    if (reduction_threads(e->plan) > 1) {
+        emit(e, "float *part_s = dt_smem;        // [ACC][NT], after the staging is done");
+        emit(e, "__syncthreads();");
+        emit_tile_nest(e, body_put_partial);
+        emit(e, "__syncthreads();");
+        open_block(e, "if (tk == 0) ");
+        emit_tile_nest(e, body_add_partials);
+        emit_tile_nest(e, store);
+        close_block(e);
+    } else {
+        emit_tile_nest(e, store);
+    }
+}
+
 /* Writes the register tile to its NCHW output positions. */
 static void body_store_conv(emitter *e, const void *ctx)
 {
@@ -521,6 +572,7 @@ static void body_conv_step(emitter *e, const void *ctx)
     const dt_cuda_plan *p = e->plan;
     loop f_loops[2] = { { "vf", p->f[1] }, { "fi", p->f[3] } };
     loop yx_loops[4] = { { "vy", p->y[1] }, { "yi", p->y[3] }, { "vx", p->x[1] }, { "xi", p->x[3] } };
+    emit(e, "const int rc = rcc * TK + tk;");
     emit(e, "float wr[VF * FI], ar[VY * YI][VX * XI];");
     emit_nest(e, f_loops, 2, 1, body_conv_wr, NULL);
     emit_nest(e, yx_loops, 4, 1, body_conv_ar, NULL);
@@ -534,7 +586,8 @@ static void emit_conv2d_reduction(emitter *e)
     long in_tile = (long)p->rc[1] * staged_span(extent(p->y), c->sh, p->ry[1], c->dh) *
                    staged_span(extent(p->x), c->sw, p->rx[1], c->dw);
     long w_tile = (long)extent(p->f) * p->rc[1] * p->ry[1] * p->rx[1];
-    loop inner[3] = { { "rc", p->rc[1] }, { "ry", p->ry[1] }, { "rx", p->rx[1] } };
+    loop inner[3] = { { "rcc", p->rc[1] / reduction_threads(p) }, { "ry", p->ry[1] },
+                      { "rx", p->rx[1] } };
     open_block(e, "for (int rco = 0; rco < RCO; ++rco) ");
     open_block(e, "for (int ryo = 0; ryo < RYO; ++ryo) ");
     open_block(e, "for (int rxo = 0; rxo < RXO; ++rxo) ");
@@ -556,7 +609,7 @@ static void emit_conv2d(emitter *e)
     emit(e, "float *w_s = dt_smem + IN_TILE;  // [BF][RCI][RYI][RXI]");
     emit_acc_decl(e);
     emit_conv2d_reduction(e);
-    emit_tile_nest(e, body_store_conv);
+    emit_reduce_and_store(e, body_store_conv);
     close_block(e);
 }
 
@@ -663,24 +716,6 @@ static void body_store_mm(emitter *e, const void *ctx)
             " = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
 }
 
-/* Index of the register tile's accumulator (vf, fi, vy, yi, vx, xi) among
- * the thread's ACC ones, for the partial sums in shared memory. */
-#define ACC_INDEX "((vy * YI + yi) * (VX * XI) + vx * XI + xi)"
-
-static void body_put_partial(emitter *e, const void *ctx)
-{
-    emit(e, "part_s[" ACC_INDEX " * NT + tid] = acc[vf * FI + fi][vy * YI + yi][vx * XI + xi];");
-}
-
-/* The kt = 0 thread adds its TK - 1 neighbours' partial sums (threads tid
- * + 1 ... tid + TK - 1 share its output) into its accumulator. */
-static void body_add_partials(emitter *e, const void *ctx)
-{
-    open_block(e, "for (int j = 1; j < TK; ++j) ");
-    emit(e, "acc[vf * FI + fi][vy * YI + yi][vx * XI + xi] += part_s[" ACC_INDEX " * NT + tid + j];");
-    close_block(e);
-}
-
 static void emit_matmul(emitter *e)
 {
     const dt_cuda_plan *p = e->plan;
@@ -699,18 +734,7 @@ static void emit_matmul(emitter *e)
     emit(e, "__syncthreads();");
     emit_nest(e, &k_loop, 1, dt_cuda_plan_accumulators(p), body_mm_step, NULL);
     close_block(e);
-    if (reduction_threads(p) > 1) {
-        emit(e, "float *part_s = dt_smem;        // [ACC][NT], after the staging is done");
-        emit(e, "__syncthreads();");
-        emit_tile_nest(e, body_put_partial);
-        emit(e, "__syncthreads();");
-        open_block(e, "if (tk == 0) ");
-        emit_tile_nest(e, body_add_partials);
-        emit_tile_nest(e, body_store_mm);
-        close_block(e);
-    } else {
-        emit_tile_nest(e, body_store_mm);
-    }
+    emit_reduce_and_store(e, body_store_mm);
     close_block(e);
 }
 

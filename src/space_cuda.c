@@ -3,14 +3,16 @@
  * conv2d (direct): tile_f / tile_y / tile_x split output channels, rows and
  * columns 4 ways (block, virtual thread, thread, inner); tile_rc / tile_ry /
  * tile_rx split the reduction 2 ways (outer loop, inner loop staged through
- * shared memory); auto_unroll_max_step and unroll_explicit. depthwise_conv2d
+ * shared memory); tile_kt threads (1 to 32) may share each output's
+ * reduction, splitting the staged channels; auto_unroll_max_step and
+ * unroll_explicit. depthwise_conv2d
  * has the three output splits and the unroll knobs; dense and batch_matmul
  * split M (tile_y) and N (tile_x) 4 ways and K (tile_k) 2 ways, batch on grid
  * z, and tile_kt threads (1 to 32) may share each output's reduction.
  * Validity is codegen_cuda's plan check under the default limits: more than
  * 1024 threads per block, a shared-memory tile over 48 KiB, a grid y/z over
  * 65535, a register tile over DT_CUDA_MAX_ACCUMULATORS or a tile_kt that does
- * not divide the staged K is invalid.
+ * not divide the staged K (channels) is invalid.
  */
 #include "dtune/codegen_cuda.h"
 #include "space_table.h"
@@ -37,7 +39,8 @@ static int build_conv(dt_space *s)
         (rc = dt_space_add_split(s, "tile_x", c->ow, 4)) ||
         (rc = dt_space_add_split(s, "tile_rc", c->c_in, 2)) ||
         (rc = dt_space_add_split(s, "tile_ry", c->kh, 2)) ||
-        (rc = dt_space_add_split(s, "tile_rx", c->kw, 2)))
+        (rc = dt_space_add_split(s, "tile_rx", c->kw, 2)) ||
+        (rc = dt_space_add_choice(s, "tile_kt", reduction_threads, NELEMS(reduction_threads))))
         return rc;
     return add_unroll(s, conv_unroll_steps, NELEMS(conv_unroll_steps));
 }

@@ -106,7 +106,11 @@ static long expected_shared(const dt_space *s, const dt_point *p)
     long rci = part(s, p, "tile_rc", 1), ryi = part(s, p, "tile_ry", 1), rxi = part(s, p, "tile_rx", 1);
     long rows = (inner3(s, p, "tile_y") - 1) * c->sh + (ryi - 1) * c->dh + 1;
     long cols = (inner3(s, p, "tile_x") - 1) * c->sw + (rxi - 1) * c->dw + 1;
-    return 4 * (rci * rows * cols + inner3(s, p, "tile_f") * rci * ryi * rxi);
+    long staged = 4 * (rci * rows * cols + inner3(s, p, "tile_f") * rci * ryi * rxi);
+    long kt = part(s, p, "tile_kt", 0);
+    long partials = kt > 1 ? 4 * inner3(s, p, "tile_f") * inner3(s, p, "tile_y") *
+                                 inner3(s, p, "tile_x") * kt : 0;
+    return staged > partials ? staged : partials;
 }
 
 static void check_launch(const dt_space *s, const dt_point *p)
@@ -121,7 +125,7 @@ static void check_launch(const dt_space *s, const dt_point *p)
     assert_int_equal(l.grid[1], part(s, p, "tile_y", 0));
     assert_int_equal(l.grid[2], batch * (unsigned)(conv ? part(s, p, "tile_f", 0) : 1));
     unsigned threads = (unsigned)(part(s, p, "tile_x", 2) * part(s, p, "tile_y", 2) *
-                                  (conv ? part(s, p, "tile_f", 2) : part(s, p, "tile_kt", 0)));
+                                  (conv ? part(s, p, "tile_f", 2) : 1) * part(s, p, "tile_kt", 0));
     assert_int_equal(l.block[0] * l.block[1] * l.block[2], threads);
     assert_true(threads <= 1024);
     assert_int_equal(l.shared_bytes, expected_shared(s, p));
@@ -221,9 +225,10 @@ static void test_dense_grid_limits(void **state)
     dt_space_free(&s);
 }
 
-/* tile_kt threads share a reduction only where they divide the staged K;
- * they multiply the block's threads, and the source adds partial sums. */
-static void test_dense_reduction_threads(void **state)
+/* tile_kt threads share a reduction only where they divide the staged K
+ * (channels); they multiply the block's threads, and the source adds partial
+ * sums. */
+static void test_reduction_threads(void **state)
 {
     (void)state;
     dt_task t = mm_task(DT_OP_DENSE, 1, 8, 1000, 512);
@@ -257,6 +262,29 @@ static void test_dense_reduction_threads(void **state)
     dt_cuda_plan_from_point(&s, &p, &plan);
     assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
     assert_null(strstr(src, "part_s"));
+    free(src);
+    dt_space_free(&s);
+    /* a convolution splits its staged input channels */
+    dt_task conv = resnet_3x3();
+    assert_int_equal(dt_target_space_init(&s, &conv, DT_TARGET_CUDA, NULL), 0);
+    p = (dt_point){ 0 };
+    set_knob(&s, &p, "tile_f", (int[]){ 8, 1, 8, 1 });
+    set_knob(&s, &p, "tile_y", (int[]){ 56, 1, 1, 1 });
+    set_knob(&s, &p, "tile_x", (int[]){ 4, 1, 14, 1 });
+    set_knob(&s, &p, "tile_rc", (int[]){ 16, 4 });
+    set_knob(&s, &p, "tile_kt", (int[]){ 8 });
+    assert_false(dt_space_valid(&s, &p));
+    dt_cuda_plan_from_point(&s, &p, &plan);
+    assert_int_equal(dt_cuda_plan_check(&plan, NULL, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "tile_kt 8 does not divide the staged channels 4"));
+    set_knob(&s, &p, "tile_kt", (int[]){ 4 });
+    assert_true(dt_space_valid(&s, &p));
+    dt_cuda_plan_from_point(&s, &p, &plan);
+    dt_cuda_plan_launch(&plan, &l);
+    assert_int_equal(l.block[0], 8 * 14 * 4);
+    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_non_null(strstr(src, "const int rc = rcc * TK + tk;"));
+    assert_non_null(strstr(src, "if (tk == 0)"));
     free(src);
     dt_space_free(&s);
 }
@@ -307,8 +335,8 @@ static void test_unroll_knobs_shape_source(void **state)
     assert_int_equal(count(pragma, "const int xi = 1;"), 0);
     assert_int_equal(count(unrolled, "#pragma unroll"), 0);
     assert_true(count(unrolled, "const int xi = 1;") > 0);
-    /* 16 accumulators: 512 steps unroll rc (4) x ry (3) around them, 1500 too */
-    assert_int_equal(count(unrolled, "const int rc = 3;"), 1);
+    /* 16 accumulators: 512 steps unroll rc (4, its loop variable rcc) x ry (3) around them */
+    assert_int_equal(count(unrolled, "const int rcc = 3;"), 1);
     assert_int_equal(count(unrolled, "const int ry = 2;"), 4);
     assert_true(strlen(deeper) >= strlen(unrolled));
     assert_true(strlen(unrolled) > 4 * strlen(plain));
@@ -456,15 +484,17 @@ static long compare_output(const emu_case *c, int index, const char *dir)
 }
 
 /* Valid random configs of task, the unroll knobs cycled so every setting
- * occurs, and tile_kt cycled too where K lets every setting be valid (K a
- * multiple of 32: some staged K then divides by each). */
+ * occurs, and tile_kt cycled too where the reduction it splits (K, or the
+ * input channels) is a multiple of 32: some staged part then divides by
+ * each setting. */
 static int add_cases(emu_case *cases, int n, const dt_task *task, int per_task, gsl_rng *rng)
 {
     dt_space s;
     assert_int_equal(dt_target_space_init(&s, task, DT_TARGET_CUDA, NULL), 0);
     int step = dt_space_knob(&s, "auto_unroll_max_step"), expl = dt_space_knob(&s, "unroll_explicit");
     int kt = dt_space_knob(&s, "tile_kt");
-    bool cycle_kt = kt >= 0 && task->mm.k % 32 == 0;
+    bool conv = task->kind == DT_OP_CONV2D || task->kind == DT_OP_DEPTHWISE_CONV2D;
+    bool cycle_kt = kt >= 0 && (conv ? task->conv.c_in : task->mm.k) % 32 == 0;
     for (int i = 0; i < per_task; i++) {
         dt_point p;
         do {
@@ -533,6 +563,7 @@ static void test_kernels_match_reference_emulated(void **state)
         conv_task(DT_OP_DEPTHWISE_CONV2D, 2, 6, 9, 9, 6, 3, 3, 2, 2, 0, 0, 1, 1),
         mm_task(DT_OP_DENSE, 1, 4, 12, 20),
         mm_task(DT_OP_BATCH_MATMUL, 3, 4, 6, 10),
+        conv_task(DT_OP_CONV2D, 1, 32, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1),   /* tile_kt 2 ... 32 */
         mm_task(DT_OP_DENSE, 1, 1, 24, 64),       /* tile_kt 2 ... 32: partial sums */
         mm_task(DT_OP_BATCH_MATMUL, 2, 3, 4, 32),
     };
@@ -700,7 +731,7 @@ int main(void)
         cmocka_unit_test(test_launch_follows_knobs),
         cmocka_unit_test(test_invalid_configs_rejected),
         cmocka_unit_test(test_dense_grid_limits),
-        cmocka_unit_test(test_dense_reduction_threads),
+        cmocka_unit_test(test_reduction_threads),
         cmocka_unit_test(test_unroll_knobs_shape_source),
         cmocka_unit_test(test_kernels_match_reference_emulated),
         cmocka_unit_test(test_nvrtc_compiles_every_kind),
