@@ -22,7 +22,8 @@
 #                    cuda_bench's table against its best.json; the GPU stays
 #                    busy between calls
 #   watch SECONDS    the pipeline's log for up to SECONDS (until it ends), then
-#                    everything it has written so far into $OUT
+#                    everything it has written so far into $OUT (leave the
+#                    copy a margin: SECONDS at most the call's limit less 60)
 #
 # cuDNN and cuBLAS are the machine's own (PyTorch's wheels or the CUDA
 # Toolkit); they are found here and put on the loader's path after the
@@ -92,7 +93,8 @@ wait)
     end=$(( $(date +%s) + ${2:-540} ))
     while [ "$(date +%s)" -lt "$end" ] && running; do
         progress
-        sleep 60
+        left=$(( end - $(date +%s) ))
+        sleep $(( left < 60 ? (left > 0 ? left : 0) : 60 ))
     done
     progress
     ;;
@@ -141,7 +143,8 @@ watch)
         m=$(grep -c '"type":"measure"' /tmp/dtune_gpu_run_mobilenet/tuning.jsonl 2>/dev/null || echo 0)
         echo "$(date -u +%T) cv rows $(grep -c 'flush' "$pipe_dir/cv.log" 2>/dev/null || echo 0)," \
              "mobilenet measurements $m"
-        sleep 30
+        left=$(( end - $(date +%s) ))
+        sleep $(( left < 30 ? (left > 0 ? left : 0) : 30 ))
     done
     [ -f "$pipe_dir/done" ] && echo "pipeline done"
     [ -f "$pipe_dir/done" ] || [ ! -d /tmp/dtune_gpu_run_mobilenet ] ||
