@@ -101,17 +101,6 @@ typedef struct lookup {
     int tasks, history, transferred, foreign;
 } lookup;
 
-/* Whether config (with its logged knobs) names a point of space; into p. */
-static bool point_of(const dt_space *space, uint64_t config, const char *knobs, dt_point *p)
-{
-    char here[256];
-    if (config >= space->size)
-        return false;
-    dt_space_point(space, config, p);
-    dt_space_point_str(space, p, here, sizeof here);
-    return !knobs[0] || strcmp(here, knobs) == 0;
-}
-
 static int task_of_signature(const dt_run *r, const char *signature, const char *hash)
 {
     char sig[DT_DB_SIGNATURE_MAX], h[24];
@@ -176,7 +165,7 @@ static int take_record(void *ctx, const dt_db_record *rec)
     const dt_space *space = lk->task >= 0 ? &r->tasks[lk->task].space : lk->other_ok ? &lk->other : NULL;
     dt_point p;
     bool known = (int)rec->m.result >= 0 && rec->m.result < DT_RESULT_COUNT;
-    if (!space || !known || !point_of(space, rec->config, rec->knobs, &p)) {
+    if (!space || !known || !dt_space_point_named(space, rec->config, rec->knobs, &p)) {
         lk->foreign += space != NULL;
         return 0;
     }

@@ -23,10 +23,18 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
+#include "dtune/db.h"
 #include "daemon.h"
 #include "daemon_internal.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
+
+/* The replay surface is no machine's: its spaces offer every width; a real
+ * backend's spaces offer this machine's. */
+static dt_space_opts run_space_opts(const dt_run *r)
+{
+    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+}
 
 int dt_run_open_spaces(dt_run *r, dt_error *err)
 {
@@ -34,9 +42,7 @@ int dt_run_open_spaces(dt_run *r, dt_error *err)
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
     if (!r->tasks)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    /* The replay surface is no machine's: its spaces offer every width; a
-     * real backend's spaces offer this machine's. */
-    dt_space_opts opts = { .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+    dt_space_opts opts = run_space_opts(r);
     for (int k = 0; k < n; k++) {
         int rc = dt_target_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
         if (rc)
@@ -93,6 +99,13 @@ typedef struct replay_ctx {
     bool check_only;       /* dtune check: validate every record, change nothing */
     int line;              /* records read so far (1-based number of the current one) */
     dt_error *err;
+    /* A warm start's records of tasks this run's model lacks feed transfer:
+     * the model the log's current run record names, and its tasks' spaces
+     * as this run would build them (NULL: not loaded, its records skipped). */
+    dt_model *log_model;
+    dt_space *log_spaces;  /* the first nlog_spaces built */
+    int nlog_spaces;
+    int transferred, skipped;
 } replay_ctx;
 
 /* The model's task that a record names: its task_index when that task has the
@@ -161,10 +174,86 @@ static int check_time(replay_ctx *rc, double time)
                         rc->path, rc->line, time);
 }
 
+static void drop_log_model(replay_ctx *rc)
+{
+    for (int k = 0; k < rc->nlog_spaces; k++)
+        dt_space_free(&rc->log_spaces[k]);
+    free(rc->log_spaces);
+    dt_model_free(rc->log_model);
+    rc->log_spaces = NULL;
+    rc->nlog_spaces = 0;
+    rc->log_model = NULL;
+}
+
+/* A warm start's run record: loads the model it names, so that records of
+ * tasks this run lacks can go to transfer. A model that cannot be loaded
+ * here (moved, another target) only means its records are skipped. */
+static void open_log_model(replay_ctx *rc, const dt_run_record *rec)
+{
+    dt_run *r = rc->run;
+    drop_log_model(rc);
+    if (rc->own_log || strcmp(rec->target, dt_target_name(r->cfg->target)) != 0)
+        return;
+    dt_error why = { 0 };
+    if (dt_model_load_target(rec->model, r->cfg->target, &rc->log_model, &why) != 0) {
+        rc->log_model = NULL;
+        return;
+    }
+    int n = rc->log_model->ntasks;
+    dt_space_opts opts = run_space_opts(r);
+    if (!(rc->log_spaces = calloc((size_t)n, sizeof *rc->log_spaces))) {
+        drop_log_model(rc);
+        return;
+    }
+    for (int k = 0; k < n; k++, rc->nlog_spaces++)
+        if (dt_target_space_init_opts(&rc->log_spaces[k], &rc->log_model->tasks[k], r->cfg->target, &opts,
+                                      &why) != 0) {
+            drop_log_model(rc);
+            return;
+        }
+}
+
+/* Whether a warm start's record of this run's task k (found by name) is
+ * of the same task: the log's model names a task of that name with the
+ * same kind and shape (a record of another model's "conv1" of another
+ * shape is another task's). Where the log's model is not loaded, the name
+ * decides, and the config check that follows refuses another space. */
+static bool same_task(const replay_ctx *rc, int k, const dt_measure_record *rec)
+{
+    int kl = rc->log_model ? record_task(rc->log_model, rec->task, rec->task_index) : -1;
+    if (kl < 0)
+        return true;
+    char here[DT_DB_SIGNATURE_MAX], there[DT_DB_SIGNATURE_MAX];
+    dt_db_task_signature(&rc->run->model->tasks[k], here, sizeof here);
+    dt_db_task_signature(&rc->log_model->tasks[kl], there, sizeof there);
+    return strcmp(here, there) == 0;
+}
+
+/* A warm start's record of a task this run's model lacks: into the transfer
+ * store when transfer is on, the log's model has the task and the config
+ * means the same in its space as when it was logged; else counted as
+ * skipped. dtune check only counts. */
+static int transfer_foreign(replay_ctx *rc, const dt_measure_record *rec)
+{
+    dt_run *r = rc->run;
+    int k = rc->log_model ? record_task(rc->log_model, rec->task, rec->task_index) : -1;
+    dt_point p;
+    bool known = (int)rec->m.result >= 0 && rec->m.result < DT_RESULT_COUNT;
+    if (!r->transfer || k < 0 || !known || !dt_space_point_named(&rc->log_spaces[k], rec->config, rec->knobs, &p)) {
+        rc->skipped++;
+        return 0;
+    }
+    if (!rc->check_only && dt_transfer_add(r->transfer, &rc->log_spaces[k], &p, &rec->m) != 0)
+        return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
+    rc->transferred++;
+    return 0;
+}
+
 static int replay_run(void *ctx, const dt_run_record *rec)
 {
     replay_ctx *rc = ctx;
     rc->line++;
+    open_log_model(rc, rec);
     return 0;
 }
 
@@ -174,6 +263,8 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     dt_run *r = rc->run;
     rc->line++;
     int k = record_task(r->model, rec->task, rec->task_index);
+    if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
+        return transfer_foreign(rc, rec);
     if (k < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
@@ -304,13 +395,19 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
 
 static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt_error *err)
 {
-    replay_ctx ctx = { r, path, own, check_only, 0, err };
+    replay_ctx ctx = { .run = r, .path = path, .own_log = own, .check_only = check_only, .err = err };
     dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed };
     dt_tunelog_stats stats;
     dt_error_clear(err);
     int rc = dt_tunelog_replay(path, &v, &stats, err);
+    drop_log_model(&ctx);
     if (rc == 0 && stats.dropped_tail)
         fprintf(stderr, "dtune: %s: dropped a torn last line (%s)\n", path, stats.tail_message);
+    if (rc == 0 && !check_only && ctx.transferred + ctx.skipped > 0)
+        fprintf(stderr, "dtune: warm start %s: %d records of tasks model %s lacks went to transfer, "
+                "%d skipped (%s)\n", path, ctx.transferred, r->model->name, ctx.skipped,
+                r->transfer ? "their model cannot be loaded here, or they do not fit its space"
+                            : "tuner.transfer is off");
     return rc;
 }
 

@@ -330,3 +330,13 @@ void dt_space_point_str(const dt_space *space, const dt_point *point, char *buf,
         }
     }
 }
+
+bool dt_space_point_named(const dt_space *space, uint64_t config, const char *knobs, dt_point *point)
+{
+    char here[256];
+    if (config >= space->size)
+        return false;
+    dt_space_point(space, config, point);
+    dt_space_point_str(space, point, here, sizeof here);
+    return !knobs[0] || strcmp(here, knobs) == 0;
+}

@@ -340,6 +340,82 @@ static void test_warm_start(void **state)
     free_keys(b, nb);
 }
 
+/* Warm-starts a run of `model` (a path) from log with tuner.transfer set
+ * to `transfer`; expects exit 0 and returns its output in out. */
+static void warm_run(const char *dir, const char *model, const char *log, bool transfer)
+{
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "%s/warm.yaml", dir);
+    assert_int_equal(dt_test_write_file(cfg, "model: %s\nbackend: replay\nserver: {listen: \"off\"}\n"
+                                        "tuner: {strategy: random, transfer: %s}\n"
+                                        "output: {dir: %s/run, warm_start: %s}\n", model,
+                                        transfer ? "true" : "false", dir, log), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "60", "--slot-trials", "8",
+                                     "--max-slots", "2", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("warm-started run exit %d: %s", rc, out);
+}
+
+/* A warm start from another model's log: the records of tasks this model
+ * lacks (and of a task of the same name but another shape) go to the
+ * transfer store instead of ending the run; with transfer off, or where the
+ * log's model cannot be loaded, they are counted as skipped. */
+static void test_warm_start_from_other_model(void **state)
+{
+    (void)state;
+    char first[64], second[64], log1[160], model[160], tiny[160], want[160];
+    dt_test_tmpdir(first, sizeof first);
+    dt_test_tmpdir(second, sizeof second);
+    /* the first run's model is a copy, so the test can take it away */
+    snprintf(tiny, sizeof tiny, "%s/tiny.yaml", first);
+    char *text = dt_test_slurp("models/tiny.yaml");
+    assert_non_null(text);
+    assert_int_equal(dt_test_write_file(tiny, "%s", text), 0);
+    free(text);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "--model", tiny, "--backend", "replay", "--strategy",
+                                     "random", "--out", first, "--listen", "off", "--budget", "60",
+                                     "--slot-trials", "8", "--max-slots", "4", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(log1, sizeof log1, "%s/tuning.jsonl", first);
+    int records = dt_test_count_lines(log1, "\"type\":\"measure\"");
+    assert_true(records > 3);
+
+    /* "conv" here is another shape than tiny's; depthwise and fc are not here */
+    snprintf(model, sizeof model, "%s/other.yaml", second);
+    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
+        "  - {name: conv, kind: conv2d, input: [1, 8, 14, 14], out_channels: 16, kernel: 3, padding: 1}\n"
+        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
+    warm_run(second, model, log1, true);
+    snprintf(want, sizeof want, "%d records of tasks model other lacks went to transfer, 0 skipped", records);
+    if (!strstr(out, want))
+        fail_msg("no '%s' in: %s", want, out);
+
+    assert_int_equal(dt_test_remove_tree(second), 0);
+    dt_test_tmpdir(second, sizeof second);
+    snprintf(model, sizeof model, "%s/other.yaml", second);
+    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
+        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
+    warm_run(second, model, log1, false);
+    snprintf(want, sizeof want, "0 records of tasks model other lacks went to transfer, %d skipped "
+             "(tuner.transfer is off)", records);
+    if (!strstr(out, want))
+        fail_msg("no '%s' in: %s", want, out);
+
+    assert_int_equal(remove(tiny), 0);
+    assert_int_equal(dt_test_remove_tree(second), 0);
+    dt_test_tmpdir(second, sizeof second);
+    snprintf(model, sizeof model, "%s/other.yaml", second);
+    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
+        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
+    warm_run(second, model, log1, true);
+    snprintf(want, sizeof want, "0 records of tasks model other lacks went to transfer, %d skipped", records);
+    if (!strstr(out, want))
+        fail_msg("no '%s' in: %s", want, out);
+    assert_int_equal(dt_test_remove_tree(first), 0);
+    assert_int_equal(dt_test_remove_tree(second), 0);
+}
+
 /* Runs three short slots into dir and returns its tuning.jsonl (at path),
  * for the tests that then edit the log and resume. */
 static char *short_run_log(char *dir, const char *path)
@@ -1112,6 +1188,7 @@ int main(void)
         cmocka_unit_test(test_kill9_and_resume),
         cmocka_unit_test(test_resumed_report_keeps_predictions),
         cmocka_unit_test(test_warm_start),
+        cmocka_unit_test(test_warm_start_from_other_model),
         cmocka_unit_test(test_resume_refuses_another_space),
         cmocka_unit_test(test_resume_matches_tasks_by_name),
         cmocka_unit_test(test_status_server_while_tuning),

@@ -130,6 +130,13 @@ int dt_space_get(const dt_space *space, const dt_point *point, const char *name,
 /* "tile_co=[4,16] tile_ow=[7,8] vec=8 ..." into buf. */
 void dt_space_point_str(const dt_space *space, const dt_point *point, char *buf, size_t len);
 
+/* Whether index `config` of a record, logged with its knobs in the form
+ * above ("" = not logged), names a point of space: the index lies in it and
+ * space names the point as the record did (an index of another machine's
+ * or version's space is not read as a config of this one). The point into
+ * *point. */
+bool dt_space_point_named(const dt_space *space, uint64_t config, const char *knobs, dt_point *point);
+
 /* Number of ordered factorisations of n into parts factors. */
 int dt_count_factorisations(int n, int parts);
 
