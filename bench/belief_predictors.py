@@ -6,7 +6,10 @@ Reads the rows `bin/sched_bench --decisions FILE` writes (one per task per
 judged decision of a predicting policy) and scores, per model and over all,
 the policy's own prediction and a few stand-ins built only from what the
 scheduler sees (slots measured, trials since the task's best last improved,
-trials its last slot measured, its latency): per decision the true cut of
+trials its last slot measured, its latency), and the expectation oracle
+sched_bench adds (each task's mean cut over the model's other traces from
+the same second of its tuning: it knows each task's average curve, which
+no scheduler sees, and is a reference, not a stand-in): per decision the true cut of
 the task the predictor ranks first over the best true cut (share), and
 Spearman's rho of predicted against true cuts (ties at their mean rank),
 as sched_bench's belief_share and belief_rho do. The rows come from one
@@ -57,6 +60,9 @@ PREDICTORS = [
     ("chance alone", chance),
     ("- stale trials", lambda r: -r["stale_trials"]),
     ("latency (count x L)", lambda r: r["latency_ms"]),
+    # Not a stand-in: it reads the model's other traces (sched_bench's
+    # expectation oracle: each task's average curve, not this draw).
+    ("expectation oracle", lambda r: r["expected_cut_ms"]),
 ]
 
 
@@ -86,8 +92,8 @@ def main():
         for row in csv.DictReader(f):
             if row["policy"] != policy:
                 continue
-            for k in ("predicted_cut_ms", "true_cut_ms", "latency_ms"):
-                row[k] = float(row[k])
+            for k in ("predicted_cut_ms", "true_cut_ms", "latency_ms", "expected_cut_ms"):
+                row[k] = float(row.get(k) or "nan")
             for k in ("measured_slots", "stale_trials", "last_slot_trials", "slot", "seed"):
                 row[k] = int(row[k])
             key = (row["model"], row["trace"], row["seed"], row["slot"])
@@ -100,6 +106,8 @@ def main():
           "rho = Spearman, predicted vs true cut; means over decisions")
     print(f"{'predictor':28s} " + " ".join(f"{m:>22s}" for m in by_model))
     for name, f in PREDICTORS:
+        if any(math.isnan(f(r)) for d in groups.values() for r in d):
+            continue  # a column this file lacks (written before the expectation oracle)
         cells = []
         for m, decs in by_model.items():
             s, r, n = score(decs, f)

@@ -261,6 +261,9 @@ typedef struct sim {
     FILE *decisions;             /* --decisions: one row per task per judged decision, or NULL */
     const char *trace_id, *policy;
     int seed;
+    const trace *model_traces;   /* every trace of the model, this one among them (the
+                                    expectation oracle reads the others), or NULL */
+    int nmodel_traces;
 } sim;
 
 static void trace_name(const trace *t, char *buf, size_t len);
@@ -418,6 +421,44 @@ static double true_reduction(const sim *s, int k, double slot_seconds)
     return t->count * (task_latency_ms(t, ts->best) - task_latency_ms(t, b));
 }
 
+/* Best-so-far GFLOPS of t at its own second c (0: nothing valid yet). */
+static double best_at(const task_trace *t, double c)
+{
+    double b = 0;
+    for (int i = 0; i < t->n && t->seconds[i] <= c; i++)
+        b = fmax(b, t->best[i]);
+    return b;
+}
+
+/* The expectation oracle's cut for task k: its latency now times the mean
+ * share of its latency the same task's next slot cut in the model's other
+ * traces, from the same second of its own tuning time. It knows how this
+ * task learns on average (from recordings this run never sees), which is
+ * what a learning-curve belief estimates, but not this recording's draw;
+ * a reference for belief quality, not a bound (a predictor that reads this
+ * recording's own state, such as its staleness, may rank some draws
+ * better). Estimated from 2-4 other recordings. 0 when the model has no
+ * other trace. */
+static double expected_reduction(const sim *s, int k, double slot_seconds)
+{
+    const task_trace *t = &s->tr->tasks[k];
+    const task_sim *ts = &s->ts[k];
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < s->nmodel_traces; j++) {
+        const trace *o = &s->model_traces[j];
+        if (o == s->tr || k >= o->ntasks || strcmp(o->tasks[k].name, t->name) != 0)
+            continue;
+        double before = best_at(&o->tasks[k], ts->clock);
+        double after = best_at(&o->tasks[k], ts->clock + slot_seconds);
+        if (before > 0) {
+            sum += 1 - before / after;  /* latency share cut: 1 - L(after) / L(before) */
+            n++;
+        }
+    }
+    return n && ts->best > 0 ? t->count * task_latency_ms(t, ts->best) * sum / n : 0;
+}
+
 /* How well a policy's prediction ranks tasks, over decisions where every
  * task has had a slot: the true one-slot reduction of the task it chose
  * over the largest one (share), and Spearman's rho between predicted and
@@ -425,6 +466,8 @@ static double true_reduction(const sim *s, int k, double slot_seconds)
 typedef struct belief_quality {
     int decisions, rho_decisions;
     double share_sum, rho_sum;
+    int expect_decisions, expect_rho_decisions; /* the expectation oracle's, at the same decisions */
+    double expect_share_sum, expect_rho_sum;
 } belief_quality;
 
 /* Ranks of v[0..n) (1-based, ties share their mean rank) into rank. */
@@ -461,8 +504,8 @@ static double spearman(const double *x, const double *y, int n)
 static void judge_belief(const sim *s, const dt_scheduler *sched, const dt_sched_task *st,
                          int chosen, double slot_seconds, belief_quality *q)
 {
-    int n = s->tr->ntasks, m = 0;
-    double pred[n], truth[n], rt = 0;
+    int n = s->tr->ntasks, m = 0, top = -1;
+    double pred[n], truth[n], expect[n], rt = 0;
     for (int k = 0; k < n; k++) {
         if (st[k].slots == 0)
             return;
@@ -472,17 +515,20 @@ static void judge_belief(const sim *s, const dt_scheduler *sched, const dt_sched
         if (isnan(pred[m]))
             pred[m] = 0;  /* no prediction: no expected cut */
         truth[m] = true_reduction(s, k, slot_seconds);
+        expect[m] = expected_reduction(s, k, slot_seconds);
+        if (top < 0 || expect[m] > expect[top])
+            top = m;
         rt = fmax(rt, truth[m++]);
     }
     for (int k = 0, i = 0; s->decisions && k < n; k++) {
         if (st[k].exhausted || st[k].finished)
             continue;
         const task_trace *t = &s->tr->tasks[k];
-        fprintf(s->decisions, "%s,%s,%s,%d,%d,%s,%.6g,%.6g,%d,%d,%d,%.6g,%.6g,%.6g,%d\n", s->tr->model,
-                s->trace_id, s->policy, s->seed, s->slot + 1, t->name, pred[i], truth[i], st[k].measured_slots,
-                st[k].stale_trials, s->ts[k].last_slot_trials,
+        fprintf(s->decisions, "%s,%s,%s,%d,%d,%s,%.6g,%.6g,%d,%d,%d,%.6g,%.6g,%.6g,%d,%.6g\n",
+                s->tr->model, s->trace_id, s->policy, s->seed, s->slot + 1, t->name, pred[i], truth[i],
+                st[k].measured_slots, st[k].stale_trials, s->ts[k].last_slot_trials,
                 t->count * task_latency_ms(t, st[k].best_gflops), st[k].best_gflops,
-                t->flops / (t->bytes > 0 ? t->bytes : NAN), k == chosen);
+                t->flops / (t->bytes > 0 ? t->bytes : NAN), k == chosen, expect[i]);
         i++;
     }
     if (chosen < 0 || rt <= 0)
@@ -493,6 +539,15 @@ static void judge_belief(const sim *s, const dt_scheduler *sched, const dt_sched
     if (isfinite(rho)) {
         q->rho_decisions++;
         q->rho_sum += rho;
+    }
+    if (s->nmodel_traces > 1) {
+        q->expect_decisions++;
+        q->expect_share_sum += truth[top] / rt;
+        double erho = m >= 3 ? spearman(expect, truth, m) : NAN;
+        if (isfinite(erho)) {
+            q->expect_rho_decisions++;
+            q->expect_rho_sum += erho;
+        }
     }
 }
 
@@ -613,7 +668,8 @@ static int open_pool(const dt_config *cfg, uint64_t seed, int threads, dt_belief
 
 /* One replay of policy (NULL: the oracle) with scheduler seed `seed`. */
 static int replay(const trace *tr, const char *policy, uint64_t seed, const bench_opts *o,
-                  double trial_frac, run_result *res, belief_quality *quality)
+                  double trial_frac, const trace *model_traces, int nmodel_traces, run_result *res,
+                  belief_quality *quality)
 {
     int n = tr->ntasks, rc = 0;
     memset(res, 0, sizeof *res);
@@ -643,7 +699,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     trace_name(tr, trace_id, sizeof trace_id);
     sim s = { .tr = tr, .ts = calloc((size_t)n, sizeof(task_sim)), .trial_frac = trial_frac,
               .decisions = policy ? o->decisions : NULL, .trace_id = trace_id, .policy = policy,
-              .seed = (int)seed };
+              .seed = (int)seed, .model_traces = model_traces,
+              .nmodel_traces = nmodel_traces };
     dt_sched_task *st = calloc((size_t)n, sizeof *st);
     double *scores = calloc((size_t)n, sizeof *scores);
     dt_belief_history *hist = calloc((size_t)n, sizeof *hist);
@@ -1074,10 +1131,11 @@ static const double eps_targets[] = { 0.10, 0.05, 0.02, 0.01 };
 static const double area_fracs[] = { 0.25, 0.5, 1.0 };
 #define NAREA ((int)(sizeof area_fracs / sizeof area_fracs[0]))
 
-enum { M_TIME = 0, M_AREA = NEPS, M_SHARE = NEPS + NAREA, M_RHO, NMETRICS };
+enum { M_TIME = 0, M_AREA = NEPS, M_SHARE = NEPS + NAREA, M_RHO, M_EXP_SHARE, M_EXP_RHO, NMETRICS };
 static const char *const metric_names[NMETRICS] = {
     "time_to_10pct", "time_to_5pct", "time_to_2pct", "time_to_1pct",
-    "area_25", "area_50", "area_100", "belief_share", "belief_rho",
+    "area_25", "area_50", "area_100", "belief_share", "belief_rho", "expectation_share",
+    "expectation_rho",
 };
 
 /* Mean latency (ms) of the step curve r over [from, to]; the curve's last
@@ -1103,6 +1161,8 @@ static void run_metrics(const run_result *r, double lstar, double warm_end, doub
         m[M_AREA + a] = mean_latency(r, warm_end, warm_end + area_fracs[a] * (seq_end - warm_end));
     m[M_SHARE] = q && q->decisions ? q->share_sum / q->decisions : NAN;
     m[M_RHO] = q && q->rho_decisions ? q->rho_sum / q->rho_decisions : NAN;
+    m[M_EXP_SHARE] = q && q->expect_decisions ? q->expect_share_sum / q->expect_decisions : NAN;
+    m[M_EXP_RHO] = q && q->expect_rho_decisions ? q->expect_rho_sum / q->expect_rho_decisions : NAN;
 }
 
 /* Trace name: the file's base name without .csv. */
@@ -1199,18 +1259,24 @@ static void print_tables(const char *model, char rows[][32], int nrows, const do
         printf("\n");
     }
     printf("  predictions, per decision after every task's first slot (mean per run): share of the\n"
-           "  best true one-slot cut that the chosen task made; Spearman's rho predicted vs true\n");
-    for (int p = 0; p < oracle; p++) {
-        const double *sh = &vals[((size_t)p * NMETRICS + M_SHARE) * nruns];
-        const double *rho = &vals[((size_t)p * NMETRICS + M_RHO) * nruns];
-        sum->median[mi][p][M_SHARE] = median_of(sh, nruns, scratch);
-        sum->median[mi][p][M_RHO] = median_of(rho, nruns, scratch);
-        if (isnan(sum->median[mi][p][M_SHARE]))
+           "  best true one-slot cut that the chosen task made; Spearman's rho predicted vs true;\n"
+           "  'expect': the expectation oracle at the same decisions (each task's mean cut over the\n"
+           "  model's other traces from the same second of its tuning)\n");
+    for (int p = 0; p < nrows; p++) {
+        for (int q = M_SHARE; q <= M_EXP_RHO; q++)   /* the oracle and the optimum predict nothing */
+            sum->median[mi][p][q] = p < oracle ? median_of(&vals[((size_t)p * NMETRICS + q) * nruns], nruns,
+                                                           scratch) : NAN;
+        if (p >= oracle)
             continue;
-        char a[64], b[64];
-        cell(a, sizeof a, sh, nruns, scratch);
-        cell(b, sizeof b, rho, nruns, scratch);
-        printf("  %-15s share %22s   rho %22s\n", rows[p], a, b);
+        for (int q = M_SHARE; q <= M_EXP_SHARE; q += M_EXP_SHARE - M_SHARE) {
+            if (isnan(sum->median[mi][p][q]))
+                continue;
+            char a[64], b[64], name[48];
+            cell(a, sizeof a, &vals[((size_t)p * NMETRICS + q) * nruns], nruns, scratch);
+            cell(b, sizeof b, &vals[((size_t)p * NMETRICS + q + 1) * nruns], nruns, scratch);
+            snprintf(name, sizeof name, "%.31s%s", rows[p], q == M_SHARE ? "" : " expect");
+            printf("  %-21s share %22s   rho %22s\n", name, a, b);
+        }
     }
     free(share);
 }
@@ -1222,10 +1288,11 @@ static void print_summary(const summary *sum)
     if (sum->nmodels < 1)
         return;
     printf("\nsummary over %d model(s) (per-model medians): time share of the optimum, median over\n"
-           "models / least model; area / oracle's, largest model; belief share and rho, mean\n",
+           "models / least model; area / oracle's, largest model; belief share and rho, and the\n"
+           "expectation oracle's at the same decisions (e.), mean\n",
            sum->nmodels);
-    printf("  %-15s %13s %13s %13s %13s %9s %9s %9s %7s %7s\n", "policy", "10 %", "5 %", "2 %",
-           "1 %", "area 25", "area 50", "area 100", "share", "rho");
+    printf("  %-15s %13s %13s %13s %13s %9s %9s %9s %7s %7s %7s %7s\n", "policy", "10 %", "5 %",
+           "2 %", "1 %", "area 25", "area 50", "area 100", "share", "rho", "e.share", "e.rho");
     for (int p = 0; p < sum->nrows - 1; p++) {
         printf("  %-15s", sum->rows[p]);
         double v[MAX_MODELS];
@@ -1241,7 +1308,7 @@ static void print_summary(const summary *sum)
                 hi = fmax(hi, sum->median[m][p][M_AREA + a]);
             printf(" %9.3f", hi);
         }
-        for (int q = M_SHARE; q <= M_RHO; q++) {
+        for (int q = M_SHARE; q <= M_EXP_RHO; q++) {
             double mean = 0;
             for (int m = 0; m < sum->nmodels; m++)
                 mean += sum->median[m][p][q] / sum->nmodels;
@@ -1308,8 +1375,8 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
             belief_quality q[MAX_POLICIES + 1];
             memset(q, 0, sizeof q);
             for (int p = 0; rc == 0 && p <= np; p++, made++)
-                rc = replay(&traces[t], p < np ? rows[p] : NULL, (uint64_t)sd + 1, &mo, 1.0, &rr[p],
-                            &q[p]);
+                rc = replay(&traces[t], p < np ? rows[p] : NULL, (uint64_t)sd + 1, &mo, 1.0, traces,
+                            ntraces, &rr[p], &q[p]);
             /* L*: sequential's final latency on this trace (every task tuned
              * until finish_after trials without improvement, in model order). */
             double lstar = rc ? 0 : rr[seq].y[rr[seq].npoints - 1];
@@ -1371,7 +1438,7 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
 static int overhead_of(const trace *both, const char *policy, const bench_opts *o)
 {
     run_result r = { 0 };
-    int rc = replay(both, policy, 1, o, 1.0, &r, NULL);
+    int rc = replay(both, policy, 1, o, 1.0, NULL, 0, &r, NULL);
     if (rc == 0 && r.ndecisions > 0) {
         double med = quantile(r.decision_ms, r.ndecisions, 0.5);
         double p95 = quantile(r.decision_ms, r.ndecisions, 0.95);
@@ -1552,7 +1619,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(o.decisions, "model,trace,policy,seed,slot,task,predicted_cut_ms,true_cut_ms,"
                                  "measured_slots,stale_trials,last_slot_trials,latency_ms,"
-                                 "best_gflops,flops_per_byte,chosen\n");
+                                 "best_gflops,flops_per_byte,chosen,expected_cut_ms\n");
         }
     }
     if (rc == 0 && o.csv_path) {
