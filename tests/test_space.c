@@ -63,19 +63,20 @@ static void test_split_rows_multiply_to_axis(void **state)
 static void test_cuda_conv_size(void **state)
 {
     (void)state;
-    /* resnet18 layer1 3x3: tile_f 84, tile_y 80, tile_x 80, tile_rc 7, ry 2, rx 2, 3 x 2 unroll */
+    /* resnet18 layer1 3x3: tile_f 84, tile_y 80, tile_x 80, tile_rc 7, ry 2, rx 2,
+     * tile_kt 6, 3 x 2 unroll */
     dt_task t = conv_task(64, 56, 64, 3, 1, 1);
     dt_space s;
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
-    assert_int_equal(s.nknobs, 8);
-    assert_true(s.size == 84ULL * 80 * 80 * 7 * 2 * 2 * 3 * 2);
-    /* features: 3 x 4 + 3 x 2 split factors + 2 choices */
-    assert_int_equal(s.nfeatures, 20);
+    assert_int_equal(s.nknobs, 9);
+    assert_true(s.size == 84ULL * 80 * 80 * 7 * 2 * 2 * 6 * 3 * 2);
+    /* features: 3 x 4 + 3 x 2 split factors + 3 choices */
+    assert_int_equal(s.nfeatures, 21);
     dt_space_free(&s);
-    /* layer4 3x3 (512 @ 7): 220 * 4 * 4 * 10 * 2 * 2 * 6 */
+    /* layer4 3x3 (512 @ 7): 220 * 4 * 4 * 10 * 2 * 2 * 6 * 6 */
     t = conv_task(512, 7, 512, 3, 1, 1);
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
-    assert_true(s.size == 220ULL * 4 * 4 * 10 * 2 * 2 * 6);
+    assert_true(s.size == 220ULL * 4 * 4 * 10 * 2 * 2 * 6 * 6);
     dt_space_free(&s);
 }
 
@@ -237,6 +238,19 @@ static void test_cuda_thread_limit(void **state)
     dt_space_free(&s);
 }
 
+/* Whether some point of s is valid, by index order up to the first one
+ * (the spaces here are too large to count whole). */
+static bool has_valid_point(const dt_space *s)
+{
+    dt_point p;
+    for (uint64_t i = 0; i < s->size; i++) {
+        dt_space_point(s, i, &p);
+        if (dt_space_valid(s, &p))
+            return true;
+    }
+    return false;
+}
+
 static void test_every_kind_every_target(void **state)
 {
     (void)state;
@@ -253,7 +267,7 @@ static void test_every_kind_every_target(void **state)
             dt_space s;
             assert_int_equal(dt_target_space_init(&s, &tasks[k], (dt_target)target, NULL), 0);
             assert_true(s.size > 1);
-            assert_true(dt_space_count_valid(&s, 10000000) > 0);
+            assert_true(has_valid_point(&s));
             char buf[256];
             dt_point p = { 0 };
             dt_space_point_str(&s, &p, buf, sizeof buf);
