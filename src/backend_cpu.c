@@ -492,6 +492,11 @@ static const struct { int lanes, chains; } probe_fma[] = { { 16, 12 }, { 16, 16 
 #define STREAM_ROUNDS 2
 /* Accumulators of the read stream (add latency x pipes, with room). */
 #define STREAM_ACCUMULATORS 12
+/* Bytes each thread streams per call at least: a working set that fits a
+ * cache is swept again and again within the call, so the call's fixed costs
+ * (the OpenMP fork and join above all, microseconds against the
+ * nanoseconds one sweep of an L1 takes) stay a small share of its time. */
+#define STREAM_CALL_BYTES (32.0 * 1024 * 1024)
 
 /* The OpenMP lines of a probe: header, parallel pragma, thread number. */
 static const char *omp_include(int threads) { return threads > 1 ? "#include <omp.h>\n" : ""; }
@@ -535,19 +540,27 @@ static char *fma_probe_source(int threads, int lanes, int chains)
 
 /* A stream over a working set of `floats` floats split among the threads:
  * reads it (summing into STREAM_ACCUMULATORS vectors) or, with write set,
- * reads and writes it back scaled. Its "flops" are the bytes it moves per
- * call, so the runner's rate is GB/s. */
+ * reads and writes it back scaled, each thread sweeping its part REPS times
+ * (STREAM_CALL_BYTES a call), each sweep ended by a compiler barrier (without
+ * it GCC's -O3 turns the read+write sweeps inside out, one load and store an
+ * element for all of them, and reads twice the store bandwidth). Its
+ * "flops" are the bytes it moves per call, so the runner's rate is GB/s. */
 static char *stream_probe_source(int threads, long floats, bool write)
 {
+    double per_thread = (double)floats * sizeof(float) / threads;
+    long reps = per_thread > 0 ? (long)ceil(STREAM_CALL_BYTES / per_thread) : 1;
     const char *fmt =
         "#include <stddef.h>\n%s"
         "#if defined(__AVX512F__)\n#define LANES 16\n#elif defined(__AVX__)\n#define LANES 8\n"
         "#else\n#define LANES 4\n#endif\n"
         "typedef float vf __attribute__((vector_size(LANES * 4)));\n"
-        "#define THREADS %d\n#define ACC %d\n#define WRITE %d\n"
+        "/* each sweep goes to memory: no loop interchange keeps an element in a\n"
+        "   register across sweeps */\n"
+        "#define SWEEP_END() __asm__ __volatile__(\"\" : : : \"memory\")\n"
+        "#define THREADS %d\n#define ACC %d\n#define WRITE %d\n#define REPS %ldL\n"
         "#define VECS (%ldL / LANES / ACC / THREADS * ACC)\n"
         "#define FLOATS (VECS * LANES * THREADS)\n"
-        "double dt_kernel_flops(void) { return (WRITE ? 8.0 : 4.0) * FLOATS; }\n"
+        "double dt_kernel_flops(void) { return (WRITE ? 8.0 : 4.0) * FLOATS * REPS; }\n"
         "size_t dt_kernel_workspace(void) { return FLOATS + 64 * (THREADS + 1); }\n"
         "void dt_kernel_prepare(const float *w, float *ws)\n{\n    (void)w;\n"
         "    for (long i = 0; i < FLOATS; i++) ws[i] = (float)(i %% 7) * 0.125f;\n"
@@ -559,17 +572,21 @@ static char *stream_probe_source(int threads, long floats, bool write)
         "        vf *v = (vf *)ws + (size_t)t * VECS;\n"
         "        if (WRITE) {\n"
         "            vf scale = (vf){0} + ws[FLOATS];\n"
-        "            for (long i = 0; i < VECS; i++) v[i] = v[i] * scale;\n"
+        "            for (long r = 0; r < REPS; r++) {\n"
+        "                for (long i = 0; i < VECS; i++) v[i] = v[i] * scale;\n"
+        "                SWEEP_END();\n            }\n"
         "        } else {\n"
         "            vf acc[ACC];\n"
         "            for (int j = 0; j < ACC; j++) acc[j] = (vf){0};\n"
-        "            for (long i = 0; i < VECS; i += ACC) {\n"
-        "                _Pragma(\"GCC unroll 16\")\n"
-        "                for (int j = 0; j < ACC; j++) acc[j] += v[i + j];\n            }\n"
+        "            for (long r = 0; r < REPS; r++) {\n"
+        "                for (long i = 0; i < VECS; i += ACC) {\n"
+        "                    _Pragma(\"GCC unroll 16\")\n"
+        "                    for (int j = 0; j < ACC; j++) acc[j] += v[i + j];\n                }\n"
+        "                SWEEP_END();\n            }\n"
         "            vf s = (vf){0};\n            for (int j = 0; j < ACC; j++) s += acc[j];\n"
         "            ws[FLOATS + 64 * (t + 1)] = s[0];\n        }\n    }\n}\n";
     char *src = NULL;
-    if (asprintf(&src, fmt, omp_include(threads), threads, STREAM_ACCUMULATORS, write ? 1 : 0,
+    if (asprintf(&src, fmt, omp_include(threads), threads, STREAM_ACCUMULATORS, write ? 1 : 0, reps,
                  floats, omp_parallel(threads), omp_thread(threads)) < 0)
         return NULL;
     return src;
