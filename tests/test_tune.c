@@ -340,11 +340,15 @@ static void test_warm_start(void **state)
     free_keys(b, nb);
 }
 
-/* Warm-starts a run of `model` (a path) from log with tuner.transfer set
- * to `transfer`; expects exit 0 and returns its output in out. */
-static void warm_run(const char *dir, const char *model, const char *log, bool transfer)
+/* Warm-starts a run of a model of `ops` (model file lines, in a new
+ * directory) from log with tuner.transfer set to `transfer`; expects exit 0
+ * and `want` in what it printed. */
+static void warm_case(const char *ops, const char *log, bool transfer, const char *want)
 {
-    char cfg[160];
+    char dir[64], cfg[160], model[160];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/other.yaml", dir);
+    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n%s", ops), 0);
     snprintf(cfg, sizeof cfg, "%s/warm.yaml", dir);
     assert_int_equal(dt_test_write_file(cfg, "model: %s\nbackend: replay\nserver: {listen: \"off\"}\n"
                                         "tuner: {strategy: random, transfer: %s}\n"
@@ -352,8 +356,9 @@ static void warm_run(const char *dir, const char *model, const char *log, bool t
                                         transfer ? "true" : "false", dir, log), 0);
     int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "60", "--slot-trials", "8",
                                      "--max-slots", "2", NULL }, out, sizeof out);
-    if (rc != 0)
-        fail_msg("warm-started run exit %d: %s", rc, out);
+    if (rc != 0 || !strstr(out, want))
+        fail_msg("warm-started run exit %d without '%s': %s", rc, want, out);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
 /* A warm start from another model's log: the records of tasks this model
@@ -363,9 +368,8 @@ static void warm_run(const char *dir, const char *model, const char *log, bool t
 static void test_warm_start_from_other_model(void **state)
 {
     (void)state;
-    char first[64], second[64], log1[160], model[160], tiny[160], want[160];
+    char first[64], log1[160], tiny[160], want[160];
     dt_test_tmpdir(first, sizeof first);
-    dt_test_tmpdir(second, sizeof second);
     /* the first run's model is a copy, so the test can take it away */
     snprintf(tiny, sizeof tiny, "%s/tiny.yaml", first);
     char *text = dt_test_slurp("models/tiny.yaml");
@@ -382,38 +386,19 @@ static void test_warm_start_from_other_model(void **state)
     assert_true(records > 3);
 
     /* "conv" here is another shape than tiny's; depthwise and fc are not here */
-    snprintf(model, sizeof model, "%s/other.yaml", second);
-    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
+    const char *conv_fc2 =
         "  - {name: conv, kind: conv2d, input: [1, 8, 14, 14], out_channels: 16, kernel: 3, padding: 1}\n"
-        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
-    warm_run(second, model, log1, true);
+        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n";
+    const char *fc2 = "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n";
     snprintf(want, sizeof want, "%d records of tasks model other lacks went to transfer, 0 skipped", records);
-    if (!strstr(out, want))
-        fail_msg("no '%s' in: %s", want, out);
-
-    assert_int_equal(dt_test_remove_tree(second), 0);
-    dt_test_tmpdir(second, sizeof second);
-    snprintf(model, sizeof model, "%s/other.yaml", second);
-    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
-        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
-    warm_run(second, model, log1, false);
+    warm_case(conv_fc2, log1, true, want);
     snprintf(want, sizeof want, "0 records of tasks model other lacks went to transfer, %d skipped "
              "(tuner.transfer is off)", records);
-    if (!strstr(out, want))
-        fail_msg("no '%s' in: %s", want, out);
-
+    warm_case(fc2, log1, false, want);
     assert_int_equal(remove(tiny), 0);
-    assert_int_equal(dt_test_remove_tree(second), 0);
-    dt_test_tmpdir(second, sizeof second);
-    snprintf(model, sizeof model, "%s/other.yaml", second);
-    assert_int_equal(dt_test_write_file(model, "name: other\nbatch: 1\nops:\n"
-        "  - {name: fc2, kind: dense, input: [1, 128], weight: [32, 128]}\n"), 0);
-    warm_run(second, model, log1, true);
     snprintf(want, sizeof want, "0 records of tasks model other lacks went to transfer, %d skipped", records);
-    if (!strstr(out, want))
-        fail_msg("no '%s' in: %s", want, out);
+    warm_case(fc2, log1, true, want);
     assert_int_equal(dt_test_remove_tree(first), 0);
-    assert_int_equal(dt_test_remove_tree(second), 0);
 }
 
 /* Runs three short slots into dir and returns its tuning.jsonl (at path),
