@@ -238,8 +238,7 @@ static int transfer_foreign(replay_ctx *rc, const dt_measure_record *rec)
     dt_run *r = rc->run;
     int k = rc->log_model ? record_task(rc->log_model, rec->task, rec->task_index) : -1;
     dt_point p;
-    bool known = (int)rec->m.result >= 0 && rec->m.result < DT_RESULT_COUNT;
-    if (!r->transfer || k < 0 || !known || !dt_space_point_named(&rc->log_spaces[k], rec->config, rec->knobs, &p)) {
+    if (!r->transfer || k < 0 || !dt_space_point_named(&rc->log_spaces[k], rec->config, rec->knobs, &p)) {
         rc->skipped++;
         return 0;
     }
@@ -263,9 +262,7 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     dt_run *r = rc->run;
     rc->line++;
     int k = record_task(r->model, rec->task, rec->task_index);
-    if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
-        return transfer_foreign(rc, rec);
-    if (k < 0)
+    if (k < 0 && rc->own_log)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
     if (check_time(rc, rec->time))
@@ -273,22 +270,21 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     if (rec->m.result == DT_RESULT_OK && !(isfinite(rec->m.gflops) && rec->m.gflops > 0))
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: an ok result with gflops %g; expected a "
                             "positive finite number", rc->path, rc->line, rec->m.gflops);
+    if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
+        return transfer_foreign(rc, rec);
     dt_task_run *tr = &r->tasks[k];
-    char cause[240];
-    if (rec->config >= tr->space.size) {
-        mismatch_cause(&tr->space, rec->knobs, cause, sizeof cause);
-        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of %llu: "
-                            "%s; use a new output dir", rc->path, rc->line, (unsigned long long)rec->config,
-                            rec->task, (unsigned long long)tr->space.size, cause);
-    }
     dt_point p;
-    dt_space_point(&tr->space, rec->config, &p);
     /* An index means a config only in the space it was drawn from: a log of
      * another machine (vector width) or dtune version must not be misread. */
-    char knobs[sizeof rec->knobs];
-    dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
-    if (rec->knobs[0] && strcmp(knobs, rec->knobs) != 0) {
+    if (!dt_space_point_named(&tr->space, rec->config, rec->knobs, &p)) {
+        char cause[240], knobs[sizeof rec->knobs];
         mismatch_cause(&tr->space, rec->knobs, cause, sizeof cause);
+        if (rec->config >= tr->space.size)
+            return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is outside its space of "
+                                "%llu: %s; use a new output dir", rc->path, rc->line,
+                                (unsigned long long)rec->config, rec->task, (unsigned long long)tr->space.size,
+                                cause);
+        dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: config %llu of task '%s' is '%s' here but "
                             "the log says '%s': the log was written for another space: %s; use a new "
                             "output dir", rc->path, rc->line, (unsigned long long)rec->config, rec->task,
