@@ -242,7 +242,15 @@ static void emit_prelude(dt_buf *b, const dt_cpu_plan *p)
         emit(b, "typedef float vf;\ntypedef float vfu;\n");
     }
     emit(b, "#define VEC %d\n#define LD(p) (*(const vfu *)(p))\n"
-            "#define ST(p, v) (*(vfu *)(p) = (v))\n\n", p->vec);
+            "#define ST(p, v) (*(vfu *)(p) = (v))\n", p->vec);
+    /* SHUF(a, b, lanes...): the lanes of a then b named by index, as GCC's
+     * __builtin_shuffle or clang's __builtin_shufflevector has it */
+    if (p->vec > 1)
+        emit(b, "#ifdef __clang__\n#define SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)\n"
+                "#else\ntypedef int vlane __attribute__((vector_size(%d)));\n"
+                "#define SHUF(a, b, ...) __builtin_shuffle(a, b, (vlane){ __VA_ARGS__ })\n#endif\n",
+             4 * p->vec);
+    emit(b, "\n");
 }
 
 static void emit_omp(dt_buf *b, const dt_cpu_plan *p, int collapse)
@@ -346,19 +354,6 @@ static void emit_conv_defines(dt_buf *b, const dt_cpu_plan *p)
          c->oh / p->oh_block, p->ow_block, c->ow / p->ow_block, p->co_block / p->vec);
 }
 
-/* Blocked output [CO/COB][OH][OW][COB] to NCHW. */
-static void emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
-{
-    emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
-    if (p->threads > 1)
-        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
-    emit(b, "    for (int co = 0; co < CO; co++) {\n"
-            "        const float *src = yb + (size_t)(co / COB) * OH * OW * COB + co %% COB;\n"
-            "        float *dst = y + (size_t)co * OH * OW;\n"
-            "        for (int i = 0; i < OH * OW; i++)\n"
-            "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
-}
-
 static void emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t ws_floats,
                        const char *image_step)
 {
@@ -375,6 +370,140 @@ static void emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_
     else
         emit(b, "    pack_w(weight, ws);\n");
     emit(b, "%s}\n", image_step);
+}
+
+/* ---- the channel-blocked layout's conversions ------------------------------- */
+
+/* Whether a conversion between NCHW and a layout blocked by `block`
+ * channels moves VEC x VEC squares through registers (vectors, and a block of
+ * whole vectors; a depthwise input also needs one_to_one). Otherwise each
+ * float is copied alone, one channel's row at a time. */
+static bool transposes(const dt_cpu_plan *p, int block)
+{
+    return p->vec > 1 && block % p->vec == 0;
+}
+
+/* Whether channel c of a depthwise input block reads input channel c. */
+static bool one_to_one(const dt_cpu_plan *p)
+{
+    return p->task.kind != DT_OP_DEPTHWISE_CONV2D || p->task.conv.c_out == p->task.conv.c_in;
+}
+
+/* TRANSPOSE(): the VEC x VEC square in r0 .. r{VEC-1} (row i in ri) becomes
+ * its transpose, in log2(VEC) rounds of two-vector shuffles: the round of
+ * distance k swaps, inside every 2k x 2k block, the two off-diagonal k x k
+ * blocks, so lane l of row i, after the rounds of every bit where i and l
+ * differ, lands at lane i of row l. */
+static void emit_transpose_macro(dt_buf *b, const dt_cpu_plan *p)
+{
+    int n = p->vec;
+    if (n == 1)
+        return;
+    emit(b, "#define TRANSPOSE() do {");
+    for (int k = n / 2; k >= 1; k /= 2)
+        for (int i = 0; i < n; i++) {
+            if (i & k)
+                continue;
+            int j = i + k;
+            emit(b, " \\\n    { vf lo = SHUF(r%d, r%d", i, j);
+            for (int l = 0; l < n; l++)
+                emit(b, ", %d", l & k ? n + l - k : l);
+            emit(b, "); vf hi = SHUF(r%d, r%d", i, j);
+            for (int l = 0; l < n; l++)
+                emit(b, ", %d", l & k ? n + l : l + k);
+            emit(b, "); r%d = lo; r%d = hi; }", i, j);
+        }
+    emit(b, " \\\n} while (0)\n\n");
+}
+
+static void emit_vector_names(dt_buf *b, int n, const char *prefix)
+{
+    for (int i = 0; i < n; i++)
+        emit(b, "%s r%d", i ? "," : prefix, i);
+}
+
+/* pack_x of the blocked form: NCHW input to zero-padded [NBLK][HP][WP][BLK]
+ * rows, channel c of block cb reading input channel c / MULT. The squares
+ * of the transposing form run along each channel's plane as one row of H x W
+ * pixels (so planes narrower than a vector still go in squares), each pixel's
+ * vector stored where its row and column put it. */
+static void emit_blocked_pack_x(dt_buf *b, const dt_cpu_plan *p, const char *blk,
+                                const char *nblk, int block)
+{
+    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+    emit(b, "    for (int cb = 0; cb < %s; cb++) {\n"
+            "    float *blk = xp + (size_t)cb * HP * WP * %s;\n"
+            "    for (int hp = 0; hp < HP; hp++) {\n"
+            "        float *row = blk + (size_t)hp * WP * %s;\n"
+            "        int ih = hp - PH;\n"
+            "        if (ih < 0 || ih >= H) { memset(row, 0, WP * %s * sizeof(float)); continue; }\n"
+            "        memset(row, 0, PW * %s * sizeof(float));\n"
+            "        memset(row + (PW + W) * %s, 0, (WP - PW - W) * %s * sizeof(float));\n",
+         nblk, blk, blk, blk, blk, blk, blk);
+    if (!transposes(p, block) || !one_to_one(p)) {
+        emit(b, "        for (int c = 0; c < %s; c++) {\n"
+                "            const float *src = x + ((size_t)((cb * %s + c) / MULT) * H + ih) * W;\n"
+                "            for (int iw = 0; iw < W; iw++)\n"
+                "                row[(PW + iw) * %s + c] = src[iw];\n        }\n    }\n    }\n}\n\n",
+             blk, blk, blk);
+        return;
+    }
+    emit(b, "    }\n"
+            "    for (int cv = 0; cv < %s / VEC; cv++) {\n"
+            "        const float *src = x + (size_t)(cb * %s + cv * VEC) * H * W;\n"
+            "        float *dst = blk + ((size_t)PH * WP + PW) * %s + cv * VEC;\n"
+            "        int i = 0;\n"
+            "        for (; i + VEC <= H * W; i += VEC) {\n", blk, blk, blk);
+    emit_vector_names(b, p->vec, "            vf");
+    emit(b, ";\n");
+    for (int i = 0; i < p->vec; i++)
+        emit(b, "            r%d = LD(src + (size_t)%d * H * W + i);\n", i, i);
+    emit(b, "            TRANSPOSE();\n");
+    for (int i = 0; i < p->vec; i++)
+        emit(b, "            ST(dst + ((size_t)((i + %d) / W) * WP + (i + %d) %% W) * %s, r%d);\n",
+             i, i, blk, i);
+    emit(b, "        }\n"
+            "        for (; i < H * W; i++)\n"
+            "            for (int c = 0; c < VEC; c++)\n"
+            "                dst[((size_t)(i / W) * WP + i %% W) * %s + c] = src[(size_t)c * H * W + i];\n"
+            "    }\n    }\n}\n\n", blk);
+}
+
+/* unpack_y: the blocked output [CO/COB][OH][OW][COB] to NCHW. */
+static void emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
+{
+    emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
+    if (!transposes(p, p->co_block)) {
+        if (p->threads > 1)
+            emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+        emit(b, "    for (int co = 0; co < CO; co++) {\n"
+                "        const float *src = yb + (size_t)(co / COB) * OH * OW * COB + co %% COB;\n"
+                "        float *dst = y + (size_t)co * OH * OW;\n"
+                "        for (int i = 0; i < OH * OW; i++)\n"
+                "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
+        return;
+    }
+    emit_omp(b, p, 2);
+    emit(b, "    for (int cb = 0; cb < COO; cb++)\n"
+            "    for (int cv = 0; cv < CV; cv++) {\n"
+            "        const float *src = yb + (size_t)cb * OH * OW * COB + cv * VEC;\n"
+            "        float *dst = y + (size_t)(cb * COB + cv * VEC) * OH * OW;\n"
+            "        int i = 0;\n"
+            "        for (; i + VEC <= OH * OW; i += VEC) {\n");
+    emit_vector_names(b, p->vec, "            vf");
+    emit(b, ";\n");
+    for (int i = 0; i < p->vec; i++)
+        emit(b, "            r%d = LD(src + (size_t)(i + %d) * COB);\n", i, i);
+    emit(b, "            TRANSPOSE();\n");
+    for (int i = 0; i < p->vec; i++)
+        emit(b, "            ST(dst + (size_t)%d * OH * OW + i, r%d);\n", i, i);
+    emit(b, "        }\n"
+            "        for (; i < OH * OW; i++)\n"
+            "            for (int c = 0; c < VEC; c++)\n"
+            "                dst[(size_t)c * OH * OW + i] = src[(size_t)i * COB + c];\n"
+            "    }\n}\n\n");
 }
 
 /* The entry of both convolutions: per image, pack the input after the packed
@@ -430,33 +559,14 @@ static void emit_conv_pack_w(dt_buf *b, const dt_cpu_plan *p)
             "            w[(((size_t)co * CI + ci) * KH + r) * KW + s];\n}\n\n");
 }
 
+/* The input of a blocked conv2d: padded planes [CI][HP][WP] (red_order 1,
+ * a block of one channel) or blocked by CIB (red_order 0). */
 static void emit_conv_pack_x(dt_buf *b, const dt_cpu_plan *p)
 {
-    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
-    if (p->threads > 1)
-        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
-    if (p->red_order == 1) {   /* padded planes [CI][HP][WP] */
-        emit(b, "    for (int ci = 0; ci < CI; ci++)\n"
-                "    for (int hp = 0; hp < HP; hp++) {\n"
-                "        float *row = xp + ((size_t)ci * HP + hp) * WP;\n"
-                "        int ih = hp - PH;\n"
-                "        if (ih < 0 || ih >= H) { memset(row, 0, WP * sizeof(float)); continue; }\n"
-                "        memset(row, 0, PW * sizeof(float));\n"
-                "        memcpy(row + PW, x + ((size_t)ci * H + ih) * W, W * sizeof(float));\n"
-                "        memset(row + PW + W, 0, (WP - PW - W) * sizeof(float));\n    }\n}\n\n");
-        return;
-    }
-    emit(b, "    for (int cio = 0; cio < CIO; cio++)\n"   /* blocked [CI/CIB][HP][WP][CIB] */
-            "    for (int hp = 0; hp < HP; hp++) {\n"
-            "        float *row = xp + ((size_t)cio * HP + hp) * WP * CIB;\n"
-            "        int ih = hp - PH;\n"
-            "        if (ih < 0 || ih >= H) { memset(row, 0, WP * CIB * sizeof(float)); continue; }\n"
-            "        memset(row, 0, PW * CIB * sizeof(float));\n"
-            "        memset(row + (PW + W) * CIB, 0, (WP - PW - W) * CIB * sizeof(float));\n"
-            "        for (int cii = 0; cii < CIB; cii++) {\n"
-            "            const float *src = x + ((size_t)(cio * CIB + cii) * H + ih) * W;\n"
-            "            for (int iw = 0; iw < W; iw++)\n"
-            "                row[(PW + iw) * CIB + cii] = src[iw];\n        }\n    }\n}\n\n");
+    if (p->red_order == 1)
+        emit_blocked_pack_x(b, p, "1", "CI", 1);
+    else
+        emit_blocked_pack_x(b, p, "CIB", "CIO", p->ci_block);
 }
 
 /* The reduction over one ci tile (ci_o) into the register tile. */
@@ -520,11 +630,12 @@ static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entry)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
-    emit(b, "#define CIB %d\n#define CIO %d\n\n", p->ci_block, c->c_in / p->ci_block);
+    emit(b, "#define CIB %d\n#define CIO %d\n#define MULT 1\n\n", p->ci_block, c->c_in / p->ci_block);
     size_t wsz = round16((size_t)c->c_out * c->c_in * c->kh * c->kw);
     size_t xsz = round16((size_t)c->c_in * (c->h + 2 * c->ph) * (c->w + 2 * c->pw));
     size_t ysz = round16((size_t)c->c_out * c->oh * c->ow);
     emit_conv_pack_w(b, p);
+    emit_transpose_macro(b, p);
     emit_conv_pack_x(b, p);
     emit_unpack_y(b, p);
     const char *const *loops = conv_order_loops[p->order];
@@ -557,20 +668,7 @@ static void emit_dw_packing(dt_buf *b, const dt_cpu_plan *p)
             "    for (int rs = 0; rs < KH * KW; rs++)\n"
             "        wp[((size_t)(co / COB) * KH * KW + rs) * COB + co %% COB] = w[(size_t)co * KH * KW + rs];\n"
             "}\n\n");
-    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
-    if (p->threads > 1)
-        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
-    emit(b, "    for (int cox = 0; cox < COO; cox++)\n"
-            "    for (int hp = 0; hp < HP; hp++) {\n"
-            "        float *row = xp + ((size_t)cox * HP + hp) * WP * COB;\n"
-            "        int ih = hp - PH;\n"
-            "        if (ih < 0 || ih >= H) { memset(row, 0, WP * COB * sizeof(float)); continue; }\n"
-            "        memset(row, 0, PW * COB * sizeof(float));\n"
-            "        memset(row + (PW + W) * COB, 0, (WP - PW - W) * COB * sizeof(float));\n"
-            "        for (int c = 0; c < COB; c++) {\n"
-            "            const float *src = x + ((size_t)((cox * COB + c) / MULT) * H + ih) * W;\n"
-            "            for (int iw = 0; iw < W; iw++)\n"
-            "                row[(PW + iw) * COB + c] = src[iw];\n        }\n    }\n}\n\n");
+    emit_blocked_pack_x(b, p, "COB", "COO", p->co_block);
 }
 
 static void emit_dw_tile(dt_buf *b, const dt_cpu_plan *p)
@@ -607,6 +705,7 @@ static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
     size_t wsz = round16((size_t)c->c_out * c->kh * c->kw);
     size_t xsz = round16((size_t)c->c_out * (c->h + 2 * c->ph) * (c->w + 2 * c->pw));
     size_t ysz = round16((size_t)c->c_out * c->oh * c->ow);
+    emit_transpose_macro(b, p);
     emit_dw_packing(b, p);
     emit_unpack_y(b, p);
     emit_dw_tile(b, p);
@@ -678,9 +777,19 @@ static void emit_pack_row(dt_buf *b, const dt_cpu_plan *p)
             "        int lo = PW > ph ? (PW - ph + SW - 1) / SW : 0, hi = (W + PW - ph + SW - 1) / SW;\n"
             "        hi = hi < WQ ? hi : WQ;\n        lo = lo < hi ? lo : hi;\n"
             "        memset(row, 0, (size_t)lo * sizeof(float));\n"
-            "        for (int q = lo; q < hi; q++)\n"
+            "        int q = lo;\n", phases);
+    if (c->sw == 2 && p->vec > 1) {
+        /* a phase's VEC floats are the even lanes of 2 VEC read in order */
+        emit(b, "        for (; q + VEC <= hi && q * SW + ph - PW + 2 * VEC <= W; q += VEC) {\n"
+                "            const float *s = src + q * SW + ph - PW;\n"
+                "            ST(row + q, SHUF(LD(s), LD(s + VEC)");
+        for (int l = 0; l < p->vec; l++)
+            emit(b, ", %d", 2 * l);
+        emit(b, "));\n        }\n");
+    }
+    emit(b, "        for (; q < hi; q++)\n"
             "            row[q] = src[q * SW + ph - PW];\n"
-            "        memset(row + hi, 0, (size_t)(WQ - hi) * sizeof(float));\n    }\n}\n\n", phases);
+            "        memset(row + hi, 0, (size_t)(WQ - hi) * sizeof(float));\n    }\n}\n\n");
 }
 
 /* Stores the accumulators to NCHW rows at yt: a(i * rows + k)_j is channel i,

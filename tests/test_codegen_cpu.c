@@ -4,7 +4,8 @@
  * and the speed.
  *
  * Shapes are small and not round (odd sizes, stride 2, dilation, depthwise
- * multiplier 2, batch 2) so every tile loop and padding path is exercised.
+ * multiplier 2, batch 2) so every tile loop and padding path is exercised;
+ * the blocked form's transposing conversions are drawn on purpose.
  * The runner child is this binary (see main).
  */
 #include <dirent.h>
@@ -78,54 +79,23 @@ static dt_task matmul(dt_op_kind kind, int b, int m, int n, int k)
     return t;
 }
 
-/* Measures `count` random valid configs of task; all must be ok (checked). */
-static void random_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+/* Measures `count` random valid configs of task that `want` accepts (drawn
+ * until it does); all must be ok (checked against the reference). */
+static void sampled_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed,
+                               bool (*want)(const dt_space *, const dt_point *))
 {
     dt_space space;
     assert_int_equal(dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
-    dt_point points[8];
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, seed);
-    for (int i = 0; i < count; i++) {
-        dt_space_random(&space, rng, &points[i]);
-        assert_true(dt_space_valid(&space, &points[i]));
-    }
-    gsl_rng_free(rng);
-    dt_measurer *m;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 7, &m, NULL), 0);
-    dt_measure_result res[8];
-    assert_int_equal(dt_measurer_run(m, &space, points, count, res, NULL), 0);
-    for (int i = 0; i < count; i++) {
-        if (res[i].result != DT_RESULT_OK) {
-            char knobs[512];
-            dt_space_point_str(&space, &points[i], knobs, sizeof knobs);
-            print_error("%s: %s (%s)\n", knobs, dt_result_name(res[i].result), res[i].detail);
-        }
-        assert_int_equal(res[i].result, DT_RESULT_OK);
-        assert_true(res[i].gflops > 0);
-    }
-    dt_measurer_free(m);
-    dt_space_free(&space);
-}
-
-/* Measures `count` random valid configs of task in the pixels form (the
- * space's `form` knob held at DT_CPU_FORM_PIXELS); all must be ok. */
-static void pixel_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
-{
-    dt_space space;
-    assert_int_equal(dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
-    int form = dt_space_knob(&space, "form");
-    assert_true(form >= 0);
     dt_point points[8];
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
     for (int i = 0; i < count; i++) {
         int tries = 0;
-        do {
+        do
             dt_space_random(&space, rng, &points[i]);
-            points[i].opt[form] = DT_CPU_FORM_PIXELS;
-        } while (!dt_space_valid(&space, &points[i]) && ++tries < 100000);
-        assert_true(dt_space_valid(&space, &points[i]));
+        while (!(dt_space_valid(&space, &points[i]) && want(&space, &points[i])) &&
+               ++tries < 100000);
+        assert_true(dt_space_valid(&space, &points[i]) && want(&space, &points[i]));
     }
     gsl_rng_free(rng);
     dt_measurer *m;
@@ -138,15 +108,67 @@ static void pixel_configs_ok(fixture *f, const dt_task *task, int count, unsigne
         if (res[i].result != DT_RESULT_OK)
             print_error("%s: %s (%s)\n", knobs, dt_result_name(res[i].result), res[i].detail);
         assert_int_equal(res[i].result, DT_RESULT_OK);
-        assert_non_null(strstr(knobs, "form=1"));
+        assert_true(res[i].gflops > 0);
     }
     dt_measurer_free(m);
     dt_space_free(&space);
 }
 
+static bool any_config(const dt_space *space, const dt_point *point)
+{
+    return true;
+}
+
+static void random_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+{
+    sampled_configs_ok(f, task, count, seed, any_config);
+}
+
+static bool pixels_form(const dt_space *space, const dt_point *point)
+{
+    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_PIXELS;
+}
+
+static void pixel_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+{
+    sampled_configs_ok(f, task, count, seed, pixels_form);
+}
+
+static bool pixels_vectors(const dt_space *space, const dt_point *point)
+{
+    return pixels_form(space, point) && dt_space_get(space, point, "vec", 0, 1) > 1;
+}
+
+/* How often needle occurs in the source of one config of task drawn until
+ * `want` accepts it. */
+static int count_in_drawn(const dt_task *task, unsigned long seed,
+                          bool (*want)(const dt_space *, const dt_point *), const char *needle)
+{
+    dt_space space;
+    assert_int_equal(dt_target_space_init_opts(&space, task, DT_TARGET_CPU, &every_width, NULL), 0);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, seed);
+    dt_point point;
+    do
+        dt_space_random(&space, rng, &point);
+    while (!(dt_space_valid(&space, &point) && want(&space, &point)));
+    gsl_rng_free(rng);
+    dt_cpu_plan plan;
+    dt_cpu_plan_from_point(&space, &point, 1, &plan);
+    char *source;
+    assert_int_equal(dt_codegen_cpu(&plan, &source, NULL), 0);
+    int n = 0;
+    for (const char *s = source; (s = strstr(s, needle)); s++)
+        n++;
+    free(source);
+    dt_space_free(&space);
+    return n;
+}
+
 /* The pixels form against the reference: 1x1 read in place and strided,
  * a 3-channel first layer, depthwise at stride 1 and 2, kernel 3 and 5,
- * multiplier 2, batch 2, dilation; widths whose last vector is partial. */
+ * multiplier 2, batch 2, dilation; widths whose last vector is partial;
+ * stride-2 rows wide enough to be split into phases by vector shuffles. */
 static void test_pixels_form(void **state)
 {
     fixture *f = *state;
@@ -166,6 +188,14 @@ static void test_pixels_form(void **state)
     pixel_configs_ok(f, &t, 5, 27);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 11, 4, 3, 1, 2, 2);   /* dilation 2 */
     pixel_configs_ok(f, &t, 4, 28);
+    /* rows wide enough for the stride-2 rows' vector de-interleave */
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 39, 8, 3, 2, 1, 1);
+    assert_true(count_in_drawn(&t, 31, pixels_vectors, "SHUF(LD(s), LD(s + VEC)") == 1);
+    sampled_configs_ok(f, &t, 5, 32, pixels_vectors);
+    t = conv(DT_OP_CONV2D, 1, 3, 35, 8, 3, 2, 1, 1);
+    sampled_configs_ok(f, &t, 4, 33, pixels_vectors);
+    t = conv(DT_OP_CONV2D, 1, 4, 36, 8, 1, 2, 0, 1);
+    sampled_configs_ok(f, &t, 4, 34, pixels_vectors);
     f->measure.threads = 2;
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);
     pixel_configs_ok(f, &t, 4, 29);
@@ -193,6 +223,43 @@ static void test_depthwise_random_configs(void **state)
     random_configs_ok(f, &t, 5, 5);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);   /* multiplier 2 */
     random_configs_ok(f, &t, 5, 6);
+}
+
+/* A blocked config whose input (conv2d: red_order 0, a channel tile of whole
+ * vectors) and output are converted by VEC x VEC transposes. */
+static bool transposed(const dt_space *space, const dt_point *point)
+{
+    dt_cpu_plan plan;
+    dt_cpu_plan_from_point(space, point, 1, &plan);
+    return plan.form == DT_CPU_FORM_BLOCKED && plan.vec > 1 &&
+           (plan.task.kind == DT_OP_DEPTHWISE_CONV2D ||
+            (plan.red_order == 0 && plan.ci_block % plan.vec == 0));
+}
+
+/* The blocked form's NCHW <-> blocked conversions in vector squares: both
+ * convert by transposes (depthwise with a multiplier only the output, its
+ * input channels repeat), and the kernels match the reference with widths
+ * and pixel counts that leave partial squares, at every vector width the
+ * draws give, batch 2, stride 2, and 2 threads. */
+static void test_blocked_transposes(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 9, 32, 3, 1, 1, 1);
+    assert_int_equal(count_in_drawn(&t, 40, transposed, "TRANSPOSE();"), 2);
+    sampled_configs_ok(f, &t, 6, 41, transposed);
+    t = conv(DT_OP_CONV2D, 2, 32, 7, 16, 1, 2, 0, 1);            /* strided 1x1, batch 2 */
+    sampled_configs_ok(f, &t, 5, 42, transposed);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 32, 11, 32, 3, 2, 1, 1);
+    assert_int_equal(count_in_drawn(&t, 43, transposed, "TRANSPOSE();"), 2);
+    sampled_configs_ok(f, &t, 6, 44, transposed);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);   /* multiplier 2 */
+    assert_int_equal(count_in_drawn(&t, 45, transposed, "TRANSPOSE();"), 1);
+    sampled_configs_ok(f, &t, 4, 46, transposed);
+    f->measure.threads = 2;
+    t = conv(DT_OP_CONV2D, 1, 16, 12, 16, 3, 1, 1, 1);
+    sampled_configs_ok(f, &t, 3, 47, transposed);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 13, 16, 3, 1, 1, 1);
+    sampled_configs_ok(f, &t, 3, 48, transposed);
 }
 
 static void test_matmul_random_configs(void **state)
@@ -398,7 +465,8 @@ static void test_knobs_change_source(void **state)
     p.pack_weight = 0;
     assert_int_equal(dt_codegen_cpu(&p, &d, NULL), 0);
     /* register tile 3 pixels x 2 vectors, in every copy of the kw loop */
-    assert_int_equal(count(a, "vector_size(64)"), 2);
+    /* vf, vfu and the transposes' lane indices */
+    assert_int_equal(count(a, "vector_size(64)"), 3);
     assert_int_equal(count(a, "a2_1 += w1 * x;"), 3);
     assert_non_null(strstr(a, "const int s = 2;"));
     assert_int_equal(count(b, "a2_1 += w1 * x;"), 1);
@@ -501,6 +569,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pixels_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),
         cmocka_unit_test(test_validity_matches_plan_check),

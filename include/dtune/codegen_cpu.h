@@ -33,8 +33,11 @@
  * register tile is ow_block output pixels x co_block channels (co_block/vec
  * vectors); the input is zero-padded into the workspace, weights are blocked
  * [co/co_block][ci/ci_block][..][co_block], output accumulates in a blocked
- * buffer and is unpacked to NCHW at the end; the PIXELS form vectorises over
- * output width instead (DT_CPU_FORM_PIXELS). dense and batch_matmul either
+ * buffer and is unpacked to NCHW at the end (both conversions transpose
+ * vec x vec squares in registers where the channel block holds whole
+ * vectors); the PIXELS form vectorises over output width instead
+ * (DT_CPU_FORM_PIXELS), splitting stride-2 rows into their phases by vector
+ * shuffles. dense and batch_matmul either
  * vectorise over N on pre-packed weight panels (pack_weight = 1; register
  * tile m_block rows x n_block columns) or over K as dot products on the
  * weights as stored (pack_weight = 0; m_block x n_block accumulators).
