@@ -422,6 +422,15 @@ static void emit_vector_names(dt_buf *b, int n, const char *prefix)
         emit(b, "%s r%d", i ? "," : prefix, i);
 }
 
+/* The opening of pack_x(x, OUT), the input's copy in the call, its loop
+ * over channels (blocks) shared among the plan's threads. */
+static void emit_pack_x_open(dt_buf *b, const dt_cpu_plan *p, const char *out)
+{
+    emit(b, "static void pack_x(const float *restrict x, float *restrict %s)\n{\n", out);
+    if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+}
+
 /* pack_x of the blocked form: NCHW input to zero-padded [NBLK][HP][WP][BLK]
  * rows, channel c of block cb reading input channel c / MULT. The squares
  * of the transposing form run along each channel's plane as one row of H x W
@@ -430,9 +439,7 @@ static void emit_vector_names(dt_buf *b, int n, const char *prefix)
 static void emit_blocked_pack_x(dt_buf *b, const dt_cpu_plan *p, const char *blk,
                                 const char *nblk, int block)
 {
-    emit(b, "static void pack_x(const float *restrict x, float *restrict xp)\n{\n");
-    if (p->threads > 1)
-        emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+    emit_pack_x_open(b, p, "xp");
     emit(b, "    for (int cb = 0; cb < %s; cb++) {\n"
             "    float *blk = xp + (size_t)cb * HP * WP * %s;\n"
             "    for (int hp = 0; hp < HP; hp++) {\n"
@@ -871,9 +878,7 @@ static void emit_pixels_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entr
     size_t xsz = in_place ? 0 : round16((size_t)c->c_in * hq * c->sw * wq);
     if (!in_place) {
         emit_pack_row(b, p);
-        emit(b, "static void pack_x(const float *restrict x, float *restrict xq)\n{\n");
-        if (p->threads > 1)
-            emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
+        emit_pack_x_open(b, p, "xq");
         emit(b, "    for (int ci = 0; ci < CI; ci++)\n"
                 "    for (int hq = 0; hq < HQ; hq++) {\n"
                 "        int ih = hq - PH;\n"
