@@ -3,7 +3,9 @@
 # for bench/sched_bench: every task of models/MODEL.yaml tuned once, TRIALS
 # trials in one contiguous slot per task (round_robin, one slot each), with
 # the chameleon tuner, into OUTDIR/MODEL-sSEED/tuning.jsonl; then converts
-# the log into bench/traces/MODEL-sSEED.csv with bin/trace_convert.
+# the log into TRACE_DIR/MODEL-sSEED.csv with bin/trace_convert (TRACE_DIR:
+# bench/traces unless set; a set recorded on another machine kind goes into
+# a directory of its own, since a set of traces never mixes machines).
 #
 # Running the same command again after an interruption resumes the run from
 # its tuning.jsonl (the daemon restores the round-robin cursor). A run dir
@@ -56,8 +58,9 @@ if [ "$done_slots" -lt "$ntasks" ]; then
     echo "$0: $run holds $done_slots of $ntasks task slots; run the same command again to resume" >&2
     exit 1
 fi
-mkdir -p bench/traces
+tracedir=${TRACE_DIR:-bench/traces}
+mkdir -p "$tracedir"
 bin/trace_convert --trials "$trials" --machine "$machine" --commit "$(cat "$run/commit.txt")" \
     --date "$(cat "$run/started.txt")" ${TRACE_NOTE:+--note "$TRACE_NOTE"} \
-    "$run" "bench/traces/$model-s$seed.csv"
-echo "wrote bench/traces/$model-s$seed.csv" >&2
+    "$run" "$tracedir/$model-s$seed.csv"
+echo "wrote $tracedir/$model-s$seed.csv" >&2
