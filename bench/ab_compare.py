@@ -35,14 +35,21 @@ def main():
     print(f"median latency over {rounds} rounds per side (ms)")
     print(f"{'task':22s} {'old':>9s} {'new':>9s} {'new/old':>8s}  knobs")
     sums = {"old": 0.0, "new": 0.0}
+    left_out = []
     for t in order:
-        m = {}
-        for side in ("old", "new"):
-            v = lat.get((t, side))
-            m[side] = statistics.median(v) if v else float("nan")
+        v = {side: lat.get((t, side)) for side in ("old", "new")}
+        if not v["old"] or not v["new"]:
+            left_out.append(t)
+            print(f"{t:22s} no ok result from "
+                  f"{' and '.join(s for s in v if not v[s])}  {knobs[t]}")
+            continue
+        m = {side: statistics.median(v[side]) for side in v}
+        for side in m:
             sums[side] += count[t] * m[side]
         print(f"{t:22s} {m['old']:9.4f} {m['new']:9.4f} "
               f"{m['new'] / m['old']:8.3f}  {knobs[t]}")
+    if left_out:
+        print(f"left out of the sum (no ok result on a side): {', '.join(left_out)}")
     print(f"model sum (count x latency): old {sums['old']:.3f} ms, "
           f"new {sums['new']:.3f} ms, new/old {sums['new'] / sums['old']:.3f}")
 

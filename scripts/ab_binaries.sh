@@ -22,14 +22,21 @@ for b in "$old" "$new"; do
 done
 [ -f "models/$model.yaml" ] || { echo "$0: no models/$model.yaml" >&2; exit 2; }
 [ -f "$run/best.json" ] || { echo "$0: no $run/best.json" >&2; exit 2; }
+case $reps in
+    '' | *[!0-9]* | 0) echo "$0: REPS must be a positive integer, not '$reps'" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 r=1
 while [ "$r" -le "$reps" ]; do
     for side in old new; do
         if [ "$side" = old ]; then bin=$old; else bin=$new; fi
+        # Exit 1 is a config that failed (its line says how): a finding, kept
+        # for ab_compare.py, not a reason to stop; exit 2 is bad input.
+        rc=0
         # shellcheck disable=SC2086
         "$bin" measure "models/$model.yaml" --best "$run" --json ${MEASURE_ARGS:-} \
-            --dir "$out/cache-$side" > "$out/$side-$r.jsonl"
+            --dir "$out/cache-$side" > "$out/$side-$r.jsonl" || rc=$?
+        [ "$rc" -le 1 ] || exit "$rc"
     done
     r=$((r + 1))
 done
