@@ -13,8 +13,8 @@
  * independently, so a task's tuning advances along its own recorded curve
  * only while it holds the slot. A slot is slot_seconds of that task's tuning
  * time (less when its trace ends; it is exhausted then). Warm-up is the
- * daemon's: each task until its first valid measurement (to the end of that
- * measured batch). Before each slot the bench fills dt_sched_task as the
+ * daemon's: batches of DT_WARMUP_BATCH trials until one holds a valid
+ * measurement (trace_warm_up_end). Before each slot the bench fills dt_sched_task as the
  * daemon's fill_sched does (weights, FLOPs, similarity group, best, belief
  * prediction = best + EI from dt_belief_pool at horizon trials + last slot's
  * trials, slots, finished after finish_after trials without improvement,
@@ -312,21 +312,16 @@ static double advance(sim *s, int k, double until)
     return ts->clock - start;
 }
 
-/* The trial of a task's first valid measurement (its last trial if none). */
-static int first_valid(const task_trace *t)
+/* The task's own seconds at the end of its warm-up (trace_warm_up_end). */
+static double warm_up_seconds(const task_trace *t)
 {
-    int i = 0;
-    while (i < t->n - 1 && t->best[i] <= 0)
-        i++;
-    return i;
+    return t->seconds[trace_warm_up_end(t->best, t->n)];
 }
 
 static void warm_up(sim *s)
 {
-    for (int k = 0; k < s->tr->ntasks; k++) {
-        const task_trace *t = &s->tr->tasks[k];
-        s->clock += advance(s, k, t->seconds[first_valid(t)]);
-    }
+    for (int k = 0; k < s->tr->ntasks; k++)
+        s->clock += advance(s, k, warm_up_seconds(&s->tr->tasks[k]));
 }
 
 static void push_history(task_sim *ts, double latency_ms)
@@ -873,7 +868,7 @@ static void print_curve_shape(const trace *traces, int ntraces)
     for (int t = 0; t < ntraces; t++)
         for (int k = 0; k < traces[t].ntasks; k++) {
             const task_trace *tt = &traces[t].tasks[k];
-            int first = first_valid(tt), li = 0;
+            int first = trace_warm_up_end(tt->best, tt->n), li = 0;
             for (int i = first + 1; i < tt->n; i++)
                 if (tt->best[i] > tt->best[i - 1])
                     li = i;
@@ -923,7 +918,7 @@ static int task_slots(const trace *tr, int k, double slot_seconds, double **lat,
         free(est);
         return -1;
     }
-    *warm = advance(&s, k, t->seconds[first_valid(t)]);
+    *warm = advance(&s, k, warm_up_seconds(t));
     int n = 0;
     (*lat)[0] = t->count * task_latency_ms(t, ts[k].best);
     (*cost)[0] = 0;

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/scheduler.h"
+
 #define TRACE_VERSION 3            /* the version trace_convert writes */
 #define TRACE_MAGIC "# dtune scheduler trace v"
 
@@ -109,6 +111,21 @@ static inline void trace_write_row(FILE *f, const trace_row *r)
     if (r->cost_model > 0)
         fprintf(f, "%.5g", r->cost_model);
     fputc('\n', f);
+}
+
+/* The last row of a task's warm-up, as the daemon runs it: batches of
+ * DT_WARMUP_BATCH trials until one holds a valid one. best[0..n) is the
+ * task's best-so-far GFLOPS per row (0 until a valid one); with none valid,
+ * every row. */
+static inline int trace_warm_up_end(const double *best, int n)
+{
+    int i = 0;
+    while (i < n && !(best[i] > 0))
+        i++;
+    if (i == n)
+        return n - 1;
+    int end = (i / DT_WARMUP_BATCH + 1) * DT_WARMUP_BATCH - 1;
+    return end < n ? end : n - 1;
 }
 
 /* One row of a trace of the given version into *r. 0, or -1 with *column

@@ -29,8 +29,6 @@
 #include "dtune/tunelog.h"
 #include "dtune/util.h"
 
-#define WARMUP_BATCH 4
-#define WARMUP_MAX_TRIALS 64
 
 /* The only mutable statics: what signal handlers may touch. stop_requested
  * is read by the builder and slot threads too, hence atomic (lock-free, so
@@ -376,10 +374,10 @@ static int warm_task(dt_run *r, int k, dt_error *err)
     dt_task_run *tr = &r->tasks[k];
     int rc = 0;
     while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
-        if (tr->trials >= WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
+        if (tr->trials >= DT_WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
             rc = fail_task(r, k, err);
         else
-            rc = run_task(r, -1, k, WARMUP_BATCH, 0, err);
+            rc = run_task(r, -1, k, DT_WARMUP_BATCH, 0, err);
     }
     return rc;
 }

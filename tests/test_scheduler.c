@@ -703,6 +703,22 @@ static void test_trace_v1_committed(void **state)
     assert_int_equal(rows, listed);
 }
 
+/* The warm-up ends with the batch of DT_WARMUP_BATCH trials that holds
+ * the first valid one, not at that trial (the daemon measures the whole
+ * batch before it looks). */
+static void test_trace_warm_up_end(void **state)
+{
+    (void)state;
+    const double first[] = { 25, 25, 33, 59, 84, 84 };
+    assert_int_equal(trace_warm_up_end(first, 6), DT_WARMUP_BATCH - 1);
+    const double later[] = { 0, 0, 0, 0, 0, 41, 41, 41, 41, 50 };
+    assert_int_equal(trace_warm_up_end(later, 10), 2 * DT_WARMUP_BATCH - 1);
+    const double cut[] = { 0, 0, 0, 0, 0, 12 };
+    assert_int_equal(trace_warm_up_end(cut, 6), 5);
+    const double none[] = { 0, 0, 0 };
+    assert_int_equal(trace_warm_up_end(none, 3), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -730,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_trace_task_lines),
         cmocka_unit_test(test_trace_rows_refused),
         cmocka_unit_test(test_trace_v1_committed),
+        cmocka_unit_test(test_trace_warm_up_end),
     };
     return cmocka_run_group_tests_name("scheduler", tests, NULL, NULL);
 }

@@ -55,6 +55,13 @@
 #define DT_SCHED_WINDOW 8
 #define DT_SCHED_HAZARD_MAX 16    /* entries of the hazard table at most */
 
+/* The daemon's warm-up, before the first slot: each task measures batches
+ * of DT_WARMUP_BATCH trials until one holds a valid config (a task still
+ * without one after DT_WARMUP_MAX_TRIALS fails), so every task enters the
+ * slots with a latency. bench/sched_bench replays it the same way. */
+#define DT_WARMUP_BATCH 4
+#define DT_WARMUP_MAX_TRIALS 64
+
 /* Where dynatune's prior takes the level a task's headroom is measured
  * against (dt_sched_headroom_level); names by dt_sched_headroom_at. */
 typedef enum dt_sched_headroom {
