@@ -479,8 +479,8 @@ dt_scheduler_params dt_scheduler_params_default(void)
         .ucb_c = 0.05, .gamma = 1e9, .finish_after = 200, .epsilon = 0.05,
         .softmax_temperature = 1, .prior_slots = 30, .ceiling = 1.2, .bandwidth_gbs = 20,
         .headroom = DT_SCHED_HEADROOM_COST_MODEL,
-        .hazard = "0.49,0.14,0.029,0.010,0.0079,0.0079,0.0042,0.0039",
-        .prior_hazard = "0.77,0.60,0.19,0.062,0.037,0.037,0.021,0.021",
+        .hazard = "0.46,0.050,0.015,0.0070,0.0064,0.0064,0.0044,0.0029",
+        .prior_hazard = "0.80,0.35,0.092,0.047,0.035,0.035,0.018,0.018",
     };
     snprintf(p.policy, sizeof p.policy, "%s", policies[0].name);
     return p;

@@ -146,8 +146,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_COST_MODEL);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
-    assert_string_equal(c.scheduler.hazard, "0.49,0.14,0.029,0.010,0.0079,0.0079,0.0042,0.0039");
-    assert_string_equal(c.scheduler.prior_hazard, "0.77,0.60,0.19,0.062,0.037,0.037,0.021,0.021");
+    assert_string_equal(c.scheduler.hazard, "0.46,0.050,0.015,0.0070,0.0064,0.0064,0.0044,0.0029");
+    assert_string_equal(c.scheduler.prior_hazard, "0.80,0.35,0.092,0.047,0.035,0.035,0.018,0.018");
     assert_int_equal(c.belief.family, DT_CURVE_LOG_POWER);
     assert_true(c.belief.walkers == 10 && c.belief.steps == 500);
     assert_true(c.belief.burn_in == 250 && c.belief.jump_threshold == 0.20);
