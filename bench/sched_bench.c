@@ -14,8 +14,8 @@
  * only while it holds the slot. A slot is slot_seconds of that task's tuning
  * time (less when its trace ends; it is exhausted then). Warm-up is the
  * daemon's: batches of DT_WARMUP_BATCH trials until one holds a valid
- * measurement (trace_warm_up_end). Before each slot the bench fills dt_sched_task as the
- * daemon's fill_sched does (weights, FLOPs, similarity group, best, belief
+ * measurement (trace_warm_up_end). Before each slot the bench fills
+ * dt_sched_task as the daemon's fill_sched does (weights, FLOPs, similarity group, best, belief
  * prediction = best + EI from dt_belief_pool at horizon trials + last slot's
  * trials, slots, finished after finish_after trials without improvement,
  * latency history) and asks dt_scheduler_pick.

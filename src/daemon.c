@@ -29,7 +29,6 @@
 #include "dtune/tunelog.h"
 #include "dtune/util.h"
 
-
 /* The only mutable statics: what signal handlers may touch. stop_requested
  * is read by the builder and slot threads too, hence atomic (lock-free, so
  * a handler may store to it). */
