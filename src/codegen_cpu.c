@@ -771,32 +771,55 @@ static void emit_pack_row(dt_buf *b, const dt_cpu_plan *p)
     unsigned phases = 0;
     for (int s = 0; s < c->kw; s++)
         phases |= 1u << (s * c->dw % c->sw);
-    emit(b, "static int row_read(int hq, int rows)\n{\n"
+    emit(b, "static inline int row_read(int hq, int rows)\n{\n"
             "    for (int r = 0; r < KH; r++) {\n"
             "        int t = hq - r * DH;\n"
             "        if (t >= 0 && t %% SH == 0 && t / SH < rows)\n            return 1;\n    }\n"
             "    return 0;\n}\n\n");
-    emit(b, "static void pack_row(const float *restrict src, float *restrict dst)\n{\n"
+    /* Short spans are zeroed and copied with vector stores, never memset:
+     * a variable-length memset of a few floats (rep stos) cost more than the
+     * whole row's shuffles and made the pack most of a strided kernel. */
+    emit(b, "static inline __attribute__((always_inline)) void zero_span(float *restrict row, int a, int e)\n{\n"
+            "    if (e - a >= VEC) {\n"
+            "        int q = a;\n"
+            "        for (; q + VEC <= e; q += VEC)\n            ST(row + q, (vf){0});\n"
+            "        if (q < e)\n            ST(row + e - VEC, (vf){0});\n"
+            "    } else {\n"
+            "        for (int q = a; q < e; q++)\n            row[q] = 0.0f;\n    }\n}\n\n");
+    emit(b, "static inline __attribute__((always_inline)) void pack_row(const float *restrict src,\n"
+            "    float *restrict dst)\n{\n"
+            "    _Pragma(\"GCC unroll 4\")\n"
             "    for (int ph = 0; ph < SW; ph++) {\n"
             "        float *row = dst + (size_t)ph * WQ;\n"
             "        if (!(0x%xu >> ph & 1u))\n            continue;\n"
-            "        if (!src) {\n            memset(row, 0, WQ * sizeof(float));\n            continue;\n        }\n"
+            "        if (!src) {\n            zero_span(row, 0, WQ);\n            continue;\n        }\n"
             "        int lo = PW > ph ? (PW - ph + SW - 1) / SW : 0, hi = (W + PW - ph + SW - 1) / SW;\n"
             "        hi = hi < WQ ? hi : WQ;\n        lo = lo < hi ? lo : hi;\n"
-            "        memset(row, 0, (size_t)lo * sizeof(float));\n"
+            "        zero_span(row, 0, lo);\n        zero_span(row, hi, WQ);\n"
             "        int q = lo;\n", phases);
-    if (c->sw == 2 && p->vec > 1) {
-        /* a phase's VEC floats are the even lanes of 2 VEC read in order */
+    if (c->sw == 1 && p->vec > 1) {
+        /* whole vectors, the last one ending at the row's end */
+        emit(b, "        for (; q + VEC <= hi; q += VEC)\n            ST(row + q, LD(src + q - PW));\n"
+                "        if (q < hi && hi - VEC >= lo) {\n"
+                "            ST(row + hi - VEC, LD(src + hi - VEC - PW));\n            q = hi;\n        }\n");
+    } else if (c->sw == 2 && p->vec > 1) {
+        /* a phase's VEC floats are the even lanes of 2 VEC read in order;
+         * the last VEC the odd lanes of the 2 VEC that end inside the row */
         emit(b, "        for (; q + VEC <= hi && q * SW + ph - PW + 2 * VEC <= W; q += VEC) {\n"
                 "            const float *s = src + q * SW + ph - PW;\n"
                 "            ST(row + q, SHUF(LD(s), LD(s + VEC)");
         for (int l = 0; l < p->vec; l++)
             emit(b, ", %d", 2 * l);
-        emit(b, "));\n        }\n");
+        emit(b, "));\n        }\n"
+                "        if (q < hi && hi - VEC >= lo && (hi - VEC) * SW + ph - PW - 1 >= 0) {\n"
+                "            const float *s = src + (hi - VEC) * SW + ph - PW - 1;\n"
+                "            ST(row + hi - VEC, SHUF(LD(s), LD(s + VEC)");
+        for (int l = 0; l < p->vec; l++)
+            emit(b, ", %d", 2 * l + 1);
+        emit(b, "));\n            q = hi;\n        }\n");
     }
     emit(b, "        for (; q < hi; q++)\n"
-            "            row[q] = src[q * SW + ph - PW];\n"
-            "        memset(row + hi, 0, (size_t)(WQ - hi) * sizeof(float));\n    }\n}\n\n");
+            "            row[q] = src[q * SW + ph - PW];\n    }\n}\n\n");
 }
 
 /* Stores the accumulators to NCHW rows at yt: a(i * rows + k)_j is channel i,
