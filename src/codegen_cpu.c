@@ -468,8 +468,10 @@ static void emit_blocked_pack_x(dt_buf *b, const dt_cpu_plan *p, const char *blk
     for (int i = 0; i < p->vec; i++)
         emit(b, "            r%d = LD(src + (size_t)%d * H * W + i);\n", i, i);
     emit(b, "            TRANSPOSE();\n");
+    /* pixel q of the channel at padded (q / W, q % W): q + (q / W) * (WP - W),
+     * one division a store instead of a division and a remainder */
     for (int i = 0; i < p->vec; i++)
-        emit(b, "            ST(dst + ((size_t)((i + %d) / W) * WP + (i + %d) %% W) * %s, r%d);\n",
+        emit(b, "            ST(dst + ((size_t)(i + %d) + (size_t)((i + %d) / W) * (WP - W)) * %s, r%d);\n",
              i, i, blk, i);
     emit(b, "        }\n"
             "        for (; i < H * W; i++)\n"
