@@ -5,20 +5,21 @@
  * real chameleon tuning curve: GFLOPS of each trial against the task's own
  * tuning seconds, and in format v2 (trace_format.h) the tuner's cost-model
  * estimate of the best reachable logged with each trial, which dynatune's
- * prior uses under --headroom cost_model (scheduler.headroom); a v1 trace
- * has none, so every task keeps the roofline there; a v3 trace carries each
+ * prior uses under --headroom cost_model (scheduler.headroom); a v1 trace has
+ * none, so every task keeps the roofline there; a v3 trace carries each
  * task's bound as the recording run measured it, the roofline that
  * --bandwidth 0 (scheduler.bandwidth_gbs 0) reads; --bandwidth measured uses
- * it where a trace has it and the configured bandwidth elsewhere. The replay is the rested-bandit view: tasks tune
- * independently, so a task's tuning advances along its own recorded curve
- * only while it holds the slot. A slot is slot_seconds of that task's tuning
- * time (less when its trace ends; it is exhausted then). Warm-up is the
- * daemon's: batches of DT_WARMUP_BATCH trials until one holds a valid
- * measurement (trace_warm_up_end). Before each slot the bench fills
- * dt_sched_task as the daemon's fill_sched does (weights, FLOPs, similarity group, best, belief
- * prediction = best + EI from dt_belief_pool at horizon trials + last slot's
- * trials, slots, finished after finish_after trials without improvement,
- * latency history) and asks dt_scheduler_pick.
+ * it where a trace has it and the configured bandwidth elsewhere. The replay
+ * is the rested-bandit view: tasks tune independently, so a task's tuning
+ * advances along its own recorded curve only while it holds the slot. A slot
+ * is slot_seconds of that task's tuning time (less when its trace ends; it is
+ * exhausted then). Warm-up is the daemon's: batches of DT_WARMUP_BATCH trials
+ * until one holds a valid measurement (trace_warm_up_end). Before each slot
+ * the bench fills dt_sched_task as the daemon's fill_sched does (weights,
+ * FLOPs, similarity group, best, belief prediction = best + EI from
+ * dt_belief_pool at horizon trials + last slot's trials, slots, finished
+ * after finish_after trials without improvement, latency history) and asks
+ * dt_scheduler_pick.
  *
  * L* is sequential's final latency on each trace: every task tuned in model
  * order until finish_after trials without improvement (or its trace's end).
