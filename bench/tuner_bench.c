@@ -41,16 +41,29 @@
  * denominator) to model a real target. It is 0 unless given, and the table
  * says when it was used.
  *
+ * --sequential tunes two sequences of four tasks (see "the sequential-tasks
+ * mode" below). Its real-CPU run takes hours, so it goes in pieces: with
+ * --resume each finished piece (one variant and seed of one sequence) is kept
+ * in WORK_DIR/pieces and read back instead of run again when the settings and
+ * this binary are the same; --stop-after S starts no piece after S seconds and
+ * exits with status 3, and the same command goes on later. The tables are
+ * printed once every piece is there.
+ *
  *   bin/tuner_bench [--backend replay|cpu] [--model models/resnet18.yaml]
  *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--first-seed N] [--batch N]
  *                   [--strategies chameleon,autotvm,random]
  *                   [--sim-measure-seconds S] [--work-dir DIR]
+ *                   [--sequential [--resume] [--stop-after S]]
  */
+#include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dtune/backend.h"
 #include "dtune/config.h"
@@ -87,6 +100,8 @@ typedef struct options {
     int trials, seeds, first_seed, batch;
     double sim_seconds;
     bool sequential;
+    bool resume;               /* --sequential: keep each finished piece, reuse kept ones */
+    double stop_after;         /* --sequential: start no piece after this many seconds (0: none) */
 } options;
 
 /* The trace of one tuning run: best-so-far and wall clock after each trial. */
@@ -121,7 +136,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
                "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
                "                   [--strategies LIST]\n"
-               "                   [--sim-measure-seconds S] [--work-dir DIR] [--sequential]\n");
+               "                   [--sim-measure-seconds S] [--work-dir DIR]\n"
+               "                   [--sequential [--resume] [--stop-after SECONDS]]\n");
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -146,6 +162,10 @@ static int parse_options(int argc, char **argv, options *o)
             o->sequential = true;
             continue;
         }
+        if (strcmp(a, "--resume") == 0) {
+            o->resume = true;
+            continue;
+        }
         if (!v)
             return -1;
         i++;
@@ -159,12 +179,14 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--first-seed") == 0) o->first_seed = atoi(v);
         else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
         else if (strcmp(a, "--sim-measure-seconds") == 0) o->sim_seconds = atof(v);
+        else if (strcmp(a, "--stop-after") == 0) o->stop_after = atof(v);
         else return -1;
     }
     if (o->trials < 0)
         o->trials = strcmp(o->backend, "replay") == 0 ? 1000 : 256;
     if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->first_seed < 1 || o->batch < 1 ||
-        o->sim_seconds < 0)
+        o->sim_seconds < 0 || o->stop_after < 0 || (o->resume && !o->sequential) ||
+        (o->stop_after > 0 && !o->resume))
         return -1;
     return 0;
 }
@@ -810,11 +832,150 @@ static const dt_backend_i *find_backend(const char *name, dt_error *err)
     return backend;
 }
 
+/* ---- pieces (--resume): one variant and seed of a sequence, kept once it finishes ------ */
+
+#define PIECE_VERSION 1
+#define PIECE_HEADER_MAX (DT_PATH_MAX + 512)
+
+/* What a kept piece must match to be reused: the settings, the sequence and
+ * this binary (its size and modification time, so a rebuilt bench never
+ * reads another build's pieces). */
+static int piece_header(const options *o, const sequence *sq, char *buf, size_t len, dt_error *err)
+{
+    struct stat st;
+    if (stat("/proc/self/exe", &st) != 0)
+        return dt_error_set(err, DT_EIO, "cannot stat /proc/self/exe: %s", strerror(errno));
+    snprintf(buf, len, "tuner_bench piece %d backend=%s trials=%d batch=%d sim=%.17g binary=%lld-%lld "
+             "model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials, o->batch, o->sim_seconds,
+             (long long)st.st_size, (long long)st.st_mtime, sq->model, sq->tasks[0], sq->tasks[1],
+             sq->tasks[2], sq->tasks[3]);
+    return 0;
+}
+
+static void piece_path(const options *o, int q, int v, int seed, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/pieces/%d-%s-%d", o->work_dir, q, variants[v].name, seed);
+}
+
+/* Writes the piece's runs (one per task) whole, then renames it into place,
+ * so a piece file is either complete or absent. */
+static int piece_save(const char *path, const char *header, seq_run *const runs[SEQ_TASKS], dt_error *err)
+{
+    char tmp[DT_PATH_MAX + 160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return dt_error_set(err, DT_EIO, "%s: %s", tmp, strerror(errno));
+    fprintf(f, "%s\n", header);
+    for (int t = 0; t < SEQ_TASKS; t++) {
+        const seq_run *r = runs[t];
+        fprintf(f, "task %d %d %.17g %.17g %d\n", t, r->trials, r->wall, r->overhead, r->ninc);
+        for (int i = 0; i < r->ninc; i++)
+            fprintf(f, "%d %.17g %llu %.17g\n", r->inc[i].trial, r->inc[i].wall,
+                    (unsigned long long)r->inc[i].index, r->inc[i].gflops);
+    }
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        return dt_error_set(err, DT_EIO, "%s: %s", ok ? path : tmp, strerror(errno));
+    return 0;
+}
+
+/* Reads a kept piece into runs: 1 when read, 0 when there is none or it was
+ * kept under other settings (it is run again), DT_EPARSE naming file:line
+ * when it cannot be read. */
+static int piece_load(const char *path, const char *header, seq_run *runs[SEQ_TASKS], dt_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT ? 0 : dt_error_set(err, DT_EIO, "%s: %s", path, strerror(errno));
+    char line[PIECE_HEADER_MAX];
+    int lineno = 1, rc = 0;
+    if (!fgets(line, sizeof line, f) || (line[strcspn(line, "\n")] = '\0', strcmp(line, header) != 0)) {
+        fprintf(stderr, "tuner_bench: %s was kept under other settings or another build; running it again\n",
+                path);
+        fclose(f);
+        return 0;
+    }
+    for (int t = 0; !rc && t < SEQ_TASKS; t++) {
+        seq_run *r = runs[t];
+        int task, n;
+        lineno++;
+        if (!fgets(line, sizeof line, f) || sscanf(line, "task %d %d %lf %lf %d", &task, &r->trials, &r->wall,
+                                                   &r->overhead, &n) != 5 || task != t || n < 0 ||
+            n > r->trials) {
+            rc = dt_error_set(err, DT_EPARSE, "%s:%d: expected 'task %d TRIALS WALL OVERHEAD INCUMBENTS'",
+                              path, lineno, t);
+            break;
+        }
+        if (n > 0 && dt_resize(&r->inc, (size_t)n, sizeof *r->inc) != 0) {
+            rc = dt_error_set(err, DT_ENOMEM, "out of memory");
+            break;
+        }
+        r->cap = (size_t)n;
+        for (r->ninc = 0; r->ninc < n; r->ninc++) {
+            incumbent *c = &r->inc[r->ninc];
+            unsigned long long index;
+            lineno++;
+            if (!fgets(line, sizeof line, f) ||
+                sscanf(line, "%d %lf %llu %lf", &c->trial, &c->wall, &index, &c->gflops) != 4 ||
+                c->trial < 1 || c->trial > r->trials) {
+                rc = dt_error_set(err, DT_EPARSE, "%s:%d: expected 'TRIAL WALL INDEX GFLOPS'", path, lineno);
+                break;
+            }
+            c->index = index;
+        }
+    }
+    fclose(f);
+    return rc ? rc : 1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+/* A run cut off before its piece was kept left compiled kernels behind; its
+ * next attempt starts from an empty cache like every other run. */
+static int clear_dir(const char *dir, dt_error *err)
+{
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        return dt_error_set(err, DT_EIO, "cannot remove %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+/* One piece: a variant and seed tunes the sequence's tasks in order, each
+ * from one store of the earlier tasks' records; on a real backend each run
+ * compiles into its own empty cache. */
+static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i *backend, int q,
+                     const dt_space spaces[SEQ_TASKS], int v, int seed, seq_run *const piece[SEQ_TASKS],
+                     dt_error *err)
+{
+    bool replay = backend == &dt_backend_replay;
+    char dir[DT_PATH_MAX + 96];
+    dt_transfer *store = NULL;
+    int rc = dt_transfer_new(&store, err);
+    for (int t = 0; !rc && t < SEQ_TASKS; t++) {
+        snprintf(dir, sizeof dir, replay ? "%s" : "%s/%d-%s-%d-%d", o->work_dir, q, variants[v].name,
+                 seed, t);
+        if (!replay)
+            rc = clear_dir(dir, err);
+        if (!rc)
+            rc = seq_tune(o, cfg, backend, dir, &spaces[t], &variants[v],
+                          (uint64_t)seed * 1000u + (uint64_t)t, store, piece[t], err);
+    }
+    dt_transfer_free(store);
+    return rc;
+}
+
 /* Every variant and seed tunes the sequence's tasks in order (one store per
  * variant and seed); then, per task, R and each run's reach are measured. */
-static int run_sequence(const options *o, const dt_config *cfg, const sequence *sq,
-                        seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, dt_error *err)
+static int run_sequence(const options *o, const dt_config *cfg, int q, double started,
+                        seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, int *left,
+                        dt_error *err)
 {
+    const sequence *sq = &sequences[q];
     const dt_backend_i *backend = find_backend(o->backend, err);
     bool replay = backend == &dt_backend_replay;
     if (!backend)
@@ -835,24 +996,43 @@ static int run_sequence(const options *o, const dt_config *cfg, const sequence *
         if (rc)
             break;
     }
+    char header[PIECE_HEADER_MAX], path[DT_PATH_MAX + 128];
+    if (!rc && o->resume) {
+        snprintf(dir, sizeof dir, "%s/pieces", o->work_dir);
+        rc = piece_header(o, sq, header, sizeof header, err);
+        if (!rc)
+            rc = dt_mkdir_p(dir, err);
+    }
     for (int v = 0; !rc && v < NVARIANTS; v++)
         for (int i = 0; !rc && i < o->seeds; i++) {
-            dt_transfer *store = NULL;
-            rc = dt_transfer_new(&store, err);
-            for (int t = 0; !rc && t < SEQ_TASKS; t++) {
-                /* on a real backend each run compiles into its own cache */
-                snprintf(dir, sizeof dir, replay ? "%s" : "%s/%s-%d-%d", o->work_dir,
-                         variants[v].name, o->first_seed + i, t);
-                rc = seq_tune(o, cfg, backend, dir, &spaces[t], &variants[v],
-                              (uint64_t)(o->first_seed + i) * 1000u + (uint64_t)t, store,
-                              &runs[t][v][i], err);
+            int seed = o->first_seed + i, kept = 0;
+            seq_run *piece[SEQ_TASKS];
+            for (int t = 0; t < SEQ_TASKS; t++)
+                piece[t] = &runs[t][v][i];
+            if (o->resume) {
+                piece_path(o, q, v, seed, path, sizeof path);
+                kept = piece_load(path, header, piece, err);
+                if (kept < 0)
+                    rc = kept;
             }
-            dt_transfer_free(store);
+            if (rc || kept)
+                continue;
+            if (o->stop_after > 0 && dt_now_seconds() - started > o->stop_after) {
+                (*left)++;
+                continue;
+            }
+            rc = seq_piece(o, cfg, backend, q, spaces, v, seed, piece, err);
+            if (!rc && o->resume)
+                rc = piece_save(path, header, piece, err);
         }
+    if (rc || *left > 0)
+        goto out;
+    printf("\n%s\n\n| task         | variant            | trials to 95%% R | wall s | "
+           "trials to 98%% R | wall s | overhead | R GFLOPS |\n|---|---|---|---|---|---|---|---|\n", sq->model);
     for (int t = 0; !rc && t < SEQ_TASKS; t++) {
         remeasure_cache cache = { .space = &spaces[t] };
         double r = 0;
-        snprintf(dir, sizeof dir, replay ? "%s" : "%s/remeasure-%d", o->work_dir, t);
+        snprintf(dir, sizeof dir, replay ? "%s" : "%s/remeasure-%d-%d", o->work_dir, q, t);
         rc = dt_measurer_new(backend, &cfg->measure, dir, REPLAY_SEED, &cache.m, err);
         if (!rc)
             rc = target_r(&cache, &runs[t][0][0], NVARIANTS * MAX_SEEDS, &r, err);
@@ -864,14 +1044,18 @@ static int run_sequence(const options *o, const dt_config *cfg, const sequence *
         dt_measurer_free(cache.m);
         free(cache.e);
     }
+out:
     for (int t = 0; t < nspaces; t++)
         dt_space_free(&spaces[t]);
     dt_model_free(model);
     return rc;
 }
 
-static int run_sequential(const options *o, dt_error *err)
+/* *left: the pieces --stop-after left to run (the tables are printed only
+ * when none is left). */
+static int run_sequential(const options *o, int *left, dt_error *err)
 {
+    double started = dt_now_seconds();
     dt_config cfg;
     dt_config_defaults(&cfg);
     printf("tuner_bench --sequential: backend %s, %d trials per task, batch %d, seeds %d-%d\n"
@@ -888,16 +1072,14 @@ static int run_sequential(const options *o, dt_error *err)
     seq_run (*runs)[NVARIANTS][MAX_SEEDS] = calloc(SEQ_TASKS, sizeof *runs);
     seq_summary *s = calloc(1, sizeof *s);
     int rc = runs && s ? 0 : dt_error_set(err, DT_ENOMEM, "out of memory");
+    *left = 0;
     for (int q = 0; !rc && q < NSEQUENCES; q++) {
-        printf("\n%s\n\n| task         | variant            | trials to 95%% R | wall s | "
-               "trials to 98%% R | wall s | overhead | R GFLOPS |\n|---|---|---|---|---|---|---|---|\n",
-               sequences[q].model);
         memset(runs, 0, SEQ_TASKS * sizeof *runs);
-        rc = run_sequence(o, &cfg, &sequences[q], runs, s, err);
+        rc = run_sequence(o, &cfg, q, started, runs, s, left, err);
         free_runs(runs);
         fflush(stdout);
     }
-    if (!rc)
+    if (!rc && *left == 0)
         print_seq_summary(s, o->trials);
     free(runs);
     free(s);
@@ -1031,10 +1213,17 @@ int main(int argc, char **argv)
     }
     dt_error err;
     dt_error_clear(&err);
-    int rc = o.sequential ? run_sequential(&o, &err) : run_bench(&o, &err);
+    int left = 0;
+    int rc = o.sequential ? run_sequential(&o, &left, &err) : run_bench(&o, &err);
     if (rc) {
         fprintf(stderr, "tuner_bench: %s\n", err.msg);
         return dt_error_exit_status(rc);
+    }
+    if (left > 0) {
+        fprintf(stderr, "tuner_bench: stopped after %g s with %d of %d pieces still to run (the finished "
+                        "ones are kept in %s/pieces); the same command goes on\n",
+                o.stop_after, left, NSEQUENCES * NVARIANTS * o.seeds, o.work_dir);
+        return 3;
     }
     return 0;
 }
