@@ -611,7 +611,7 @@ typedef struct bench_opts {
     int seeds, finish_after, threads;
     double ucb_c;                /* < 0: the config default */
     double prior_slots;          /* < 0: the config default */
-    bool verbose;                /* one line per slot decision of belief policies */
+    bool verbose;                /* belief policies: each slot decision, and what the slot measured */
     bool lomo;                   /* hazard table fitted on the other models' traces */
     bool fit_hazard;             /* print the hazard table fitted on all traces */
     const char *csv_path;
@@ -747,6 +747,8 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
         s.clock += advance(&s, k, ts->clock + o->slot_seconds);
         ts->last_slot_trials = ts->pos - before;
         ts->slots++;
+        if (belief && o->verbose)
+            printf("      task %d's slot %d measured %d trials\n", k, ts->slots, ts->last_slot_trials);
         ts->measured_slots += ts->pos > before;
         push_history(ts, task_latency_ms(&tr->tasks[k], ts->best));
         rc = add_point(res, s.clock, model_latency(&s), decision_ms);
