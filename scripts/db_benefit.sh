@@ -1,13 +1,15 @@
 #!/bin/sh
-# db_benefit.sh [--backend replay] [TRIALS] [RUNS_DIR] [OUT_FILE] — how a run
+# db_benefit.sh [--backend replay] [--seed N] [TRIALS] [RUNS_DIR] [OUT_FILE] — how a run
 # benefits from the tuning database: per task of resnet18, the trials and
 # the task's own seconds to reach 95 % of the best any of the runs found on
 # it, without a database and with the database of an earlier run.
 #
 # The runs, each with the same budget (TRIALS trials per task, default 200,
 # in one contiguous slot per task: round_robin, one slot per task,
-# chameleon; like scripts/record_traces.sh), seed 1, and its own database
-# file under RUNS_DIR (default runs/db_benefit), so nothing touches the
+# chameleon; like scripts/record_traces.sh), seed N (default 1; every run of
+# one call the same seed), and its own database
+# file under RUNS_DIR (default runs/db_benefit; runs/db_benefit-sN for a
+# seed N other than 1), so nothing touches the
 # user's database:
 #   (a) resnet18-no-db         resnet18, an empty database
 #   (b) vgg16                  vgg16 into database V (vgg16.db), then
@@ -24,19 +26,33 @@
 # changed, or whose source ran again since (another id), is run again. bin/db_bench then prints the table, saved
 # with the date, commit, settings, machine (scripts/machine.sh) and each
 # run's wall time as OUT_FILE (default bench/out/db_benefit.txt; with
-# --backend replay bench/out/db_benefit_replay.txt). On the CPU the figures
+# --backend replay bench/out/db_benefit_replay.txt; -sN before .txt for a
+# seed N other than 1). On the CPU the figures
 # mean something only on quiet cores: nothing else may run meanwhile.
 set -eu
 
 backend=""
-if [ "${1:-}" = "--backend" ]; then
-    backend=$2
-    shift 2
-fi
-trials=${1:-200}
-runs=${2:-runs/db_benefit}
-out=${3:-bench/out/db_benefit${backend:+_$backend}.txt}
 seed=1
+while [ $# -ge 2 ]; do
+    case $1 in
+    --backend) backend=$2 ;;
+    --seed) seed=$2 ;;
+    *) break ;;
+    esac
+    shift 2
+done
+case ${1:-} in
+--*) echo "$0: $1 wants a value" >&2; exit 2 ;;
+esac
+case $seed in
+'' | *[!0-9]* | 0) echo "$0: --seed wants a positive integer, not '$seed'" >&2; exit 2 ;;
+esac
+# seed 1 keeps the names it had before seeds could be chosen
+sfx=""
+[ "$seed" -eq 1 ] || sfx=-s$seed
+trials=${1:-200}
+runs=${2:-runs/db_benefit$sfx}
+out=${3:-bench/out/db_benefit${backend:+_$backend}$sfx.txt}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 make --no-print-directory build bin/db_bench >/dev/null
@@ -80,7 +96,7 @@ tune resnet18-with-resnet18 resnet18 resnet18
 
 . scripts/machine.sh
 {
-    echo "# db_benefit.sh ${backend:+--backend $backend }$trials $runs, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
+    echo "# db_benefit.sh ${backend:+--backend $backend }${sfx:+--seed $seed }$trials $runs, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
          "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "# machine: $machine"
     [ -z "$backend" ] || echo "# backend $backend: $(bin/dtune db machine --backend "$backend" --seed "$seed")," \
