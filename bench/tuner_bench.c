@@ -52,7 +52,7 @@
  *   bin/tuner_bench [--backend replay|cpu] [--model models/resnet18.yaml]
  *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--first-seed N] [--batch N]
  *                   [--strategies chameleon,autotvm,random]
- *                   [--sim-measure-seconds S] [--work-dir DIR]
+ *                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N]
  *                   [--sequential [--resume] [--stop-after S]]
  */
 #include <errno.h>
@@ -69,6 +69,7 @@
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
+#include "dtune/ppo.h"
 #include "dtune/space.h"
 #include "dtune/transfer.h"
 #include "dtune/tuner.h"
@@ -102,6 +103,7 @@ typedef struct options {
     bool sequential;
     bool resume;               /* --sequential: keep each finished piece, reuse kept ones */
     double stop_after;         /* --sequential: start no piece after this many seconds (0: none) */
+    int ppo_episodes;          /* --ppo-episodes: chameleon's episodes a round (0: the default) */
 } options;
 
 /* The trace of one tuning run: best-so-far and wall clock after each trial. */
@@ -136,7 +138,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
                "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
                "                   [--strategies LIST]\n"
-               "                   [--sim-measure-seconds S] [--work-dir DIR]\n"
+               "                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N]\n"
                "                   [--sequential [--resume] [--stop-after SECONDS]]\n");
 }
 
@@ -180,12 +182,13 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
         else if (strcmp(a, "--sim-measure-seconds") == 0) o->sim_seconds = atof(v);
         else if (strcmp(a, "--stop-after") == 0) o->stop_after = atof(v);
+        else if (strcmp(a, "--ppo-episodes") == 0) o->ppo_episodes = atoi(v);
         else return -1;
     }
     if (o->trials < 0)
         o->trials = strcmp(o->backend, "replay") == 0 ? 1000 : 256;
     if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->first_seed < 1 || o->batch < 1 ||
-        o->sim_seconds < 0 || o->stop_after < 0 || (o->resume && !o->sequential) ||
+        o->sim_seconds < 0 || o->stop_after < 0 || o->ppo_episodes < 0 || (o->resume && !o->sequential) ||
         (o->stop_after > 0 && !o->resume))
         return -1;
     return 0;
@@ -845,8 +848,9 @@ static int piece_header(const options *o, const sequence *sq, char *buf, size_t 
     struct stat st;
     if (stat("/proc/self/exe", &st) != 0)
         return dt_error_set(err, DT_EIO, "cannot stat /proc/self/exe: %s", strerror(errno));
-    snprintf(buf, len, "tuner_bench piece %d backend=%s trials=%d batch=%d sim=%.17g binary=%lld-%lld "
-             "model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials, o->batch, o->sim_seconds,
+    snprintf(buf, len, "tuner_bench piece %d backend=%s trials=%d batch=%d sim=%.17g episodes=%d "
+             "binary=%lld-%lld model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials, o->batch,
+             o->sim_seconds, o->ppo_episodes,
              (long long)st.st_size, (long long)st.st_mtime, sq->model, sq->tasks[0], sq->tasks[1],
              sq->tasks[2], sq->tasks[3]);
     return 0;
@@ -1058,6 +1062,8 @@ static int run_sequential(const options *o, int *left, dt_error *err)
     double started = dt_now_seconds();
     dt_config cfg;
     dt_config_defaults(&cfg);
+    if (o->ppo_episodes > 0)
+        cfg.tuner.ppo.episodes = o->ppo_episodes;
     printf("tuner_bench --sequential: backend %s, %d trials per task, batch %d, seeds %d-%d\n"
            "R = median of %d re-measurements of the best config any run found (highest median of\n"
            "%d); a run reaches a share of R at the first incumbent whose own measurement crosses it\n"
@@ -1069,6 +1075,9 @@ static int run_sequential(const options *o, int *left, dt_error *err)
            o->sim_seconds > 0 ? ", with simulated measurement seconds" : "");
     if (o->sim_seconds > 0)
         printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
+    if (o->ppo_episodes > 0)
+        printf("chameleon's PPO episodes a round: %d (default %d)\n", o->ppo_episodes,
+               dt_ppo_params_default().episodes);
     seq_run (*runs)[NVARIANTS][MAX_SEEDS] = calloc(SEQ_TASKS, sizeof *runs);
     seq_summary *s = calloc(1, sizeof *s);
     int rc = runs && s ? 0 : dt_error_set(err, DT_ENOMEM, "out of memory");
@@ -1164,6 +1173,8 @@ static int run_bench(const options *o, dt_error *err)
         return DT_ENOTFOUND;
     dt_config cfg;
     dt_config_defaults(&cfg);
+    if (o->ppo_episodes > 0)
+        cfg.tuner.ppo.episodes = o->ppo_episodes;
     dt_model *model = NULL;
     int rc = dt_model_load(o->model, &model, err);
     if (rc)
