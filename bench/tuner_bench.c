@@ -465,12 +465,29 @@ static void append_truth(const char *task, uint64_t seed, const outcome res[NSTR
     s->true_reached += c->reach_true <= c->trials;
 }
 
+/* The defaults with the options' changes to the tuner. */
+static void bench_config(const options *o, dt_config *cfg)
+{
+    dt_config_defaults(cfg);
+    if (o->ppo_episodes > 0)
+        cfg->tuner.ppo.episodes = o->ppo_episodes;
+}
+
+/* The header lines both modes share: what the options changed. */
+static void print_settings(const options *o)
+{
+    if (o->sim_seconds > 0)
+        printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
+    if (o->ppo_episodes > 0)
+        printf("chameleon's PPO episodes a round: %d (default %d)\n", o->ppo_episodes,
+               dt_ppo_params_default().episodes);
+}
+
 static void print_header(const options *o)
 {
     printf("tuner_bench: backend %s, %d trials per run, batch %d, %d seed(s) from %d\n",
            o->backend, o->trials, o->batch, o->seeds, o->first_seed);
-    if (o->sim_seconds > 0)
-        printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
+    print_settings(o);
     printf("\n| task         | seed | cham best | atvm best | rand best | trials to A* cham/atvm "
            "| wall s to A* cham/atvm | trial ratio | wall ratio | ovh cham | ovh atvm | ovh rand "
            "| re-measured cham/atvm |\n");
@@ -895,7 +912,12 @@ static int piece_load(const char *path, const char *header, seq_run *runs[SEQ_TA
         return errno == ENOENT ? 0 : dt_error_set(err, DT_EIO, "%s: %s", path, strerror(errno));
     char line[PIECE_HEADER_MAX];
     int lineno = 1, rc = 0;
-    if (!fgets(line, sizeof line, f) || (line[strcspn(line, "\n")] = '\0', strcmp(line, header) != 0)) {
+    bool same = fgets(line, sizeof line, f) != NULL;
+    if (same) {
+        line[strcspn(line, "\n")] = '\0';
+        same = strcmp(line, header) == 0;
+    }
+    if (!same) {
         fprintf(stderr, "tuner_bench: %s was kept under other settings or another build; running it again\n",
                 path);
         fclose(f);
@@ -1061,9 +1083,7 @@ static int run_sequential(const options *o, int *left, dt_error *err)
 {
     double started = dt_now_seconds();
     dt_config cfg;
-    dt_config_defaults(&cfg);
-    if (o->ppo_episodes > 0)
-        cfg.tuner.ppo.episodes = o->ppo_episodes;
+    bench_config(o, &cfg);
     printf("tuner_bench --sequential: backend %s, %d trials per task, batch %d, seeds %d-%d\n"
            "R = median of %d re-measurements of the best config any run found (highest median of\n"
            "%d); a run reaches a share of R at the first incumbent whose own measurement crosses it\n"
@@ -1073,11 +1093,7 @@ static int run_sequential(const options *o, int *left, dt_error *err)
            o->backend, o->trials, o->batch, o->first_seed, o->first_seed + o->seeds - 1, REMEASURE_R,
            REMEASURE_INCUMBENT, REMEASURE_INCUMBENT,
            o->sim_seconds > 0 ? ", with simulated measurement seconds" : "");
-    if (o->sim_seconds > 0)
-        printf("wall clocks include %.3f s of simulated measurement per trial\n", o->sim_seconds);
-    if (o->ppo_episodes > 0)
-        printf("chameleon's PPO episodes a round: %d (default %d)\n", o->ppo_episodes,
-               dt_ppo_params_default().episodes);
+    print_settings(o);
     seq_run (*runs)[NVARIANTS][MAX_SEEDS] = calloc(SEQ_TASKS, sizeof *runs);
     seq_summary *s = calloc(1, sizeof *s);
     int rc = runs && s ? 0 : dt_error_set(err, DT_ENOMEM, "out of memory");
@@ -1172,9 +1188,7 @@ static int run_bench(const options *o, dt_error *err)
     if (!backend)
         return DT_ENOTFOUND;
     dt_config cfg;
-    dt_config_defaults(&cfg);
-    if (o->ppo_episodes > 0)
-        cfg.tuner.ppo.episodes = o->ppo_episodes;
+    bench_config(o, &cfg);
     dt_model *model = NULL;
     int rc = dt_model_load(o->model, &model, err);
     if (rc)
