@@ -47,7 +47,7 @@ esac
 case $seed in
 '' | *[!0-9]* | 0) echo "$0: --seed wants a positive integer, not '$seed'" >&2; exit 2 ;;
 esac
-# seed 1 keeps the names it had before seeds could be chosen
+# seed 1: runs/db_benefit and db_benefit.txt, no suffix
 sfx=""
 [ "$seed" -eq 1 ] || sfx=-s$seed
 trials=${1:-200}
