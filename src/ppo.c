@@ -222,9 +222,8 @@ static double forward(dt_ppo *p, const double *state)
     affine(l.w1, l.b1, state, p->hidden, p->nknobs, p->h);
     for (int i = 0; i < p->hidden; i++)
         p->h[i] = fast_tanh(p->h[i]);
-    double v = l.bv[0];
-    for (int i = 0; i < p->hidden; i++)
-        v += l.wv[i] * p->h[i];
+    double v;
+    affine(l.wv, l.bv, p->h, 1, p->hidden, &v);
     affine(l.wp, l.bp, p->h, p->nlogits, p->hidden, p->logits);
     softmax_per_knob(p);
     return v;
