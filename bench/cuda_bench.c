@@ -529,6 +529,9 @@ static timing tune_task(dt_measurer *m, gpu *g, int cc, const dt_task *t, const 
     if (dt_tuner_best(tuner, &point, &best) == 0 && best > 0) {
         out.calls_s = t->flops / (best * 1e9);
         out.graph_s = dtune_graph_seconds(g, cc, &space, &point);
+        char knobs[512];
+        dt_space_point_str(&space, &point, knobs, sizeof knobs);
+        printf("  %s best config: %s\n", t->name, knobs);
     }
     *valid = dt_tuner_trials(tuner);
     dt_tuner_free(tuner);

@@ -17,6 +17,14 @@
 #   table DIR        cuda_bench's table against DIR/best.json (an earlier
 #                    run's, e.g. bench/out/gpu_h100_2026-11-25), no new run
 #   tests            the machine and the CUDA tests only
+#   export           issue 17's CUDA export: bench/gpu/tiny_cuda.yaml tuned for
+#                    45 s, `dtune export` of that run, and the exported
+#                    library's `make test` (built with this machine's cc)
+#   tune-table TASKS [TRIALS] [SECONDS]  cuda_bench's table with dtune's side
+#                    tuned from scratch by chameleon (TRIALS, default 128) for
+#                    the comma-separated TASKS, cut off after SECONDS (240);
+#                    each task's best config is printed (which knobs won);
+#                    appends to $OUT/cuda_bench_tune.txt
 #   pipeline         in the background (its own process session): the CV part,
 #                    then a tuning run of bench/gpu/mobilenet_v2_cuda.yaml and
 #                    cuda_bench's table against its best.json; the GPU stays
@@ -112,6 +120,27 @@ finish)
 table)
     [ -f "${2:-}/best.json" ] || { echo "gpu_session: table needs a folder with best.json" >&2; exit 2; }
     "$bundle/run.sh" cuda_bench --parts t --best "$2" --builders 14 2>&1 | tee "$out/cuda_bench_table.txt"
+    ;;
+export)
+    echo "== CUDA export: tiny tuned for 45 s, dtune export, make test"
+    for t in cc make; do command -v "$t" || echo "export: no $t on this machine"; done
+    rm -rf /tmp/dtune_gpu_tiny /tmp/dtune_tiny_export
+    "$bundle/run.sh" tune -c bench/gpu/tiny_cuda.yaml < /dev/null > /tmp/dtune_gpu_tiny.out 2>&1
+    echo "tune exit $?"
+    tr '\r' '\n' < /tmp/dtune_gpu_tiny.out | grep -v '^\s*$' | tail -n 12 | tee "$out/export_run.txt"
+    cp /tmp/dtune_gpu_tiny/best.json "$out/tiny_best.json" 2>/dev/null
+    "$bundle/run.sh" export /tmp/dtune_gpu_tiny -o /tmp/dtune_tiny_export -m models/tiny.yaml \
+        > "$out/export.txt" 2>&1
+    echo "export exit $?"
+    timeout 180 make -C /tmp/dtune_tiny_export test >> "$out/export.txt" 2>&1
+    echo "make test exit $?"
+    tail -n 25 "$out/export.txt"
+    ;;
+tune-table)
+    [ -n "${2:-}" ] || { echo "gpu_session: tune-table needs TASKS" >&2; exit 2; }
+    echo "== cuda_bench table, chameleon from scratch: $2 (${3:-128} trials, at most ${4:-240} s)"
+    timeout "${4:-240}" "$bundle/run.sh" cuda_bench --parts t --tasks "$2" --strategy chameleon \
+        --trials "${3:-128}" --builders 14 2>&1 | tee -a "$out/cuda_bench_tune.txt"
     ;;
 cv)
     limit=${2:-240}
