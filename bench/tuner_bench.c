@@ -75,6 +75,7 @@
 #include "dtune/tuner.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
+#include "remeasure.h"
 
 #define MAX_TASKS 8
 #define MAX_SEEDS 16
@@ -88,8 +89,6 @@ static const double near_share[NNEAR] = { 0.95, 0.98, 0.99 };
 #define SEQ_TASKS 4            /* tasks of each kind, tuned in order */
 #define NVARIANTS 4
 #define NTARGETS 2
-#define REMEASURE_R 10         /* measurements of the best config: R is their median */
-#define REMEASURE_INCUMBENT 3  /* measurements of an incumbent that crosses a share of R */
 static const double target_share[NTARGETS] = { 0.95, 0.98 };
 
 typedef struct options {
@@ -572,13 +571,6 @@ static const variant variants[NVARIANTS] = {
     { "autotvm", 1, false },   { "autotvm+transfer", 1, true },
 };
 
-/* A run's incumbent from the trial it was found at. */
-typedef struct incumbent {
-    int trial;
-    double wall;
-    uint64_t index;
-    double gflops;             /* the measurement that made it the incumbent */
-} incumbent;
 
 typedef struct seq_run {
     incumbent *inc;
@@ -657,110 +649,32 @@ static int seq_tune(const options *o, const dt_config *cfg, const dt_backend_i *
     return rc;
 }
 
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median GFLOPS of `times` fresh measurements of config index (a failed
- * one counts as 0), outside every run's clock. */
-static int median_measure(dt_measurer *m, const dt_space *space, uint64_t index, int times,
-                          double *median, dt_error *err)
-{
-    double v[REMEASURE_R];
-    dt_point p;
-    dt_space_point(space, index, &p);
-    for (int i = 0; i < times; i++) {
-        dt_measure_result r;
-        memset(&r, 0, sizeof r);
-        int rc = dt_measurer_run(m, space, &p, 1, &r, err);
-        if (rc)
-            return rc;
-        v[i] = r.result == DT_RESULT_OK ? r.gflops : 0;
-    }
-    qsort(v, (size_t)times, sizeof *v, by_double);
-    *median = times % 2 ? v[times / 2] : 0.5 * (v[times / 2 - 1] + v[times / 2]);
-    return 0;
-}
-
-/* Median-of-3 re-measurements, each config measured once for all runs. */
-typedef struct remeasured {
-    uint64_t index;
-    double median3;
-} remeasured;
-
-typedef struct remeasure_cache {
-    dt_measurer *m;
-    const dt_space *space;
-    remeasured *e;
-    int n;
-    size_t cap;
-} remeasure_cache;
-
-static int median3(remeasure_cache *rc, uint64_t index, double *out, dt_error *err)
-{
-    for (int i = 0; i < rc->n; i++)
-        if (rc->e[i].index == index) {
-            *out = rc->e[i].median3;
-            return 0;
-        }
-    int code = median_measure(rc->m, rc->space, index, REMEASURE_INCUMBENT, out, err);
-    if (code)
-        return code;
-    if ((size_t)rc->n == rc->cap && dt_grow(&rc->e, &rc->cap, (size_t)rc->n + 1, sizeof *rc->e) != 0)
-        return dt_error_set(err, DT_ENOMEM, "out of memory");
-    rc->e[rc->n++] = (remeasured){ index, *out };
-    return 0;
-}
-
-/* R of one task: the median of REMEASURE_R measurements of the best config
- * any run found (the final incumbent whose median of 3 is highest). */
+/* R of one task (remeasure.h) from the final incumbents of nruns runs. */
 static int target_r(remeasure_cache *cache, seq_run *runs, int nruns, double *r, dt_error *err)
 {
-    uint64_t best = 0;
-    double best_m3 = -1;
-    for (int i = 0; i < nruns; i++) {
-        if (runs[i].ninc == 0)
-            continue;
-        double m3;
-        int rc = median3(cache, runs[i].inc[runs[i].ninc - 1].index, &m3, err);
-        if (rc)
-            return rc;
-        if (m3 > best_m3)
-            best_m3 = m3, best = runs[i].inc[runs[i].ninc - 1].index;
-    }
-    *r = 0;
-    return best_m3 < 0 ? 0 : median_measure(cache->m, cache->space, best, REMEASURE_R, r, err);
+    const incumbent *finals[NVARIANTS * MAX_SEEDS];
+    for (int i = 0; i < nruns; i++)
+        finals[i] = runs[i].ninc > 0 ? &runs[i].inc[runs[i].ninc - 1] : NULL;
+    return remeasure_target(cache, finals, nruns, r, err);
 }
 
 /* Each threshold's first incumbent that crosses it and re-measures at it. */
 static int reach_r(remeasure_cache *cache, seq_run *run, double r, int budget, dt_error *err)
 {
     for (int s = 0; s < NTARGETS; s++) {
-        double goal = target_share[s] * r;
-        run->reach[s] = budget + 1;
-        run->reach_wall[s] = run->wall;
-        for (int i = 0; i < run->ninc; i++) {
-            if (run->inc[i].gflops < goal)
-                continue;
-            double m3;
-            int rc = median3(cache, run->inc[i].index, &m3, err);
-            if (rc)
-                return rc;
-            if (m3 >= goal) {
-                run->reach[s] = run->inc[i].trial;
-                run->reach_wall[s] = run->inc[i].wall;
-                break;
-            }
-        }
+        int at;
+        int rc = remeasure_reach(cache, run->inc, run->ninc, target_share[s] * r, &at, err);
+        if (rc)
+            return rc;
+        run->reach[s] = at < 0 ? budget + 1 : run->inc[at].trial;
+        run->reach_wall[s] = at < 0 ? run->wall : run->inc[at].seconds;
     }
     return 0;
 }
 
 static double median_of(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, by_double);
+    qsort(v, (size_t)n, sizeof *v, remeasure_by_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -892,7 +806,7 @@ static int piece_save(const char *path, const char *header, seq_run *const runs[
         const seq_run *r = runs[t];
         fprintf(f, "task %d %d %.17g %.17g %d\n", t, r->trials, r->wall, r->overhead, r->ninc);
         for (int i = 0; i < r->ninc; i++)
-            fprintf(f, "%d %.17g %llu %.17g\n", r->inc[i].trial, r->inc[i].wall,
+            fprintf(f, "%d %.17g %llu %.17g\n", r->inc[i].trial, r->inc[i].seconds,
                     (unsigned long long)r->inc[i].index, r->inc[i].gflops);
     }
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -944,7 +858,7 @@ static int piece_load(const char *path, const char *header, seq_run *runs[SEQ_TA
             unsigned long long index;
             lineno++;
             if (!fgets(line, sizeof line, f) ||
-                sscanf(line, "%d %lf %llu %lf", &c->trial, &c->wall, &index, &c->gflops) != 4 ||
+                sscanf(line, "%d %lf %llu %lf", &c->trial, &c->seconds, &index, &c->gflops) != 4 ||
                 c->trial < 1 || c->trial > r->trials) {
                 rc = dt_error_set(err, DT_EPARSE, "%s:%d: expected 'TRIAL WALL INDEX GFLOPS'", path, lineno);
                 break;
@@ -1068,7 +982,7 @@ static int run_sequence(const options *o, const dt_config *cfg, int q, double st
         if (!rc)
             print_task(sq->tasks[t], t == 0, runs[t], o->seeds, o->trials, r, s);
         dt_measurer_free(cache.m);
-        free(cache.e);
+        remeasure_cache_free(&cache);
     }
 out:
     for (int t = 0; t < nspaces; t++)
