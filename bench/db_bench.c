@@ -1,20 +1,27 @@
 /* db_bench.c — how much a run gains from the tuning database: trials to
- * reach 95 % of the best, per task, across runs of one model.
+ * reach 95 % of R, per task, across runs of one model.
  *
- *   db_bench LABEL=RUN_DIR LABEL=RUN_DIR ...
+ *   db_bench --model MODEL.yaml [--backend cpu|replay] [--seed N]
+ *            [--work-dir DIR] LABEL=RUN_DIR LABEL=RUN_DIR ...
  *
- * Each run's tuning.jsonl gives, per task, its best-so-far GFLOPS after each
- * of the task's trials (ok results only; trial numbers as logged, so the
- * re-measurements a database run starts with count as trials) and the
- * task's own tuning seconds at each (task_clock.h). The goal of a task is
- * 95 % of the best final GFLOPS any of the given runs reached on it; each
- * run's row gives the first trial at which its best-so-far meets the goal
- * and the task's seconds then ("-" when it never does). The last lines
- * give, per run, how many tasks reached the goal, the median trials and
- * seconds over all tasks (a task that never reached it counts as more than
- * any), and the median over tasks of the first run's trials (seconds)
- * divided by this run's. scripts/db_benefit.sh runs the runs (no database,
- * an earlier run of the model, another model) and calls this.
+ * Each run's tuning.jsonl gives, per task, its incumbents (each ok
+ * measurement that beat the task's best so far: trial number as logged, so
+ * the re-measurements a database run starts with count as trials, config
+ * and the task's own tuning seconds then, task_clock.h). The goal of a task
+ * is 95 % of R, the noise-robust best of remeasure.h: the median of
+ * REMEASURE_R fresh measurements of the best config any of the runs found,
+ * and a run reaches it at its first incumbent whose median of
+ * REMEASURE_INCUMBENT fresh measurements meets it ("-" when none does).
+ * Every incumbent is re-measured, not only those whose logged figure meets
+ * the goal: the runs may be hours old and the machine may have drifted. The fresh measurements are taken here, after the runs, through
+ * the backend the runs used (the cpu backend on the machine they ran on,
+ * cores quiet; replay with the runs' seed, which fixes its surface), with
+ * the default measurement settings as the runs had them. The last lines give,
+ * per run, how many tasks reached the goal, the median trials and seconds
+ * over all tasks (a task that never reached it counts as more than any),
+ * and the median over tasks of the first run's trials (seconds) divided by
+ * this run's. scripts/db_benefit.sh runs the runs (no database, an earlier
+ * run of the model, another model) and calls this.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -22,8 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtune/backend.h"
+#include "dtune/config.h"
 #include "dtune/model.h"
+#include "dtune/target.h"
 #include "dtune/tunelog.h"
+#include "remeasure.h"
 #include "task_clock.h"
 
 #define MAX_RUNS 8
@@ -32,9 +43,9 @@
 
 typedef struct task_curve {
     char name[DT_NAME_MAX];
-    int n, cap;
-    double *best;              /* best-so-far after trial i + 1 */
-    double *seconds;           /* the task's own seconds after trial i + 1 */
+    incumbent *inc;            /* in trial order; seconds: the task's own */
+    int ninc;
+    size_t cap;
 } task_curve;
 
 typedef struct run_curves {
@@ -57,22 +68,6 @@ static task_curve *task_named(run_curves *r, const char *name)
     return t;
 }
 
-static int grow(task_curve *t, int n)
-{
-    while (t->cap < n) {
-        int cap = t->cap ? 2 * t->cap : 256;
-        double *best = realloc(t->best, (size_t)cap * sizeof *best);
-        if (best)
-            t->best = best;
-        double *seconds = best ? realloc(t->seconds, (size_t)cap * sizeof *seconds) : NULL;
-        if (!seconds)
-            return DT_ENOMEM;
-        t->seconds = seconds;
-        t->cap = cap;
-    }
-    return 0;
-}
-
 static int on_measure(void *ctx, const dt_measure_record *rec)
 {
     run_curves *r = ctx;
@@ -80,20 +75,13 @@ static int on_measure(void *ctx, const dt_measure_record *rec)
     if (!t)
         return DT_ENOMEM;
     double seconds = task_clock_measure(&r->clock, (int)(t - r->tasks), rec->time);
-    if (rec->trial < 1)
-        return 0;
-    if (grow(t, rec->trial) != 0)
-        return DT_ENOMEM;
-    double before = t->n > 0 ? t->best[t->n - 1] : 0;
-    double before_s = t->n > 0 ? t->seconds[t->n - 1] : 0;
-    for (; t->n < rec->trial - 1; t->n++) {
-        t->best[t->n] = before;
-        t->seconds[t->n] = before_s;
-    }
+    double before = t->ninc > 0 ? t->inc[t->ninc - 1].gflops : 0;
     bool ok = rec->m.result == DT_RESULT_OK && isfinite(rec->m.gflops);
-    t->best[t->n] = ok && rec->m.gflops > before ? rec->m.gflops : before;
-    t->seconds[t->n] = seconds;
-    t->n++;
+    if (rec->trial < 1 || !ok || !(rec->m.gflops > before))
+        return 0;
+    if ((size_t)t->ninc == t->cap && dt_grow(&t->inc, &t->cap, (size_t)t->ninc + 1, sizeof *t->inc) != 0)
+        return DT_ENOMEM;
+    t->inc[t->ninc++] = (incumbent){ rec->trial, seconds, rec->config, rec->m.gflops };
     return 0;
 }
 
@@ -118,24 +106,9 @@ static int load(run_curves *r)
     return 0;
 }
 
-/* First trial whose best-so-far reaches goal; 0 when none. */
-static int trials_to(const task_curve *t, double goal)
-{
-    for (int i = 0; t && i < t->n; i++)
-        if (t->best[i] >= goal)
-            return i + 1;
-    return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, remeasure_by_double);
     return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -154,94 +127,171 @@ typedef struct reach {
     int reached, nratio;
 } reach;
 
-/* The goal of task `name`: GOAL of the best final GFLOPS of any run. */
-static double goal_of(const run_curves *runs, int nruns, const char *name)
+typedef struct options {
+    const char *model, *backend, *work_dir;
+    uint64_t seed;
+} options;
+
+/* One task's row: R from every run's final incumbent, then each run's first
+ * incumbent that re-measures at GOAL·R (at[j], -1: none). */
+static int task_row(const options *o, const dt_measure_params *mp, const dt_backend_i *backend,
+                    const dt_task *task, const run_curves *runs, int nruns, double *r, int *at,
+                    dt_error *err)
 {
-    double best = 0;
+    dt_space space;
+    int rc = dt_target_space_init(&space, task, DT_TARGET_CPU, err);
+    if (rc)
+        return rc;
+    remeasure_cache cache = { .space = &space };
+    const incumbent *finals[MAX_RUNS];
+    const task_curve *curves[MAX_RUNS];
     for (int j = 0; j < nruns; j++) {
-        const task_curve *t = find(&runs[j], name);
-        if (t && t->n > 0 && t->best[t->n - 1] > best)
-            best = t->best[t->n - 1];
+        curves[j] = find(&runs[j], task->name);
+        finals[j] = curves[j] && curves[j]->ninc > 0 ? &curves[j]->inc[curves[j]->ninc - 1] : NULL;
+        if (finals[j] && finals[j]->index >= space.size)
+            rc = dt_error_set(err, DT_EINVAL, "%s: task %s: config %llu is past its space (%llu configs)",
+                              runs[j].dir, task->name, (unsigned long long)finals[j]->index,
+                              (unsigned long long)space.size);
     }
-    return GOAL * best;
+    if (!rc)
+        rc = dt_measurer_new(backend, mp, o->work_dir, o->seed, &cache.m, err);
+    if (!rc)
+        rc = remeasure_target(&cache, finals, nruns, r, err);
+    for (int j = 0; !rc && j < nruns; j++) {
+        at[j] = -1;
+        if (curves[j] && *r > 0)
+            rc = remeasure_reach(&cache, curves[j]->inc, curves[j]->ninc, GOAL * *r, false, &at[j], err);
+    }
+    dt_measurer_free(cache.m);
+    remeasure_cache_free(&cache);
+    dt_space_free(&space);
+    return rc;
 }
 
-static void report(const run_curves *runs, int nruns)
+static int report(const options *o, const dt_model *model, const run_curves *runs, int nruns,
+                  dt_error *err)
 {
     const run_curves *first = &runs[0];
     static reach r[MAX_RUNS];
     memset(r, 0, sizeof r);
-    printf("%-20s %10s", "task", "goal");
+    const dt_backend_i *backend = dt_backend_find(o->backend);
+    if (!backend)
+        return dt_error_set(err, DT_EINVAL, "no backend '%s'", o->backend);
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    printf("%-20s %10s %10s", "task", "R", "goal");
     for (int j = 0; j < nruns; j++)
         printf("  %20s", runs[j].label);
-    printf("\n%-31s", "");
+    printf("\n%-42s", "");
     for (int j = 0; j < nruns; j++)
         printf("  %8s %11s", "trials", "seconds");
     printf("\n");
     for (int k = 0; k < first->ntasks; k++) {
         const char *name = first->tasks[k].name;
-        double goal = goal_of(runs, nruns, name);
-        int base = trials_to(&first->tasks[k], goal);
-        printf("%-20s %10.2f", name, goal);
+        int ti = dt_model_find_task(model, name), at[MAX_RUNS];
+        if (ti < 0)
+            return dt_error_set(err, DT_EINVAL, "%s: task %s is not in %s", first->dir, name, o->model);
+        double rr = 0;
+        int rc = task_row(o, &cfg.measure, backend, &model->tasks[ti], runs, nruns, &rr, at, err);
+        if (rc)
+            return rc;
+        const task_curve *base = &first->tasks[k];
+        printf("%-20s %10.2f %10.2f", name, rr, GOAL * rr);
         for (int j = 0; j < nruns; j++) {
             const task_curve *t = find(&runs[j], name);
-            int n = trials_to(t, goal);
-            r[j].trials[k] = n > 0 ? n : INFINITY;
-            r[j].seconds[k] = n > 0 ? t->seconds[n - 1] : INFINITY;
-            r[j].reached += n > 0;
-            if (n > 0 && base > 0) {
-                r[j].trial_ratio[r[j].nratio] = (double)base / n;
-                r[j].second_ratio[r[j].nratio++] = first->tasks[k].seconds[base - 1] / t->seconds[n - 1];
+            const incumbent *hit = at[j] >= 0 ? &t->inc[at[j]] : NULL;
+            r[j].trials[k] = hit ? hit->trial : INFINITY;
+            r[j].seconds[k] = hit ? hit->seconds : INFINITY;
+            r[j].reached += hit != NULL;
+            if (hit && at[0] >= 0) {
+                r[j].trial_ratio[r[j].nratio] = (double)base->inc[at[0]].trial / hit->trial;
+                r[j].second_ratio[r[j].nratio++] = base->inc[at[0]].seconds / hit->seconds;
             }
-            if (n > 0)
-                printf("  %8d %11.1f", n, t->seconds[n - 1]);
+            if (hit)
+                printf("  %8d %11.1f", hit->trial, hit->seconds);
             else
                 printf("  %8s %11s", "-", "-");
         }
         printf("\n");
+        fflush(stdout);
     }
-    printf("%-31s", "tasks reaching 95 %");
+    printf("%-42s", "tasks reaching 95 % of R");
     for (int j = 0; j < nruns; j++)
         printf("  %17d/%-2d", r[j].reached, first->ntasks);
-    printf("\n%-31s", "median to 95 %");
+    printf("\n%-42s", "median to 95 % of R");
     for (int j = 0; j < nruns; j++)
         printf("  %8.1f %11.1f", median(r[j].trials, first->ntasks), median(r[j].seconds, first->ntasks));
-    printf("\n%-31s", "median of first/this");
+    printf("\n%-42s", "median of first/this");
     for (int j = 0; j < nruns; j++)
         printf("  %8.2f %11.2f", median(r[j].trial_ratio, r[j].nratio),
                median(r[j].second_ratio, r[j].nratio));
     printf("\n");
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: db_bench --model MODEL.yaml [--backend cpu|replay] [--seed N] [--work-dir DIR]\n"
+                    "                LABEL=RUN_DIR ... (1 to %d runs; the first is the baseline)\n", MAX_RUNS);
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
-    int nruns = argc - 1;
-    run_curves *runs = calloc(MAX_RUNS, sizeof *runs);
-    if (!runs)
-        return 1;
-    if (nruns < 1 || nruns > MAX_RUNS) {
-        fprintf(stderr, "usage: db_bench LABEL=RUN_DIR ... (1 to %d runs; the first is the baseline)\n",
-                MAX_RUNS);
+    options o = { .backend = "cpu", .work_dir = "/tmp/db_bench", .seed = 1 };
+    int i = 1;
+    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        char *end = NULL;
+        bool ok = true;
+        if (strcmp(a, "--model") == 0)
+            o.model = v;
+        else if (strcmp(a, "--backend") == 0)
+            o.backend = v;
+        else if (strcmp(a, "--work-dir") == 0)
+            o.work_dir = v;
+        else if (strcmp(a, "--seed") == 0) {
+            o.seed = strtoull(v, &end, 10);
+            ok = end != v && !*end;
+        } else
+            ok = false;
+        if (!ok) {
+            fprintf(stderr, "db_bench: unknown option or bad value: %s %s\n", a, v);
+            return usage();
+        }
+    }
+    int nruns = argc - i;
+    if (!o.model || nruns < 1 || nruns > MAX_RUNS)
+        return usage();
+    dt_error err = { 0 };
+    dt_model *model = NULL;
+    if (dt_model_load(o.model, &model, &err) != 0) {
+        fprintf(stderr, "db_bench: %s\n", err.msg);
         return 2;
     }
-    for (int j = 0; j < nruns; j++) {
-        char *eq = strchr(argv[j + 1], '=');
-        if (!eq || eq == argv[j + 1]) {
-            fprintf(stderr, "db_bench: '%s' is not LABEL=RUN_DIR\n", argv[j + 1]);
-            return 2;
+    run_curves *runs = calloc(MAX_RUNS, sizeof *runs);
+    int rc = runs ? 0 : 1;
+    for (int j = 0; !rc && j < nruns; j++) {
+        char *eq = strchr(argv[i + j], '=');
+        if (!eq || eq == argv[i + j]) {
+            fprintf(stderr, "db_bench: '%s' is not LABEL=RUN_DIR\n", argv[i + j]);
+            rc = 2;
+            break;
         }
         *eq = '\0';
-        runs[j].label = argv[j + 1];
+        runs[j].label = argv[i + j];
         runs[j].dir = eq + 1;
         if (load(&runs[j]) != 0)
-            return 2;
+            rc = 2;
     }
-    report(runs, nruns);
-    for (int j = 0; j < nruns; j++)
-        for (int k = 0; k < runs[j].ntasks; k++) {
-            free(runs[j].tasks[k].best);
-            free(runs[j].tasks[k].seconds);
-        }
+    if (!rc && report(&o, model, runs, nruns, &err) != 0) {
+        fprintf(stderr, "db_bench: %s\n", err.msg);
+        rc = err.code == DT_EINVAL ? 2 : 1;
+    }
+    for (int j = 0; runs && j < nruns; j++)
+        for (int k = 0; k < runs[j].ntasks; k++)
+            free(runs[j].tasks[k].inc);
     free(runs);
-    return 0;
+    dt_model_free(model);
+    return rc;
 }

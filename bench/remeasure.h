@@ -8,14 +8,20 @@
  * "reach" a share of it. Instead, R of a task is the median of REMEASURE_R
  * fresh measurements of the best config any run found (the runs' final
  * incumbents, ranked by the median of REMEASURE_INCUMBENT fresh measurements
- * each), and a run reaches a share s of R at its first incumbent whose own
- * logged measurement is at least s·R and whose median of REMEASURE_INCUMBENT
- * fresh measurements is too. The fresh measurements run after the runs,
- * outside their clocks, and each config is measured once for all runs.
+ * each), and a run reaches a share s of R at its first incumbent whose
+ * median of REMEASURE_INCUMBENT fresh measurements is at least s·R. Right
+ * after the runs (tuner_bench) only incumbents whose own logged
+ * measurement is at least s·R are re-measured; a tool that reads runs
+ * recorded hours earlier (db_bench) re-measures every incumbent, since the
+ * machine may have drifted between the log and now (on the Zen 5 the same
+ * kernels read 4–5 % faster in the evening than in the morning of one day).
+ * The fresh measurements run after the runs, outside their clocks, and each
+ * config is measured once for all runs.
  */
 #ifndef DTUNE_BENCH_REMEASURE_H
 #define DTUNE_BENCH_REMEASURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,14 +124,15 @@ static inline int remeasure_target(remeasure_cache *c, const incumbent *const *f
     return best_m3 < 0 ? 0 : remeasure_median(c->m, c->space, best, REMEASURE_R, r, err);
 }
 
-/* *at: the first of the n incumbents (in trial order) whose own measurement
- * and median of REMEASURE_INCUMBENT are both at least goal; -1 when none. */
-static inline int remeasure_reach(remeasure_cache *c, const incumbent *inc, int n, double goal, int *at,
-                                  dt_error *err)
+/* *at: the first of the n incumbents (in trial order) whose median of
+ * REMEASURE_INCUMBENT is at least goal, and with logged_too whose own logged
+ * measurement is too; -1 when none. */
+static inline int remeasure_reach(remeasure_cache *c, const incumbent *inc, int n, double goal,
+                                  bool logged_too, int *at, dt_error *err)
 {
     *at = -1;
     for (int i = 0; i < n; i++) {
-        if (inc[i].gflops < goal)
+        if (logged_too && inc[i].gflops < goal)
             continue;
         double m3;
         int rc = remeasure_median3(c, inc[i].index, &m3, err);

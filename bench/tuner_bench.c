@@ -663,7 +663,7 @@ static int reach_r(remeasure_cache *cache, seq_run *run, double r, int budget, d
 {
     for (int s = 0; s < NTARGETS; s++) {
         int at;
-        int rc = remeasure_reach(cache, run->inc, run->ninc, target_share[s] * r, &at, err);
+        int rc = remeasure_reach(cache, run->inc, run->ninc, target_share[s] * r, true, &at, err);
         if (rc)
             return rc;
         run->reach[s] = at < 0 ? budget + 1 : run->inc[at].trial;

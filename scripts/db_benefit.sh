@@ -1,8 +1,10 @@
 #!/bin/sh
 # db_benefit.sh [--backend replay] [--seed N] [TRIALS] [RUNS_DIR] [OUT_FILE] — how a run
 # benefits from the tuning database: per task of resnet18, the trials and
-# the task's own seconds to reach 95 % of the best any of the runs found on
-# it, without a database and with the database of an earlier run.
+# the task's own seconds to reach 95 % of R (the median of 10 fresh
+# measurements of the best config any of the runs found on it,
+# bench/remeasure.h), without a database and with the database of an
+# earlier run.
 #
 # The runs, each with the same budget (TRIALS trials per task, default 200,
 # in one contiguous slot per task: round_robin, one slot per task,
@@ -23,7 +25,8 @@
 # Resumable: a run that finished (RUN/done: its settings, its wall time and
 # a random id) is not run again; one cut off is started again from nothing
 # (a fresh database, or a fresh copy of its source's); a run whose settings
-# changed, or whose source ran again since (another id), is run again. bin/db_bench then prints the table, saved
+# changed, or whose source ran again since (another id), is run again. bin/db_bench then
+# re-measures the runs' best configs (on the CPU: a few minutes) and prints the table, saved
 # with the date, commit, settings, machine (scripts/machine.sh) and each
 # run's wall time as OUT_FILE (default bench/out/db_benefit.txt; with
 # --backend replay bench/out/db_benefit_replay.txt; -sN before .txt for a
@@ -56,6 +59,8 @@ out=${3:-bench/out/db_benefit${backend:+_$backend}$sfx.txt}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 make --no-print-directory build bin/db_bench >/dev/null
+# the CPU backend's measurement process (bin/db_bench has no runner entry)
+export DTUNE_CPU_RUNNER="$root/bin/dtune"
 mkdir -p "$runs" "$(dirname "$out")"
 
 # tune NAME MODEL [SOURCE]: the run RUNS_DIR/NAME of models/MODEL.yaml with
@@ -103,12 +108,15 @@ tune resnet18-with-resnet18 resnet18 resnet18
                               "a synthetic surface whose tasks are independent hashes:" \
                               "what transfer gains there is chance, not evidence"
     echo "# $trials trials per task, one slot per task (round_robin, chameleon), seed $seed;" \
-         "goal: 95 % of the best final GFLOPS any run found on the task;" \
+         "goal: 95 % of R, the median of 10 fresh measurements of the best config any run found" \
+         "(a run reaches it at its first incumbent that re-measures at it, median of 3);" \
          "seconds: the task's own tuning seconds"
     for name in resnet18-no-db vgg16 resnet18-with-vgg16 resnet18 resnet18-with-resnet18; do
         echo "# run $name: $(sed -n 2p "$runs/$name/done")"
     done
-    bin/db_bench no-db="$runs/resnet18-no-db" no-db-again="$runs/resnet18" \
+    bin/db_bench --model models/resnet18.yaml ${backend:+--backend "$backend"} --seed "$seed" \
+        --work-dir "$runs/remeasure" \
+        no-db="$runs/resnet18-no-db" no-db-again="$runs/resnet18" \
         with-vgg16-db="$runs/resnet18-with-vgg16" with-resnet18-db="$runs/resnet18-with-resnet18"
 } > "$out.tmp"
 mv "$out.tmp" "$out"
