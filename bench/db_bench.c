@@ -106,12 +106,6 @@ static int load(run_curves *r)
     return 0;
 }
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, remeasure_by_double);
-    return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static const task_curve *find(const run_curves *r, const char *name)
 {
     for (int i = 0; i < r->ntasks; i++)
@@ -220,11 +214,12 @@ static int report(const options *o, const dt_model *model, const run_curves *run
         printf("  %17d/%-2d", r[j].reached, first->ntasks);
     printf("\n%-42s", "median to 95 % of R");
     for (int j = 0; j < nruns; j++)
-        printf("  %8.1f %11.1f", median(r[j].trials, first->ntasks), median(r[j].seconds, first->ntasks));
+        printf("  %8.1f %11.1f", remeasure_median_of(r[j].trials, first->ntasks),
+               remeasure_median_of(r[j].seconds, first->ntasks));
     printf("\n%-42s", "median of first/this");
     for (int j = 0; j < nruns; j++)
-        printf("  %8.2f %11.2f", median(r[j].trial_ratio, r[j].nratio),
-               median(r[j].second_ratio, r[j].nratio));
+        printf("  %8.2f %11.2f", remeasure_median_of(r[j].trial_ratio, r[j].nratio),
+               remeasure_median_of(r[j].second_ratio, r[j].nratio));
     printf("\n");
     return 0;
 }

@@ -21,6 +21,7 @@
 #ifndef DTUNE_BENCH_REMEASURE_H
 #define DTUNE_BENCH_REMEASURE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +48,15 @@ static inline int remeasure_by_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median of v[0..n) (sorted here); NAN when n is 0. */
+static inline double remeasure_median_of(double *v, int n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof *v, remeasure_by_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* The median GFLOPS of `times` (at most REMEASURE_R) fresh measurements of
  * config index; a failed one counts as 0. */
 static inline int remeasure_median(dt_measurer *m, const dt_space *space, uint64_t index, int times,
@@ -63,8 +73,7 @@ static inline int remeasure_median(dt_measurer *m, const dt_space *space, uint64
             return rc;
         v[i] = r.result == DT_RESULT_OK ? r.gflops : 0;
     }
-    qsort(v, (size_t)times, sizeof *v, remeasure_by_double);
-    *median = times % 2 ? v[times / 2] : 0.5 * (v[times / 2 - 1] + v[times / 2]);
+    *median = remeasure_median_of(v, times);
     return 0;
 }
 

@@ -672,12 +672,6 @@ static int reach_r(remeasure_cache *cache, seq_run *run, double r, int budget, d
     return 0;
 }
 
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, remeasure_by_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Per-task medians over seeds (later tasks feed the summary). */
 typedef struct seq_summary {
     double trials[NVARIANTS][NTARGETS][2 * SEQ_TASKS];   /* per later task: median over seeds */
@@ -700,7 +694,7 @@ static void print_task(const char *task, int first, seq_run runs[NVARIANTS][MAX_
                 wl[i] = runs[v][i].reach_wall[k];
                 reached += runs[v][i].reach[k] <= budget;
             }
-            double mt = median_of(tr, seeds), mw = median_of(wl, seeds);
+            double mt = remeasure_median_of(tr, seeds), mw = remeasure_median_of(wl, seeds);
             printf(" %s%5.0f [%4.0f, %s%4.0f] %d/%d | %7.2f |", mt > budget ? ">" : " ", mt, tr[0],
                    tr[seeds - 1] > budget ? ">" : " ", tr[seeds - 1], reached, seeds, mw);
             if (!first) {
@@ -710,7 +704,7 @@ static void print_task(const char *task, int first, seq_run runs[NVARIANTS][MAX_
         }
         for (int i = 0; i < seeds; i++)
             ovh[i] = runs[v][i].overhead;
-        double mo = median_of(ovh, seeds);
+        double mo = remeasure_median_of(ovh, seeds);
         printf(" %5.1f%% | %6.2f |\n", 100 * mo, r);
         if (!first)
             s->overhead[v][s->n] = mo;
@@ -734,12 +728,12 @@ static void print_seq_summary(const seq_summary *s, int budget)
             double t[2 * SEQ_TASKS], wl[2 * SEQ_TASKS];
             memcpy(t, s->trials[v][k], (size_t)s->n * sizeof *t);
             memcpy(wl, s->wall[v][k], (size_t)s->n * sizeof *wl);
-            med[v][k] = median_of(t, s->n);
-            w[k] = median_of(wl, s->n);
+            med[v][k] = remeasure_median_of(t, s->n);
+            w[k] = remeasure_median_of(wl, s->n);
         }
         memcpy(o, s->overhead[v], (size_t)s->n * sizeof *o);
         printf("| %-18s | %6.0f | %6.0f | %8.2f | %8.2f | %5.1f%% |\n", variants[v].name, med[v][0],
-               med[v][1], w[0], w[1], 100 * median_of(o, s->n));
+               med[v][1], w[0], w[1], 100 * remeasure_median_of(o, s->n));
     }
     printf("\nto 95%% of R: autotvm / chameleon+transfer %.2fx (goal >= 3x, on the real CPU); "
            "autotvm / chameleon %.2fx (goal >= 2x on replay); autotvm / autotvm+transfer %.2fx\n",
