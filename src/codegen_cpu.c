@@ -85,6 +85,13 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
         plan->oh_block = dt_space_get(space, point, "tile_oh", 1, 1);
         plan->ow_block = dt_space_get(space, point, "tile_ow", 1, 1);
         plan->ci_block = dt_space_get(space, point, "tile_ci", 1, 1);
+        if (plan->form == DT_CPU_FORM_PLANE) {
+            /* knobs the plane form has no use for take one value, so the
+             * points that differ only in them are one kernel */
+            plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = 1;
+            plan->order = plan->red_order = 0;
+            plan->unroll = plan->pack_weight = 1;
+        }
     } else {
         plan->unroll = dt_space_get(space, point, "unroll_k", 0, 1);
         plan->m_block = dt_space_get(space, point, "tile_m", 1, 1);
@@ -150,6 +157,8 @@ static int check_pixels(const dt_cpu_plan *p, dt_error *err)
     return 0;
 }
 
+static int check_plane(const dt_cpu_plan *p, dt_error *err);
+
 static int check_conv(const dt_cpu_plan *p, dt_error *err)
 {
     const dt_conv_shape *c = &p->task.conv;
@@ -160,9 +169,11 @@ static int check_conv(const dt_cpu_plan *p, dt_error *err)
         return dt_error_set(err, DT_EINVAL, "a tile does not divide its axis");
     if (p->form == DT_CPU_FORM_PIXELS)
         return check_pixels(p, err);
+    if (p->form == DT_CPU_FORM_PLANE)
+        return check_plane(p, err);
     if (p->form != DT_CPU_FORM_BLOCKED)
-        return dt_error_set(err, DT_EINVAL, "form %d is not %d (blocked) or %d (pixels)", p->form,
-                            DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS);
+        return dt_error_set(err, DT_EINVAL, "form %d is not %d (blocked), %d (pixels) or %d (plane)",
+                            p->form, DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE);
     if (p->row_block != 1)
         return dt_error_set(err, DT_EINVAL, "row block %d: the blocked form has none", p->row_block);
     if (p->co_block % p->vec != 0)
@@ -205,12 +216,17 @@ int dt_cpu_plan_check(const dt_cpu_plan *p, dt_error *err)
     return is_conv(&p->task) ? check_conv(p, err) : check_mm(p, err);
 }
 
+static const char *form_name(int form)
+{
+    return form == DT_CPU_FORM_PIXELS ? "pixels" : form == DT_CPU_FORM_PLANE ? "plane" : "blocked";
+}
+
 /* One-line description of plan, e.g. "co=32(v16x2) ow=14 oh=2 ci=16 order=3 ...". */
 static void plan_str(const dt_cpu_plan *p, char *buf, size_t len)
 {
     if (is_conv(&p->task))
         snprintf(buf, len, "form=%s co=%d ow=%d oh=%d ci=%d vec=%d order=%d red=%d unroll_kw=%d "
-                 "pack=%d rows=%d threads=%d", p->form == DT_CPU_FORM_PIXELS ? "pixels" : "blocked",
+                 "pack=%d rows=%d threads=%d", form_name(p->form),
                  p->co_block, p->ow_block, p->oh_block, p->ci_block, p->vec, p->order,
                  p->red_order, p->unroll, p->pack_weight, p->row_block, p->threads);
     else
@@ -255,9 +271,11 @@ static void emit_prelude(dt_buf *b, const dt_cpu_plan *p)
 
 static void emit_omp(dt_buf *b, const dt_cpu_plan *p, int collapse)
 {
-    if (p->threads > 1)
+    if (p->threads > 1 && collapse > 1)
         emit(b, "#pragma omp parallel for collapse(%d) num_threads(%d) schedule(static)\n",
              collapse, p->threads);
+    else if (p->threads > 1)
+        emit(b, "#pragma omp parallel for num_threads(%d) schedule(static)\n", p->threads);
 }
 
 /* Emits perfectly nested loops (names[i] from 0 to bounds[i]) and the body;
@@ -1019,6 +1037,433 @@ static void emit_pixels_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *e
     emit_entry(b, p, entry, wsz + band * (size_t)p->threads, step);
 }
 
+/* ---- the plane form of depthwise_conv2d ------------------------------------------ */
+
+/* Window rows loaded once can be carried down to the next row group when
+ * stride 1 and same padding make every tap a run of consecutive floats that
+ * lines up with the output (lane l reads the float l places on). */
+static bool plane_rolls(const dt_conv_shape *c)
+{
+    return c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->oh == c->h &&
+           c->ow == c->w;
+}
+
+/* How the output plane is cut into vectors: G whole rows a vector where a
+ * row fits (lane l is row l / OW, column l % OW), else chunks of VEC columns
+ * of one row. */
+typedef struct plane_geom {
+    int g;       /* output rows a vector */
+    int nch;     /* vectors a row (1 where rows fit) */
+    int groups;  /* vectors down the plane: ceil(OH / g) */
+} plane_geom;
+
+static plane_geom plane_geometry(const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    plane_geom g;
+    bool rows = c->ow <= p->vec;
+    g.g = rows ? p->vec / c->ow : 1;
+    /* where taps are picked, each row of a vector reads its own window */
+    if (!plane_rolls(c) && g.g > 2)
+        g.g = 2;
+    if (g.g > c->oh)
+        g.g = c->oh;
+    g.nch = rows ? 1 : (c->ow + p->vec - 1) / p->vec;
+    g.groups = (c->oh + g.g - 1) / g.g;
+    return g;
+}
+
+/* Output row (within the group) and column of lane l of chunk ch; false
+ * where the lane holds no output. */
+static bool plane_lane(const dt_cpu_plan *p, const plane_geom *g, int q, int ch, int l, int *gi,
+                       int *col)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    if (c->ow <= p->vec) {
+        *gi = l / c->ow;
+        *col = l % c->ow;
+    } else {
+        *gi = 0;
+        *col = ch * p->vec + l;
+    }
+    return *gi < g->g && q * g->g + *gi < c->oh && *col < c->ow;
+}
+
+static unsigned plane_used(const dt_cpu_plan *p, const plane_geom *g, int q, int ch)
+{
+    unsigned m = 0;
+    int gi, col;
+    for (int l = 0; l < p->vec; l++)
+        if (plane_lane(p, g, q, ch, l, &gi, &col))
+            m |= 1u << l;
+    return m;
+}
+
+/* Tap (k, s) of group q, chunk ch: the lanes that read inside the plane and
+ * where, in floats from the group's first input row (q * G * SH - PH's
+ * start plus PH rows). With rows_known false (the loop over middle groups)
+ * every row is inside. Returns the mask of those lanes. */
+static unsigned plane_tap(const dt_cpu_plan *p, const plane_geom *g, int q, int ch, int k, int s,
+                          bool rows_known, int *pos)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    unsigned m = 0;
+    int gi, col;
+    for (int l = 0; l < p->vec; l++) {
+        if (!plane_lane(p, g, rows_known ? q : 0, ch, l, &gi, &col))
+            continue;
+        int drow = gi * c->sh + k * c->dh - c->ph, icol = col * c->sw + s * c->dw - c->pw;
+        int row = q * g->g * c->sh + drow;
+        if ((rows_known && (row < 0 || row >= c->h)) || icol < 0 || icol >= c->w)
+            continue;
+        pos[l] = drow * c->w + icol;
+        m |= 1u << l;
+    }
+    return m;
+}
+
+/* A loaded vector of the window path: VEC floats from `base` (relative to
+ * the group's first input row), only the lanes some tap takes. */
+typedef struct plane_win {
+    int base;
+    unsigned mask;
+} plane_win;
+
+#define PLANE_MAX_WINS 32
+/* window rows and columns the generator's tables hold */
+#define PLANE_MAX_WINDOW 8
+
+static bool plane_holds(const plane_win *w, int pos, int vec)
+{
+    return pos >= w->base && pos < w->base + vec;
+}
+
+static int plane_add_win(plane_win *wins, int *nwins, int base)
+{
+    for (int i = 0; i < *nwins; i++)
+        if (wins[i].base == base)
+            return i;
+    if (*nwins == PLANE_MAX_WINS)
+        return -1;
+    wins[*nwins] = (plane_win){ base, 0 };
+    return (*nwins)++;
+}
+
+/* Chooses at most two windows that hold every position of a tap: two
+ * already loaded if they do, else new ones from its lowest position up.
+ * src[i] names each lane's window. Returns false where two cannot hold it. */
+static bool plane_cover(const int *pos, unsigned need, int vec, plane_win *wins, int *nwins,
+                        int *src)
+{
+    int lo = -1;
+    for (int l = 0; l < vec; l++)
+        if (need >> l & 1 && (lo < 0 || pos[l] < pos[lo]))
+            lo = l;
+    if (lo < 0)
+        return true;
+    for (int i = 0; i < *nwins; i++)
+        for (int j = i; j < *nwins; j++) {
+            bool all = true;
+            for (int l = 0; l < vec && all; l++)
+                if (need >> l & 1)
+                    all = plane_holds(&wins[i], pos[l], vec) || plane_holds(&wins[j], pos[l], vec);
+            if (!all)
+                continue;
+            for (int l = 0; l < vec; l++)
+                if (need >> l & 1)
+                    src[l] = plane_holds(&wins[i], pos[l], vec) ? i : j;
+            goto mark;
+        }
+    {
+        int a = plane_add_win(wins, nwins, pos[lo]), hi = -1;
+        if (a < 0)
+            return false;
+        for (int l = 0; l < vec; l++)
+            if (need >> l & 1 && !plane_holds(&wins[a], pos[l], vec) && (hi < 0 || pos[l] < pos[hi]))
+                hi = l;
+        int b = hi < 0 ? a : plane_add_win(wins, nwins, pos[hi]);
+        if (b < 0)
+            return false;
+        for (int l = 0; l < vec; l++) {
+            if (!(need >> l & 1))
+                continue;
+            if (!plane_holds(&wins[a], pos[l], vec) && !plane_holds(&wins[b], pos[l], vec))
+                return false;
+            src[l] = plane_holds(&wins[a], pos[l], vec) ? a : b;
+        }
+    }
+mark:
+    for (int l = 0; l < vec; l++)
+        if (need >> l & 1)
+            wins[src[l]].mask |= 1u << (pos[l] - wins[src[l]].base);
+    return true;
+}
+
+/* Middle groups [*qa, *qb): every window row inside the plane, every group full. */
+static void plane_middle(const dt_cpu_plan *p, const plane_geom *g, int *qa, int *qb)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int a = 0;
+    while (a < g->groups && a * g->g * c->sh - c->ph < 0)
+        a++;
+    int b = a;
+    while (b < g->groups && (b * g->g + g->g - 1) * c->sh + (c->kh - 1) * c->dh - c->ph <= c->h - 1 &&
+           (b + 1) * g->g <= c->oh)
+        b++;
+    *qa = a;
+    *qb = b > a ? b : a;
+}
+
+/* Whether every tap of every group of the window path fits two windows. */
+static bool plane_windows_fit(const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    plane_geom g = plane_geometry(p);
+    int pos[16], src[16];
+    for (int q = 0; q < g.groups; q++)
+        for (int ch = 0; ch < g.nch; ch++) {
+            plane_win wins[PLANE_MAX_WINS];
+            int nwins = 0;
+            for (int k = 0; k < c->kh; k++)
+                for (int s = 0; s < c->kw; s++) {
+                    unsigned need = plane_tap(p, &g, q, ch, k, s, true, pos);
+                    if (!plane_cover(pos, need, p->vec, wins, &nwins, src))
+                        return false;
+                }
+        }
+    return true;
+}
+
+static int check_plane(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    if (p->task.kind != DT_OP_DEPTHWISE_CONV2D)
+        return dt_error_set(err, DT_EINVAL, "the plane form is for depthwise convolutions");
+    if (p->vec < 4)
+        return dt_error_set(err, DT_EINVAL, "the plane form needs vectors of 4 or more lanes");
+    if (p->row_block < 1 || p->row_block > 8)
+        return dt_error_set(err, DT_EINVAL, "row block %d: the plane form unrolls 1 to 8 groups",
+                            p->row_block);
+    if (c->kh > PLANE_MAX_WINDOW || c->kw > PLANE_MAX_WINDOW)
+        return dt_error_set(err, DT_EINVAL, "the plane form takes windows up to %dx%d, not %dx%d",
+                            PLANE_MAX_WINDOW, PLANE_MAX_WINDOW, c->kh, c->kw);
+    if (!plane_rolls(c) && !plane_windows_fit(p))
+        return dt_error_set(err, DT_EINVAL, "the plane form at vec %d: a tap's lanes span more "
+                            "than two vectors", p->vec);
+    return 0;
+}
+
+/* Masked loads and stores (AVX-512 and AVX have them, fault suppressed, so a
+ * lane past the plane is never read; elsewhere lane by lane) and PICK: the
+ * named lanes of two vectors, the others zero. */
+static void emit_plane_macros(dt_buf *b)
+{
+    emit(b, "#include <stdint.h>\n#include <immintrin.h>\n"
+            "typedef int vmask __attribute__((vector_size(4 * VEC)));\n"
+            "static inline __attribute__((always_inline)) vmask lanes_of(unsigned m)\n{\n"
+            "    vmask v;\n    for (int l = 0; l < VEC; l++)\n        v[l] = -(int)(m >> l & 1u);\n    return v;\n}\n"
+            "/* the float at x + off, off possibly before x (a masked lane) */\n"
+            "#define AT(x, off) ((const float *)((uintptr_t)(x) + (intptr_t)(off) * (intptr_t)sizeof(float)))\n"
+            "#define PICK(m, a, b, ...) ((vf)((vmask)SHUF(a, b, __VA_ARGS__) & lanes_of(m)))\n"
+            "#if VEC == 16 && defined(__AVX512F__)\n"
+            "#define MLD(m, p) ((vf)_mm512_maskz_loadu_ps((__mmask16)(m), (p)))\n"
+            "#define MST(m, p, v) _mm512_mask_storeu_ps((p), (__mmask16)(m), (__m512)(v))\n"
+            "#elif VEC == 8 && defined(__AVX__)\n"
+            "#define MLD(m, p) ((vf)_mm256_maskload_ps((p), (__m256i)lanes_of(m)))\n"
+            "#define MST(m, p, v) _mm256_maskstore_ps((p), (__m256i)lanes_of(m), (__m256)(v))\n"
+            "#elif VEC == 4 && defined(__AVX__)\n"
+            "#define MLD(m, p) ((vf)_mm_maskload_ps((p), (__m128i)lanes_of(m)))\n"
+            "#define MST(m, p, v) _mm_maskstore_ps((p), (__m128i)lanes_of(m), (__m128)(v))\n"
+            "#else\n"
+            "static inline __attribute__((always_inline)) vf MLD(unsigned m, const float *p)\n{\n"
+            "    vf v = { 0 };\n    for (int l = 0; l < VEC; l++)\n        if (m >> l & 1u)\n            v[l] = p[l];\n"
+            "    return v;\n}\n"
+            "static inline __attribute__((always_inline)) void MST(unsigned m, float *p, vf v)\n{\n"
+            "    for (int l = 0; l < VEC; l++)\n        if (m >> l & 1u)\n            p[l] = v[l];\n}\n"
+            "#endif\n\n");
+}
+
+/* The sum over window rows of one partial sum each (taps[k][s] names the
+ * tap vector, NULL where it is all zero), then the store of group qs. */
+static void emit_plane_sum(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g, int q, int ch,
+                           const char *qs, char taps[][PLANE_MAX_WINDOW][24])
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool any = false;
+    for (int k = 0; k < c->kh; k++) {
+        bool started = false;
+        for (int s = 0; s < c->kw; s++) {
+            if (!taps[k][s][0])
+                continue;
+            emit(b, "            %sp%d %s %s * w%d_%d;\n", started ? "" : "vf ", k,
+                 started ? "+=" : "=", taps[k][s], k, s);
+            started = true;
+        }
+        if (started)
+            emit(b, "            %sa %s p%d;\n", any ? "" : "vf ", any ? "+=" : "=", k);
+        any = any || started;
+    }
+    if (!any)
+        emit(b, "            const vf a = (vf){ 0 };\n");
+    unsigned used = plane_used(p, g, q, ch);
+    if (used == (1u << p->vec) - 1u)
+        emit(b, "            ST(y + %s * %d * OW + %d, a);\n", qs, g->g, ch * p->vec);
+    else
+        emit(b, "            MST(0x%xu, y + %s * %d * OW + %d, a);\n", used, qs, g->g, ch * p->vec);
+}
+
+/* One group of chunk ch where taps roll (plane_rolls): loads the window
+ * rows not carried from the group above (all of them for the first group),
+ * sums, stores, and shifts the rows the next group shares (r<k>_<s> holds
+ * window row k, column s). q < 0: the loop's group `q`. */
+static void emit_plane_rolling_group(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g, int q,
+                                     int ch, bool first)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool known = q >= 0;
+    int carried = c->kh > g->g ? c->kh - g->g : 0, pos[16];
+    char qs[16], taps[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][24];
+    snprintf(qs, sizeof qs, known ? "%d" : "q", q);
+    emit(b, "        {\n");
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++) {
+            unsigned m = plane_tap(p, g, known ? q : 0, ch, k, s, known, pos);
+            snprintf(taps[k][s], sizeof taps[k][s], m ? "r%d_%d" : "", k, s);
+            if (k < carried && !first)
+                continue;
+            if (m == 0) {
+                emit(b, "            r%d_%d = (vf){ 0 };\n", k, s);
+                continue;
+            }
+            int l = __builtin_ctz(m);
+            emit(b, "            r%d_%d = MLD(0x%xu, AT(x, %s * %d + %d));\n", k, s, m, qs,
+                 g->g * c->w, pos[l] - l);
+        }
+    emit_plane_sum(b, p, g, known ? q : 0, ch, qs, taps);
+    for (int k = 0; k < carried; k++)
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "            r%d_%d = r%d_%d;\n", k, s, k + g->g, s);
+    emit(b, "        }\n");
+}
+
+/* One group of chunk ch otherwise: the windows its taps need (plane_cover),
+ * each tap picked from at most two of them. */
+static void emit_plane_window_group(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g, int q,
+                                    int ch)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool known = q >= 0;
+    int pos[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][16], src[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][16];
+    int nwins = 0;
+    unsigned need[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW];
+    plane_win wins[PLANE_MAX_WINS];
+    char qs[16], taps[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][24];
+    snprintf(qs, sizeof qs, known ? "%d" : "q", q);
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++) {
+            need[k][s] = plane_tap(p, g, known ? q : 0, ch, k, s, known, pos[k][s]);
+            (void)plane_cover(pos[k][s], need[k][s], p->vec, wins, &nwins, src[k][s]);
+        }
+    emit(b, "        {\n");
+    for (int i = 0; i < nwins; i++)
+        emit(b, "            const vf v%d = MLD(0x%xu, AT(x, %s * %d + %d));\n", i, wins[i].mask, qs,
+             g->g * c->sh * c->w, wins[i].base);
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++) {
+            taps[k][s][0] = '\0';
+            if (!need[k][s])
+                continue;
+            int a = -1, bw = -1;
+            for (int l = 0; l < p->vec; l++)
+                if (need[k][s] >> l & 1) {
+                    if (a < 0)
+                        a = src[k][s][l];
+                    else if (src[k][s][l] != a)
+                        bw = src[k][s][l];
+                }
+            if (bw < 0)
+                bw = a;
+            emit(b, "            const vf t%d_%d = PICK(0x%xu, v%d, v%d", k, s, need[k][s], a, bw);
+            for (int l = 0; l < p->vec; l++) {
+                int idx = 0;
+                if (need[k][s] >> l & 1)
+                    idx = src[k][s][l] == a ? pos[k][s][l] - wins[a].base
+                                            : p->vec + pos[k][s][l] - wins[bw].base;
+                emit(b, ", %d", idx);
+            }
+            emit(b, ");\n");
+            snprintf(taps[k][s], sizeof taps[k][s], "t%d_%d", k, s);
+        }
+    emit_plane_sum(b, p, g, known ? q : 0, ch, qs, taps);
+    emit(b, "        }\n");
+}
+
+/* One channel's plane, chunk by chunk: the groups whose window reaches past
+ * the top or bottom written out with their masks, the middle ones in a loop
+ * (row_block: its unroll). */
+static void emit_plane_channel(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    plane_geom g = plane_geometry(p);
+    bool rolls = plane_rolls(c);
+    int qa, qb;
+    plane_middle(p, &g, &qa, &qb);
+    emit(b, "static inline __attribute__((always_inline)) void plane(const float *restrict x,\n"
+            "    const float *restrict wc, float *restrict y)\n{\n");
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "    const vf w%d_%d = wc[%d] - (vf){ 0 };\n", k, s, k * c->kw + s);
+    for (int ch = 0; ch < g.nch; ch++) {
+        emit(b, "    {\n");
+        if (rolls) {
+            emit(b, "        vf");
+            for (int k = 0; k < c->kh; k++)
+                for (int s = 0; s < c->kw; s++)
+                    emit(b, "%s r%d_%d", k || s ? "," : "", k, s);
+            emit(b, ";\n");
+        }
+        for (int q = 0; q < g.groups; q++) {
+            bool loop = q == qa && qb > qa;
+            if (loop)
+                emit(b, "        _Pragma(\"GCC unroll %d\")\n"
+                        "        for (int q = %d; q < %d; q++)\n", p->row_block, qa, qb);
+            if (rolls)
+                emit_plane_rolling_group(b, p, &g, loop ? -1 : q, ch, q == 0);
+            else
+                emit_plane_window_group(b, p, &g, loop ? -1 : q, ch);
+            if (loop)
+                q = qb - 1;
+        }
+        emit(b, "    }\n");
+    }
+    emit(b, "}\n\n");
+}
+
+/* Plane form: NCHW in and out as they are, one channel's plane at a time,
+ * vectors along the output plane (plane_geometry), every tap a masked load
+ * (stride 1, same padding: consecutive floats, window rows carried to the
+ * group below) or picked from at most two masked loads (strided); no copy
+ * of the input, no packing of the weights. */
+static void emit_plane_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    emit_conv_defines(b, p);
+    emit(b, "#define MULT %d\n\n", c->c_out / c->c_in);
+    emit_plane_macros(b);
+    emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
+            "    (void)w;\n    (void)wp;\n}\n\n");
+    emit_plane_channel(b, p);
+    if (p->threads > 1)
+        emit(b, "#include <omp.h>\n\n");
+    emit(b, "static void compute(const float *restrict w, const float *restrict x, float *restrict y)\n{\n");
+    emit_omp(b, p, 1);
+    emit(b, "    for (int co = 0; co < CO; co++)\n"
+            "        plane(x + (size_t)(co / MULT) * H * W, w + (size_t)co * KH * KW,\n"
+            "              y + (size_t)co * OH * OW);\n}\n\n");
+    emit_entry(b, p, entry, 16, "    for (int n = 0; n < NB; n++)\n"
+               "        compute(weight, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW);\n");
+}
+
 /* ---- dense and batch_matmul ------------------------------------------------------ */
 
 static const char *const mm_order_loops[DT_CPU_MM_ORDERS][4] = {
@@ -1167,6 +1612,8 @@ int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **sour
     bool pixels = is_conv(&plan->task) && plan->form == DT_CPU_FORM_PIXELS;
     if (plan->task.kind == DT_OP_CONV2D)
         (pixels ? emit_pixels_conv2d : emit_conv2d)(&b, plan, entry);
+    else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D && plan->form == DT_CPU_FORM_PLANE)
+        emit_plane_depthwise(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
         (pixels ? emit_pixels_depthwise : emit_depthwise)(&b, plan, entry);
     else

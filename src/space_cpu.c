@@ -11,8 +11,9 @@
  * generic vectors are valid C but several times slower, so offering them
  * would only spend trials.
  *
- * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, see
- * codegen_cpu.h) is offered where the blocked form's layout conversions
+ * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
+ * depthwise DT_CPU_FORM_PLANE, valid where the window is stride-1 "same";
+ * see codegen_cpu.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
@@ -27,6 +28,7 @@
 static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
 static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
+static const int depthwise_forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE };
 static const int register_rows[] = { 1, 2, 4 };
 static const int conv_orders[] = { 0, 1, 2, 3, 4, 5 };
 static const int depthwise_orders[] = { 0, 1, 2 };
@@ -63,6 +65,8 @@ static bool offers_pixels(const dt_task *t)
 
 static int add_form_knob(dt_space *s)
 {
+    if (s->task.kind == DT_OP_DEPTHWISE_CONV2D)
+        return dt_space_add_choice(s, "form", depthwise_forms, NELEMS(depthwise_forms));
     return offers_pixels(&s->task) ? dt_space_add_choice(s, "form", forms, NELEMS(forms)) : 0;
 }
 

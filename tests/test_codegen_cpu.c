@@ -205,6 +205,106 @@ static void test_pixels_form(void **state)
     pixel_configs_ok(f, &t, 3, 30);
 }
 
+static bool plane_form(const dt_space *space, const dt_point *point)
+{
+    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_PLANE;
+}
+
+static void plane_configs_ok(fixture *f, const dt_task *task, int count, unsigned long seed)
+{
+    sampled_configs_ok(f, task, count, seed, plane_form);
+}
+
+/* The source of task's plan in the plane form at vec lanes (malloc'd). */
+static char *plane_source(const dt_task *task, int vec)
+{
+    dt_cpu_plan plan;
+    dt_cpu_plan_default(task, 1, &plan);
+    plan.form = DT_CPU_FORM_PLANE;
+    plan.vec = vec;
+    char *source = NULL;
+    int rc = dt_codegen_cpu(&plan, &source, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(source);
+    return source;
+}
+
+/* The plane form against the reference: rows narrower than a vector (one
+ * or two a vector), rows cut into chunks with a partial last one, kernel 5,
+ * multiplier 2 and batch 2 where window rows roll down; stride 2 and
+ * dilation 2 where taps are picked from two loads; 2 threads. Its plan
+ * checks, and what its source does and does not hold. */
+static void test_plane_form(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1);   /* 10 x 11 */
+    plane_configs_ok(f, &t, 6, 41);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 5, 8, 3, 1, 1, 1);             /* 5 x 6: 2 rows a vector */
+    plane_configs_ok(f, &t, 4, 42);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 20, 4, 3, 1, 1, 1);            /* 20 x 21: chunks */
+    plane_configs_ok(f, &t, 4, 43);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 1, 2, 1);            /* kernel 5, multiplier 2 */
+    plane_configs_ok(f, &t, 4, 44);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);          /* stride 2 */
+    plane_configs_ok(f, &t, 5, 45);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 39, 8, 3, 2, 1, 1);            /* stride 2, chunks */
+    plane_configs_ok(f, &t, 4, 46);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);            /* stride 2, kernel 5 */
+    plane_configs_ok(f, &t, 4, 47);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 11, 4, 3, 1, 2, 2);            /* dilation 2 */
+    plane_configs_ok(f, &t, 4, 48);
+    f->measure.threads = 2;
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 1, 1, 1);
+    plane_configs_ok(f, &t, 3, 49);
+
+    /* stride 1 rolls (masked loads only, three window rows loaded a group
+     * in the loop); stride 2 picks; neither copies the input */
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1);
+    char *src = plane_source(&t, 16);
+    assert_null(strstr(src, "PICK(0x"));
+    assert_null(strstr(src, "memcpy("));
+    assert_null(strstr(src, "memset("));
+    const char *loop = strstr(src, "for (int q = 1; q < 9; q++)");
+    assert_non_null(loop);
+    const char *end = strstr(loop, "MST(");
+    int loads = 0;
+    for (const char *s = loop; (s = strstr(s, "MLD(0x")) && s < end; s++)
+        loads++;
+    assert_int_equal(loads, 3);
+    free(src);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);
+    src = plane_source(&t, 16);
+    assert_non_null(strstr(src, "PICK(0x"));
+    assert_null(strstr(src, "memcpy("));
+    free(src);
+
+    dt_cpu_plan p;
+    dt_error err;
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PLANE;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.vec = 1;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "lanes"));
+    p.vec = 16;
+    p.row_block = 9;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "unrolls"));
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 40, 4, 3, 3, 1, 1);            /* stride 3: 40 floats a tap */
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PLANE;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "two vectors"));
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 20, 4, 9, 1, 4, 1);
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PLANE;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "windows up to"));
+}
+
 static void test_conv2d_random_configs(void **state)
 {
     fixture *f = *state;
@@ -360,7 +460,10 @@ static void test_plan_check_rejects(void **state)
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "pixels form"));
     p.order = 0;
-    p.form = 2;
+    p.form = DT_CPU_FORM_PLANE;               /* depthwise only */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "depthwise"));
+    p.form = 3;
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "form"));
     dt_task one = conv(DT_OP_CONV2D, 1, 16, 28, 64, 1, 1, 0, 1);
@@ -571,6 +674,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pixels_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plane_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),

@@ -88,9 +88,16 @@ int dt_cpu_native_lanes(void);
  * whose partial sums go through the output; PIXELS depthwise has
  * DT_CPU_PIXELS_DEPTHWISE_ORDERS orders of its band loops and a register
  * tile of row_block output rows, so an input row loaded once feeds every
- * output row whose window holds it. */
+ * output row whose window holds it. PLANE (depthwise, stride 1, odd window,
+ * same padding) reads NCHW in place and copies nothing: one channel's plane
+ * at a time, vectors of whole rows (several where a row is narrower than a
+ * vector) or of VEC-column chunks of a row, every tap a masked load of
+ * consecutive floats (the masks are the zero padding), window rows carried
+ * down to the next row group; row_block unrolls the loop over row groups and
+ * the tile, order, unroll and pack knobs do not apply. */
 #define DT_CPU_FORM_BLOCKED 0
 #define DT_CPU_FORM_PIXELS 1
+#define DT_CPU_FORM_PLANE 2
 #define DT_CPU_PIXELS_DEPTHWISE_ORDERS 2
 
 typedef struct dt_cpu_plan {
@@ -101,8 +108,9 @@ typedef struct dt_cpu_plan {
     int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
-    int form;           /* convolutions: DT_CPU_FORM_BLOCKED or DT_CPU_FORM_PIXELS */
-    int row_block;      /* pixels depthwise: output rows per register tile; else 1 */
+    int form;           /* convolutions: DT_CPU_FORM_BLOCKED, _PIXELS or (depthwise) _PLANE */
+    int row_block;      /* pixels depthwise: output rows per register tile; plane: unroll
+                         * of the loop over middle row groups; else 1 */
     /* convolutions */
     int co_block, oh_block, ow_block, ci_block;
     /* matrix products */
