@@ -1225,7 +1225,8 @@ static bool plane_windows_fit(const dt_cpu_plan *p)
             plane_win wins[PLANE_MAX_WINS];
             int nwins = 0;
             for (int k = 0; k < c->kh; k++)
-                for (int s = 0; s < c->kw; s++) {
+                for (int i = 0; i < c->kw; i++) {
+                    int s = (c->kw / 2 + i) % c->kw;
                     unsigned need = plane_tap(p, &g, q, ch, k, s, true, pos);
                     if (!plane_cover(pos, need, p->vec, wins, &nwins, src))
                         return false;
@@ -1264,10 +1265,15 @@ static void emit_plane_macros(dt_buf *b)
             "    vmask v;\n    for (int l = 0; l < VEC; l++)\n        v[l] = -(int)(m >> l & 1u);\n    return v;\n}\n"
             "/* the float at x + off, off possibly before x (a masked lane) */\n"
             "#define AT(x, off) ((const float *)((uintptr_t)(x) + (intptr_t)(off) * (intptr_t)sizeof(float)))\n"
-            "#define PICK(m, a, b, ...) ((vf)((vmask)SHUF(a, b, __VA_ARGS__) & lanes_of(m)))\n"
             "#if VEC == 16 && defined(__AVX512F__)\n"
             "#define MLD(m, p) ((vf)_mm512_maskz_loadu_ps((__mmask16)(m), (p)))\n"
             "#define MST(m, p, v) _mm512_mask_storeu_ps((p), (__mmask16)(m), (__m512)(v))\n"
+            "#define PICK(m, a, b, ...) ((vf)_mm512_maskz_permutex2var_ps((__mmask16)(m), (__m512)(a), \\\n"
+            "    (__m512i)(vmask){ __VA_ARGS__ }, (__m512)(b)))\n"
+            "#else\n"
+            "#define PICK(m, a, b, ...) ((vf)((vmask)SHUF(a, b, __VA_ARGS__) & lanes_of(m)))\n"
+            "#endif\n"
+            "#if VEC == 16 && defined(__AVX512F__)\n"
             "#elif VEC == 8 && defined(__AVX__)\n"
             "#define MLD(m, p) ((vf)_mm256_maskload_ps((p), (__m256i)lanes_of(m)))\n"
             "#define MST(m, p, v) _mm256_maskstore_ps((p), (__m256i)lanes_of(m), (__m256)(v))\n"
@@ -1312,6 +1318,15 @@ static void emit_plane_sum(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g,
         emit(b, "            MST(0x%xu, y + %s * %d * OW + %d, a);\n", used, qs, g->g, ch * p->vec);
 }
 
+/* Window rows a group hands to the group below: where a vector's rows
+ * advance by fewer input rows than the window has (dilation 1), the lowest
+ * window rows of the next group are this one's highest. */
+static int plane_carried(const dt_conv_shape *c, const plane_geom *g)
+{
+    int shift = g->g * c->sh;
+    return c->dh == 1 && c->kh > shift ? c->kh - shift : 0;
+}
+
 /* One group of chunk ch where taps roll (plane_rolls): loads the window
  * rows not carried from the group above (all of them for the first group),
  * sums, stores, and shifts the rows the next group shares (r<k>_<s> holds
@@ -1321,7 +1336,7 @@ static void emit_plane_rolling_group(dt_buf *b, const dt_cpu_plan *p, const plan
 {
     const dt_conv_shape *c = &p->task.conv;
     bool known = q >= 0;
-    int carried = c->kh > g->g ? c->kh - g->g : 0, pos[16];
+    int carried = plane_carried(c, g), pos[16];
     char qs[16], taps[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][24];
     snprintf(qs, sizeof qs, known ? "%d" : "q", q);
     emit(b, "        {\n");
@@ -1347,22 +1362,27 @@ static void emit_plane_rolling_group(dt_buf *b, const dt_cpu_plan *p, const plan
 }
 
 /* One group of chunk ch otherwise: the windows its taps need (plane_cover),
- * each tap picked from at most two of them. */
+ * each tap picked from at most two of them; taps of the window rows the
+ * group above handed down (t<k>_<s>) are not picked again. */
 static void emit_plane_window_group(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g, int q,
-                                    int ch)
+                                    int ch, bool first)
 {
     const dt_conv_shape *c = &p->task.conv;
     bool known = q >= 0;
     int pos[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][16], src[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][16];
-    int nwins = 0;
+    int nwins = 0, carried = plane_carried(c, g), from = first ? 0 : carried;
     unsigned need[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW];
     plane_win wins[PLANE_MAX_WINS];
     char qs[16], taps[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][24];
     snprintf(qs, sizeof qs, known ? "%d" : "q", q);
+    /* the middle column first: its windows start where rows start and
+     * often hold the other columns' taps too */
     for (int k = 0; k < c->kh; k++)
-        for (int s = 0; s < c->kw; s++) {
+        for (int i = 0; i < c->kw; i++) {
+            int s = (c->kw / 2 + i) % c->kw;
             need[k][s] = plane_tap(p, g, known ? q : 0, ch, k, s, known, pos[k][s]);
-            (void)plane_cover(pos[k][s], need[k][s], p->vec, wins, &nwins, src[k][s]);
+            if (k >= from)
+                (void)plane_cover(pos[k][s], need[k][s], p->vec, wins, &nwins, src[k][s]);
         }
     emit(b, "        {\n");
     for (int i = 0; i < nwins; i++)
@@ -1370,9 +1390,13 @@ static void emit_plane_window_group(dt_buf *b, const dt_cpu_plan *p, const plane
              g->g * c->sh * c->w, wins[i].base);
     for (int k = 0; k < c->kh; k++)
         for (int s = 0; s < c->kw; s++) {
-            taps[k][s][0] = '\0';
-            if (!need[k][s])
+            snprintf(taps[k][s], sizeof taps[k][s], need[k][s] ? "t%d_%d" : "", k, s);
+            if (k < from)
                 continue;
+            if (!need[k][s]) {
+                emit(b, "            t%d_%d = (vf){ 0 };\n", k, s);
+                continue;
+            }
             int a = -1, bw = -1;
             for (int l = 0; l < p->vec; l++)
                 if (need[k][s] >> l & 1) {
@@ -1383,7 +1407,7 @@ static void emit_plane_window_group(dt_buf *b, const dt_cpu_plan *p, const plane
                 }
             if (bw < 0)
                 bw = a;
-            emit(b, "            const vf t%d_%d = PICK(0x%xu, v%d, v%d", k, s, need[k][s], a, bw);
+            emit(b, "            t%d_%d = PICK(0x%xu, v%d, v%d", k, s, need[k][s], a, bw);
             for (int l = 0; l < p->vec; l++) {
                 int idx = 0;
                 if (need[k][s] >> l & 1)
@@ -1392,9 +1416,11 @@ static void emit_plane_window_group(dt_buf *b, const dt_cpu_plan *p, const plane
                 emit(b, ", %d", idx);
             }
             emit(b, ");\n");
-            snprintf(taps[k][s], sizeof taps[k][s], "t%d_%d", k, s);
         }
     emit_plane_sum(b, p, g, known ? q : 0, ch, qs, taps);
+    for (int k = 0; k < carried; k++)
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "            t%d_%d = t%d_%d;\n", k, s, k + g->g * c->sh, s);
     emit(b, "        }\n");
 }
 
@@ -1415,13 +1441,11 @@ static void emit_plane_channel(dt_buf *b, const dt_cpu_plan *p)
             emit(b, "    const vf w%d_%d = wc[%d] - (vf){ 0 };\n", k, s, k * c->kw + s);
     for (int ch = 0; ch < g.nch; ch++) {
         emit(b, "    {\n");
-        if (rolls) {
-            emit(b, "        vf");
-            for (int k = 0; k < c->kh; k++)
-                for (int s = 0; s < c->kw; s++)
-                    emit(b, "%s r%d_%d", k || s ? "," : "", k, s);
-            emit(b, ";\n");
-        }
+        emit(b, "        vf");
+        for (int k = 0; k < c->kh; k++)
+            for (int s = 0; s < c->kw; s++)
+                emit(b, "%s %c%d_%d", k || s ? "," : "", rolls ? 'r' : 't', k, s);
+        emit(b, ";\n");
         for (int q = 0; q < g.groups; q++) {
             bool loop = q == qa && qb > qa;
             if (loop)
@@ -1430,7 +1454,7 @@ static void emit_plane_channel(dt_buf *b, const dt_cpu_plan *p)
             if (rolls)
                 emit_plane_rolling_group(b, p, &g, loop ? -1 : q, ch, q == 0);
             else
-                emit_plane_window_group(b, p, &g, loop ? -1 : q, ch);
+                emit_plane_window_group(b, p, &g, loop ? -1 : q, ch, q == 0);
             if (loop)
                 q = qb - 1;
         }

@@ -88,13 +88,15 @@ int dt_cpu_native_lanes(void);
  * whose partial sums go through the output; PIXELS depthwise has
  * DT_CPU_PIXELS_DEPTHWISE_ORDERS orders of its band loops and a register
  * tile of row_block output rows, so an input row loaded once feeds every
- * output row whose window holds it. PLANE (depthwise, stride 1, odd window,
- * same padding) reads NCHW in place and copies nothing: one channel's plane
- * at a time, vectors of whole rows (several where a row is narrower than a
- * vector) or of VEC-column chunks of a row, every tap a masked load of
- * consecutive floats (the masks are the zero padding), window rows carried
- * down to the next row group; row_block unrolls the loop over row groups and
- * the tile, order, unroll and pack knobs do not apply. */
+ * output row whose window holds it. PLANE (depthwise) reads NCHW in place
+ * and copies nothing: one channel's plane at a time, vectors of whole output
+ * rows (several where a row is narrower than a vector; at most two when
+ * strided) or of VEC-column chunks of a row. At stride 1 with same padding
+ * every tap is one masked load of consecutive floats (the masks are the zero
+ * padding); otherwise it is picked by a two-source permute from at most two
+ * masked loads. Window rows (or picked taps) a row group shares with the one
+ * below are carried down, chunk by chunk; row_block unrolls the loop over
+ * row groups; the tile, order, unroll and pack knobs do not apply. */
 #define DT_CPU_FORM_BLOCKED 0
 #define DT_CPU_FORM_PIXELS 1
 #define DT_CPU_FORM_PLANE 2
