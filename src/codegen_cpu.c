@@ -90,7 +90,7 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
              * points that differ only in them are one kernel */
             plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = 1;
             plan->order = plan->red_order = 0;
-            plan->unroll = plan->pack_weight = 1;
+            plan->pack_weight = 1;
         }
     } else {
         plan->unroll = dt_space_get(space, point, "unroll_k", 0, 1);
@@ -1327,6 +1327,46 @@ static int plane_carried(const dt_conv_shape *c, const plane_geom *g)
     return c->dh == 1 && c->kh > shift ? c->kh - shift : 0;
 }
 
+/* unroll_kw 0 in the plane form: window row k of a group in one masked
+ * load (its middle column's), the other columns permuted out of it, where
+ * they all lie in that load (whole rows a vector; not chunks, whose
+ * neighbours hold the columns past the edge). Returns false where they do
+ * not, and emits nothing. */
+static bool emit_plane_shifted_row(dt_buf *b, const dt_cpu_plan *p, const plane_geom *g, int q,
+                                   int ch, int k, const char *qs, char taps[][PLANE_MAX_WINDOW][24])
+{
+    const dt_conv_shape *c = &p->task.conv;
+    bool known = q >= 0;
+    int mid = c->kw / 2, pos[PLANE_MAX_WINDOW][16] = { { 0 } };
+    unsigned need[PLANE_MAX_WINDOW] = { 0 };
+    for (int s = 0; s < c->kw; s++)
+        need[s] = plane_tap(p, g, known ? q : 0, ch, k, s, known, pos[s]);
+    if (!need[mid])
+        return false;
+    int base = pos[mid][__builtin_ctz(need[mid])] - __builtin_ctz(need[mid]);
+    for (int s = 0; s < c->kw; s++)
+        for (int l = 0; l < p->vec; l++)
+            if (need[s] >> l & 1 && !(pos[s][l] >= base && pos[s][l] < base + p->vec &&
+                                      need[mid] >> (pos[s][l] - base) & 1))
+                return false;
+    emit(b, "            r%d_%d = MLD(0x%xu, AT(x, %s * %d + %d));\n", k, mid, need[mid], qs,
+         g->g * c->w, base);
+    for (int s = 0; s < c->kw; s++) {
+        snprintf(taps[k][s], sizeof taps[k][s], need[s] ? "r%d_%d" : "", k, s);
+        if (s == mid)
+            continue;
+        if (!need[s]) {
+            emit(b, "            r%d_%d = (vf){ 0 };\n", k, s);
+            continue;
+        }
+        emit(b, "            r%d_%d = PICK(0x%xu, r%d_%d, r%d_%d", k, s, need[s], k, mid, k, mid);
+        for (int l = 0; l < p->vec; l++)
+            emit(b, ", %d", need[s] >> l & 1 ? pos[s][l] - base : 0);
+        emit(b, ");\n");
+    }
+    return true;
+}
+
 /* One group of chunk ch where taps roll (plane_rolls): loads the window
  * rows not carried from the group above (all of them for the first group),
  * sums, stores, and shifts the rows the next group shares (r<k>_<s> holds
@@ -1340,12 +1380,18 @@ static void emit_plane_rolling_group(dt_buf *b, const dt_cpu_plan *p, const plan
     char qs[16], taps[PLANE_MAX_WINDOW][PLANE_MAX_WINDOW][24];
     snprintf(qs, sizeof qs, known ? "%d" : "q", q);
     emit(b, "        {\n");
-    for (int k = 0; k < c->kh; k++)
+    for (int k = 0; k < c->kh; k++) {
+        if (k < carried && !first) {
+            for (int s = 0; s < c->kw; s++)
+                snprintf(taps[k][s], sizeof taps[k][s],
+                         plane_tap(p, g, known ? q : 0, ch, k, s, known, pos) ? "r%d_%d" : "", k, s);
+            continue;
+        }
+        if (!p->unroll && emit_plane_shifted_row(b, p, g, q, ch, k, qs, taps))
+            continue;
         for (int s = 0; s < c->kw; s++) {
             unsigned m = plane_tap(p, g, known ? q : 0, ch, k, s, known, pos);
             snprintf(taps[k][s], sizeof taps[k][s], m ? "r%d_%d" : "", k, s);
-            if (k < carried && !first)
-                continue;
             if (m == 0) {
                 emit(b, "            r%d_%d = (vf){ 0 };\n", k, s);
                 continue;
@@ -1354,6 +1400,7 @@ static void emit_plane_rolling_group(dt_buf *b, const dt_cpu_plan *p, const plan
             emit(b, "            r%d_%d = MLD(0x%xu, AT(x, %s * %d + %d));\n", k, s, m, qs,
                  g->g * c->w, pos[l] - l);
         }
+    }
     emit_plane_sum(b, p, g, known ? q : 0, ch, qs, taps);
     for (int k = 0; k < carried; k++)
         for (int s = 0; s < c->kw; s++)

@@ -215,13 +215,15 @@ static void plane_configs_ok(fixture *f, const dt_task *task, int count, unsigne
     sampled_configs_ok(f, task, count, seed, plane_form);
 }
 
-/* The source of task's plan in the plane form at vec lanes (malloc'd). */
-static char *plane_source(const dt_task *task, int vec)
+/* The source of task's plan in the plane form at vec lanes, unroll_kw
+ * `unroll` (malloc'd). */
+static char *plane_source(const dt_task *task, int vec, int unroll)
 {
     dt_cpu_plan plan;
     dt_cpu_plan_default(task, 1, &plan);
     plan.form = DT_CPU_FORM_PLANE;
     plan.vec = vec;
+    plan.unroll = unroll;
     char *source = NULL;
     int rc = dt_codegen_cpu(&plan, &source, NULL);
     assert_int_equal(rc, 0);
@@ -260,20 +262,26 @@ static void test_plane_form(void **state)
     /* stride 1 rolls (masked loads only, three window rows loaded a group
      * in the loop); stride 2 picks; neither copies the input */
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1);
-    char *src = plane_source(&t, 16);
-    assert_null(strstr(src, "PICK(0x"));
-    assert_null(strstr(src, "memcpy("));
-    assert_null(strstr(src, "memset("));
-    const char *loop = strstr(src, "for (int q = 1; q < 9; q++)");
-    assert_non_null(loop);
-    const char *end = strstr(loop, "MST(");
-    int loads = 0;
-    for (const char *s = loop; (s = strstr(s, "MLD(0x")) && s < end; s++)
-        loads++;
-    assert_int_equal(loads, 3);
-    free(src);
+    for (int unroll = 0; unroll <= 1; unroll++) {
+        char *src = plane_source(&t, 16, unroll);
+        assert_int_equal(strstr(src, "PICK(0x") != NULL, unroll == 0);
+        assert_null(strstr(src, "memcpy("));
+        assert_null(strstr(src, "memset("));
+        /* one window row a group: three column loads, or one load and two picks */
+        const char *loop = strstr(src, "for (int q = 1; q < 9; q++)");
+        assert_non_null(loop);
+        const char *end = strstr(loop, "MST(");
+        int loads = 0, picks = 0;
+        for (const char *s = loop; (s = strstr(s, "MLD(0x")) && s < end; s++)
+            loads++;
+        for (const char *s = loop; (s = strstr(s, "PICK(0x")) && s < end; s++)
+            picks++;
+        assert_int_equal(loads, unroll ? 3 : 1);
+        assert_int_equal(picks, unroll ? 0 : 2);
+        free(src);
+    }
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);
-    src = plane_source(&t, 16);
+    char *src = plane_source(&t, 16, 1);
     assert_non_null(strstr(src, "PICK(0x"));
     assert_null(strstr(src, "memcpy("));
     free(src);

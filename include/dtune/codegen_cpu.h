@@ -94,9 +94,11 @@ int dt_cpu_native_lanes(void);
  * strided) or of VEC-column chunks of a row. At stride 1 with same padding
  * every tap is one masked load of consecutive floats (the masks are the zero
  * padding); otherwise it is picked by a two-source permute from at most two
- * masked loads. Window rows (or picked taps) a row group shares with the one
- * below are carried down, chunk by chunk; row_block unrolls the loop over
- * row groups; the tile, order, unroll and pack knobs do not apply. */
+ * masked loads; `unroll` 0 loads a window row once and permutes its other
+ * columns out of that load where they lie in it (whole rows a vector), 1
+ * loads every column. Window rows (or picked taps) a row group shares with
+ * the one below are carried down, chunk by chunk; row_block unrolls the loop
+ * over row groups; the tile, order and pack knobs do not apply. */
 #define DT_CPU_FORM_BLOCKED 0
 #define DT_CPU_FORM_PIXELS 1
 #define DT_CPU_FORM_PLANE 2
