@@ -275,16 +275,24 @@ static int measure_best_task(const measure_args *a, dt_measurer *m, const dt_run
         return 2;
     }
     int status = 0;
+    dt_point point;
     if (ts->best_config >= space.size) {
         fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu is past its space (%llu)\n",
                 a->best, t->name, (unsigned long long)ts->best_config, (unsigned long long)space.size);
         status = 2;
+    } else if (!dt_space_point_named(&space, ts->best_config, ts->best_knobs, &point)) {
+        /* a run of another space (another machine's vector width, a dtune
+         * whose knobs changed): its index names another config here */
+        char here[256];
+        dt_space_point_str(&space, &point, here, sizeof here);
+        fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu was logged as '%s'; "
+                "this dtune's space reads it as '%s' (a run of another space)\n", a->best, t->name,
+                (unsigned long long)ts->best_config, ts->best_knobs, here);
+        status = 2;
     } else {
-        dt_point point;
         dt_measure_result r;
         dt_roofline roof;
         dt_task_bound b;
-        dt_space_point(&space, ts->best_config, &point);
         if (dt_measurer_run(m, &space, &point, 1, &r, &err) != 0) {
             fprintf(stderr, "dtune measure: %s\n", err.msg);
             status = 1;

@@ -181,6 +181,40 @@ static void write_run(const char *dir, const char *model, const char *policy, co
     assert_int_equal(dt_test_write_file(path, "elapsed_s,slot,task,model_latency_ms,fc\n%s", rows), 0);
 }
 
+/* `dtune measure --best` of a best.json whose index this space reads as
+ * another config (a run of another vector width or knob set): exit 2,
+ * naming both, nothing measured. */
+static void test_measure_best_of_another_space(void **state)
+{
+    (void)state;
+    char dir[64], run[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_int_equal(mkdir(run, 0755), 0);
+    dt_run_state rs;
+    assert_int_equal(dt_run_state_init_empty(&rs, 1), 0);
+    snprintf(rs.run_dir, sizeof rs.run_dir, "%s", run);
+    snprintf(rs.model, sizeof rs.model, "tiny");
+    snprintf(rs.target, sizeof rs.target, "cpu");
+    snprintf(rs.tasks[0].name, sizeof rs.tasks[0].name, "fc");
+    snprintf(rs.tasks[0].kind, sizeof rs.tasks[0].kind, "dense");
+    rs.tasks[0].count = 1;
+    rs.tasks[0].best_gflops = 10;
+    rs.tasks[0].best_latency_ms = 0.01;
+    rs.tasks[0].best_config = 3;
+    snprintf(rs.tasks[0].best_knobs, sizeof rs.tasks[0].best_knobs, "tile_m=[1,1] vec=64");
+    dt_error err;
+    assert_int_equal(dt_report_write_best(&rs, &err), 0);
+    dt_run_state_destroy(&rs);
+    int rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "fc", "--best", run, NULL },
+                         out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "was logged as 'tile_m=[1,1] vec=64'"));
+    assert_non_null(strstr(out, "another space"));
+    assert_null(strstr(out, "gflops"));
+    dt_test_remove_tree(dir);
+}
+
 static void test_compare(void **state)
 {
     (void)state;
@@ -277,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_models_table),
         cmocka_unit_test(test_models_json),
         cmocka_unit_test(test_machine_and_measure_usage),
+        cmocka_unit_test(test_measure_best_of_another_space),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_compare_by_policy),
