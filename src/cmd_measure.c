@@ -1,7 +1,9 @@
 /* cmd_measure.c — `dtune measure MODEL.yaml TASK [...]`: build, check and time
  * one configuration of one task, the way the tuner would, and print the
  * outcome. TASK is a task name or a 0-based index; --config takes a space
- * index or `random` (a random valid point from --seed). The measurement
+ * index, the knobs as printed ("tile_c=[36,16] ... form=2", so a config
+ * logged by a dtune whose space numbered it otherwise can be measured) or
+ * `random` (a random valid point from --seed). The measurement
  * settings are config.yaml's defaults, with --repeats (measure.max_repeats),
  * --cv (measure.cv_threshold) and --threads (measure.threads) on top, set
  * through dt_config_set so their ranges are the config's. The artifact cache
@@ -47,7 +49,7 @@ typedef struct measure_args {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: dtune measure MODEL.yaml TASK [--target T] [--config INDEX|random]\n"
+    fprintf(f, "usage: dtune measure MODEL.yaml TASK [--target T] [--config INDEX|KNOBS|random]\n"
                "                     [--repeats N] [--cv X] [--seed N] [--threads N] [--dir DIR]\n"
                "       dtune measure MODEL.yaml [TASK] --best RUN_DIR [--json] [...]\n"
                "Builds, checks and times one config of one task (TASK: name or 0-based\n"
@@ -172,6 +174,12 @@ static int pick_point(const measure_args *a, const dt_space *space, dt_point *po
         gsl_rng_free(rng);
         return 0;
     }
+    if (strchr(a->config, '=')) {
+        if (!dt_space_point_parse(space, a->config, point))
+            return bad("--config '%s' names no config of this space (knobs as `dtune measure` "
+                       "prints them)", a->config);
+        return 0;
+    }
     char *end;
     errno = 0;
     unsigned long long idx = strtoull(a->config, &end, 10);
@@ -276,18 +284,18 @@ static int measure_best_task(const measure_args *a, dt_measurer *m, const dt_run
     }
     int status = 0;
     dt_point point;
-    if (ts->best_config >= space.size) {
-        fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu is past its space (%llu)\n",
-                a->best, t->name, (unsigned long long)ts->best_config, (unsigned long long)space.size);
-        status = 2;
-    } else if (!dt_space_point_named(&space, ts->best_config, ts->best_knobs, &point)) {
-        /* a run of another space (another machine's vector width, a dtune
-         * whose knobs changed): its index names another config here */
-        char here[256];
-        dt_space_point_str(&space, &point, here, sizeof here);
-        fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu was logged as '%s'; "
-                "this dtune's space reads it as '%s' (a run of another space)\n", a->best, t->name,
-                (unsigned long long)ts->best_config, ts->best_knobs, here);
+    /* by index, or by the logged knobs where this space numbers the config
+     * otherwise (a knob gained a value since the run) */
+    if (!dt_space_point_named(&space, ts->best_config, ts->best_knobs, &point) &&
+        !(ts->best_knobs[0] && dt_space_point_parse(&space, ts->best_knobs, &point))) {
+        if (!ts->best_knobs[0])
+            fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu is past its space "
+                    "(%llu)\n", a->best, t->name, (unsigned long long)ts->best_config,
+                    (unsigned long long)space.size);
+        else
+            fprintf(stderr, "dtune measure: %s/best.json: task %s's config %llu was logged as '%s', "
+                    "which names no config of this dtune's space (a run of another space)\n",
+                    a->best, t->name, (unsigned long long)ts->best_config, ts->best_knobs);
         status = 2;
     } else {
         dt_measure_result r;

@@ -331,6 +331,46 @@ void dt_space_point_str(const dt_space *space, const dt_point *point, char *buf,
     }
 }
 
+/* The option of knob k whose value prints as text (up to a space or the end). */
+static int option_named(const dt_knob *k, const char *text)
+{
+    size_t n = strcspn(text, " ");
+    for (int o = 0; o < k->noptions; o++) {
+        char v[128];
+        size_t used = 0;
+        v[0] = '\0';
+        for (int p = 0; p < k->parts && used < sizeof v; p++) {
+            int w = k->type == DT_KNOB_SPLIT
+                        ? snprintf(v + used, sizeof v - used, "%s%d%s", p ? "," : "[",
+                                   k->options[o * k->parts + p], p + 1 == k->parts ? "]" : "")
+                        : snprintf(v + used, sizeof v - used, "%d", k->options[o * k->parts + p]);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        if (strlen(v) == n && strncmp(v, text, n) == 0)
+            return o;
+    }
+    return -1;
+}
+
+bool dt_space_point_parse(const dt_space *space, const char *knobs, dt_point *point)
+{
+    memset(point, 0, sizeof *point);
+    for (int i = 0; i < space->nknobs; i++) {
+        const dt_knob *k = &space->knobs[i];
+        size_t len = strlen(k->name);
+        const char *at = knobs;
+        while ((at = strstr(at, k->name)) && ((at > knobs && at[-1] != ' ') || at[len] != '='))
+            at++;
+        int o = at ? option_named(k, at + len + 1) : -1;
+        if (o < 0)
+            return false;
+        point->opt[i] = (int16_t)o;
+    }
+    char here[512];
+    dt_space_point_str(space, point, here, sizeof here);
+    return strcmp(here, knobs) == 0;
+}
+
 bool dt_space_point_named(const dt_space *space, uint64_t config, const char *knobs, dt_point *point)
 {
     char here[256];

@@ -19,7 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtune/model.h"
 #include "dtune/report.h"
+#include "dtune/space.h"
+#include "dtune/target.h"
 #include "support/run_cmd.h"
 
 #define MAX_COMMANDS 32
@@ -137,6 +140,10 @@ static void test_machine_and_measure_usage(void **state)
                                  NULL }, out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "/nonexistent_dtune_run"));
+    rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "fc", "--config", "tile_m=[1,1] vec=64",
+                                 NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "names no config of this space"));
 }
 
 static void test_check(void **state)
@@ -181,15 +188,9 @@ static void write_run(const char *dir, const char *model, const char *policy, co
     assert_int_equal(dt_test_write_file(path, "elapsed_s,slot,task,model_latency_ms,fc\n%s", rows), 0);
 }
 
-/* `dtune measure --best` of a best.json whose index this space reads as
- * another config (a run of another vector width or knob set): exit 2,
- * naming both, nothing measured. */
-static void test_measure_best_of_another_space(void **state)
+/* A run dir whose best.json holds tiny's fc tuned at `config`, logged as `knobs`. */
+static void write_fc_best(const char *run, uint64_t config, const char *knobs)
 {
-    (void)state;
-    char dir[64], run[128];
-    dt_test_tmpdir(dir, sizeof dir);
-    snprintf(run, sizeof run, "%s/run", dir);
     assert_int_equal(mkdir(run, 0755), 0);
     dt_run_state rs;
     assert_int_equal(dt_run_state_init_empty(&rs, 1), 0);
@@ -201,13 +202,51 @@ static void test_measure_best_of_another_space(void **state)
     rs.tasks[0].count = 1;
     rs.tasks[0].best_gflops = 10;
     rs.tasks[0].best_latency_ms = 0.01;
-    rs.tasks[0].best_config = 3;
-    snprintf(rs.tasks[0].best_knobs, sizeof rs.tasks[0].best_knobs, "tile_m=[1,1] vec=64");
+    rs.tasks[0].best_config = config;
+    snprintf(rs.tasks[0].best_knobs, sizeof rs.tasks[0].best_knobs, "%s", knobs);
     dt_error err;
     assert_int_equal(dt_report_write_best(&rs, &err), 0);
     dt_run_state_destroy(&rs);
+}
+
+/* `dtune measure --best` reads a config by its logged knobs where this
+ * space numbers it otherwise (a knob gained a value since the run), and
+ * refuses one whose knobs name no config here (a run of another vector
+ * width or knob set): exit 2, naming them, nothing measured. */
+static void test_measure_best_of_another_space(void **state)
+{
+    (void)state;
+    char dir[64], run[128], knobs[256];
+    dt_test_tmpdir(dir, sizeof dir);
+    dt_model *model;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, NULL), 0);
+    int k = dt_model_find_task(model, "fc");
+    assert_true(k >= 0);
+    dt_space space;
+    assert_int_equal(dt_target_space_init(&space, &model->tasks[k], DT_TARGET_CPU, NULL), 0);
+    dt_point p;
+    uint64_t idx = 0;
+    do
+        dt_space_point(&space, ++idx, &p);
+    while (!dt_space_valid(&space, &p));
+    dt_space_point_str(&space, &p, knobs, sizeof knobs);
+    dt_space_free(&space);
+    dt_model_free(model);
+
+    snprintf(run, sizeof run, "%s/renumbered", dir);
+    write_fc_best(run, idx - 1, knobs);
     int rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "fc", "--best", run, NULL },
                          out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    char want[320];
+    snprintf(want, sizeof want, "config   %llu: %s", (unsigned long long)idx, knobs);
+    assert_non_null(strstr(out, want));
+
+    snprintf(run, sizeof run, "%s/foreign", dir);
+    write_fc_best(run, 3, "tile_m=[1,1] vec=64");
+    rc = dt_test_run((char *[]){ "dtune", "measure", "models/tiny.yaml", "fc", "--best", run, NULL },
+                     out, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "was logged as 'tile_m=[1,1] vec=64'"));
     assert_non_null(strstr(out, "another space"));

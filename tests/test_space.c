@@ -152,6 +152,38 @@ static void test_index_round_trip(void **state)
     dt_space_free(&s);
 }
 
+/* A config's printed knobs name it again (dt_space_point_parse), and text
+ * that names no point of the space (a value the knob lacks, a missing or
+ * foreign knob, another order) names none. */
+static void test_parse_printed_knobs(void **state)
+{
+    (void)state;
+    dt_task t = conv_task(48, 13, 192, 3, 1, 1);
+    dt_space s;
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    dt_point p, q;
+    char text[512], bad[600];
+    for (uint64_t i = 0; i < s.size; i += 104729) {
+        dt_space_point(&s, i, &p);
+        dt_space_point_str(&s, &p, text, sizeof text);
+        assert_true(dt_space_point_parse(&s, text, &q));
+        assert_true(dt_space_index(&s, &q) == i);
+    }
+    dt_space_point(&s, 12345, &p);
+    dt_space_point_str(&s, &p, text, sizeof text);
+    snprintf(bad, sizeof bad, "%s extra=1", text);             /* a knob the space lacks */
+    assert_false(dt_space_point_parse(&s, bad, &q));
+    snprintf(bad, sizeof bad, "%s", strstr(text, " ") + 1);    /* the first knob missing */
+    assert_false(dt_space_point_parse(&s, bad, &q));
+    snprintf(bad, sizeof bad, "%s", text);
+    char *vec = strstr(bad, "vec=");
+    assert_non_null(vec);
+    vec[4] = '3';                                             /* no such width */
+    assert_false(dt_space_point_parse(&s, bad, &q));
+    assert_false(dt_space_point_parse(&s, "", &q));
+    dt_space_free(&s);
+}
+
 static void test_features_and_coords(void **state)
 {
     (void)state;
@@ -290,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_cpu_conv_size),
         cmocka_unit_test(test_cpu_vec_follows_width),
         cmocka_unit_test(test_index_round_trip),
+        cmocka_unit_test(test_parse_printed_knobs),
         cmocka_unit_test(test_features_and_coords),
         cmocka_unit_test(test_neighbours),
         cmocka_unit_test(test_cuda_thread_limit),

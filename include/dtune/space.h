@@ -137,6 +137,11 @@ void dt_space_point_str(const dt_space *space, const dt_point *point, char *buf,
  * *point. */
 bool dt_space_point_named(const dt_space *space, uint64_t config, const char *knobs, dt_point *point);
 
+/* The point that dt_space_point_str prints as knobs (every knob named once,
+ * in the space's order and spelling), into *point; false where knobs names
+ * no point of space. */
+bool dt_space_point_parse(const dt_space *space, const char *knobs, dt_point *point);
+
 /* Number of ordered factorisations of n into parts factors. */
 int dt_count_factorisations(int n, int parts);
 
