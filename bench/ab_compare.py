@@ -2,8 +2,9 @@
 """ab_compare.py DIR: reads DIR/old-*.jsonl and DIR/new-*.jsonl (one
 `dtune measure --best --json` object per task and line, written by
 scripts/ab_binaries.sh) and prints per task the median latency of each
-side over the rounds, new / old, the config's knobs, and the model sum
-(sum of count x median latency)."""
+side over the rounds, new / old, the config's knobs (old -> new where the
+sides timed different configs), and the model sum (sum of count x median
+latency)."""
 import glob
 import json
 import statistics
@@ -28,9 +29,15 @@ def main():
                 t = j["task"]
                 if t not in count:
                     order.append(t)
-                    count[t], knobs[t] = j["count"], j["knobs"]
+                    count[t] = j["count"]
+                knobs.setdefault(t, {})[side] = j["knobs"]
                 if j["result"] == "ok":
                     lat.setdefault((t, side), []).append(j["latency_ms"])
+    # one config a task, or (two runs' configs, scripts/ab_binaries.sh
+    # OLD_RUN,NEW_RUN) the old side's and the new side's
+    for t, k in knobs.items():
+        knobs[t] = k["old"] if k.get("old") == k.get("new") else \
+            f"{k.get('old', '-')} -> {k.get('new', '-')}"
     rounds = len(glob.glob(f"{d}/old-*.jsonl"))
     print(f"median latency over {rounds} rounds per side (ms)")
     print(f"{'task':22s} {'old':>9s} {'new':>9s} {'new/old':>8s}  knobs")
