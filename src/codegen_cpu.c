@@ -85,13 +85,6 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
         plan->oh_block = dt_space_get(space, point, "tile_oh", 1, 1);
         plan->ow_block = dt_space_get(space, point, "tile_ow", 1, 1);
         plan->ci_block = dt_space_get(space, point, "tile_ci", 1, 1);
-        if (plan->form == DT_CPU_FORM_PLANE) {
-            /* knobs the plane form has no use for take one value, so the
-             * points that differ only in them are one kernel */
-            plan->co_block = plan->oh_block = plan->ow_block = plan->ci_block = 1;
-            plan->order = plan->red_order = 0;
-            plan->pack_weight = 1;
-        }
     } else {
         plan->unroll = dt_space_get(space, point, "unroll_k", 0, 1);
         plan->m_block = dt_space_get(space, point, "tile_m", 1, 1);

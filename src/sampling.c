@@ -360,6 +360,7 @@ void dt_sampling_mode(dt_sampling *s, const dt_point *cands, int n, dt_point *ou
                 best = o;
         out->opt[k] = (int16_t)best;
     }
+    dt_space_canonical(sp, out);
 }
 
 static bool usable(const dt_sampling *s, const dt_point *p, const dt_sampling_set *measured,

@@ -243,6 +243,20 @@ void dt_space_normalised(const dt_space *space, const dt_point *point, double *c
     }
 }
 
+void dt_space_canonical(const dt_space *space, dt_point *point)
+{
+    if (space->tpl && space->tpl->canonical)
+        space->tpl->canonical(space, point);
+}
+
+static bool same_point(const dt_space *space, const dt_point *a, const dt_point *b)
+{
+    for (int i = 0; i < space->nknobs; i++)
+        if (a->opt[i] != b->opt[i])
+            return false;
+    return true;
+}
+
 int dt_space_neighbours(const dt_space *space, const dt_point *point, dt_point *out)
 {
     int count = 0;
@@ -253,8 +267,13 @@ int dt_space_neighbours(const dt_space *space, const dt_point *point, dt_point *
                 continue;
             out[count] = *point;
             out[count].opt[i] = (int16_t)v;
-            if (dt_space_valid(space, &out[count]))
-                count++;
+            dt_space_canonical(space, &out[count]);
+            if (!dt_space_valid(space, &out[count]) || same_point(space, &out[count], point))
+                continue;
+            bool again = false;
+            for (int j = 0; j < count && !again; j++)
+                again = same_point(space, &out[j], &out[count]);
+            count += !again;
         }
     }
     return count;
@@ -271,6 +290,7 @@ void dt_space_random(const dt_space *space, gsl_rng *rng, dt_point *point)
 {
     for (int tries = 0; tries < 10000; tries++) {
         random_point(space, rng, point);
+        dt_space_canonical(space, point);
         if (dt_space_valid(space, point))
             return;
     }

@@ -22,6 +22,8 @@
  * neither. The schema hash (db.h) covers a space's knobs, so a space with
  * them never shares a hash, nor its records, with one without.
  */
+#include <string.h>
+
 #include "dtune/codegen_cpu.h"
 #include "space_table.h"
 
@@ -120,17 +122,44 @@ static int build_matmul(dt_space *s)
     return 0;
 }
 
-/* Valid when the generator accepts the plan the point reads as. */
+/* The knobs the plane form reads (codegen_cpu.h); it builds one kernel for
+ * every value of the others. */
+static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows" };
+
+static bool plane_reads(const char *name)
+{
+    for (int i = 0; i < NELEMS(plane_knobs); i++)
+        if (strcmp(name, plane_knobs[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A plane-form point: the knobs the form does not read at their first option. */
+static void canonical_point(const dt_space *s, dt_point *p)
+{
+    if (dt_space_get(s, p, "form", 0, -1) != DT_CPU_FORM_PLANE)
+        return;
+    for (int k = 0; k < s->nknobs; k++)
+        if (!plane_reads(s->knobs[k].name))
+            p->opt[k] = 0;
+}
+
+/* Valid when the generator accepts the plan the point reads as and the
+ * point is its kernel's one point (canonical_point). */
 static bool valid_plan(const dt_space *s, const dt_point *p)
 {
     dt_cpu_plan plan;
     dt_cpu_plan_from_point(s, p, 1, &plan);
-    return dt_cpu_plan_check(&plan, NULL) == 0;
+    if (dt_cpu_plan_check(&plan, NULL) != 0)
+        return false;
+    dt_point q = *p;
+    canonical_point(s, &q);
+    return memcmp(q.opt, p->opt, (size_t)s->nknobs * sizeof p->opt[0]) == 0;
 }
 
 const dt_space_template dt_space_cpu_templates[DT_OP_KIND_COUNT] = {
     [DT_OP_CONV2D] = { build_conv, valid_plan },
-    [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_plan },
+    [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_plan, canonical_point },
     [DT_OP_DENSE] = { build_matmul, valid_plan },
     [DT_OP_BATCH_MATMUL] = { build_matmul, valid_plan },
 };

@@ -12,10 +12,15 @@ int dt_space_add_split(dt_space *space, const char *name, int axis_len, int part
 /* Adds a choice knob with the given values; returns 0 or DT_ENOMEM. */
 int dt_space_add_choice(dt_space *space, const char *name, const int *values, int nvalues);
 
-/* One op kind on one target: builds the knobs and says which points are valid. */
+/* One op kind on one target: builds the knobs and says which points are
+ * valid. canonical (NULL: none) moves a point to the one point of its
+ * class where several points build the same kernel (knobs a form has no
+ * use for); valid accepts only such points, so every kernel has one index
+ * and a tuner never measures a kernel twice under two names. */
 typedef struct dt_space_template {
     int (*build)(dt_space *space);
     bool (*valid)(const dt_space *space, const dt_point *point);
+    void (*canonical)(const dt_space *space, dt_point *point);
 } dt_space_template;
 
 /* Builds the space of task on target from tpl (NULL: none) with opts (NULL:

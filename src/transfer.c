@@ -337,6 +337,7 @@ int dt_transfer_seeds(const dt_transfer *x, const dt_space *space, int max, dt_p
                 continue;
             dt_point p;
             dt_transfer_map(&rank[i].t->space, &rank[i].t->points[rank[i].order[depth]], space, &p);
+            dt_space_canonical(space, &p);
             if (dt_space_valid(space, &p) && !seen_point(space, out, n, &p))
                 out[n++] = p;
         }

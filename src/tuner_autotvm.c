@@ -138,6 +138,7 @@ static void random_walk(dt_tuner *t, const dt_point *from, dt_point *to)
             continue;
         int o = (int)gsl_rng_uniform_int(t->rng, (unsigned long)(n - 1));
         to->opt[k] = (int16_t)(o >= from->opt[k] ? o + 1 : o);
+        dt_space_canonical(sp, to);
         if (dt_space_valid(sp, to))
             return;
     }

@@ -172,6 +172,7 @@ static bool apply_actions(const dt_space *sp, const dt_point *p, const int *acti
         }
         q->opt[k] = (int16_t)v;
     }
+    dt_space_canonical(sp, q);
     if (!dt_space_valid(sp, q))
         *q = *p;
     return 4 * still >= 3 * sp->nknobs;

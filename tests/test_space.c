@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <gsl/gsl_rng.h>
 
 #include <math.h>
 #include <string.h>
@@ -184,6 +185,52 @@ static void test_parse_printed_knobs(void **state)
     dt_space_free(&s);
 }
 
+/* Where a form reads only some knobs (the CPU plane form of depthwise), a
+ * kernel has one valid point: the others at their first option. Random
+ * points, neighbours and canonicalisation land there; the same point with
+ * another value of an unread knob is invalid. */
+static void test_plane_points_are_canonical(void **state)
+{
+    (void)state;
+    dt_task t = { .kind = DT_OP_DEPTHWISE_CONV2D, .count = 1,
+                  .conv = { .n = 1, .c_in = 24, .h = 14, .w = 14, .c_out = 24, .kh = 3, .kw = 3,
+                            .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    dt_space s;
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
+    int form = dt_space_knob(&s, "form"), tile_c = dt_space_knob(&s, "tile_c");
+    assert_true(form >= 0 && tile_c >= 0);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 3);
+    int plane = 0;
+    dt_point p, q, near[2 * DT_MAX_KNOBS];
+    for (int i = 0; i < 3000; i++) {
+        dt_space_random(&s, rng, &p);
+        assert_true(dt_space_valid(&s, &p));
+        if (dt_space_get(&s, &p, "form", 0, -1) != DT_CPU_FORM_PLANE)
+            continue;
+        plane++;
+        assert_int_equal(p.opt[tile_c], 0);
+        q = p;
+        q.opt[tile_c] = 1;                       /* the same kernel under another name */
+        assert_false(dt_space_valid(&s, &q));
+        dt_space_canonical(&s, &q);
+        assert_true(dt_space_index(&s, &q) == dt_space_index(&s, &p));
+        int n = dt_space_neighbours(&s, &p, near);
+        for (int j = 0; j < n; j++) {
+            assert_true(dt_space_valid(&s, &near[j]));
+            assert_false(dt_space_index(&s, &near[j]) == dt_space_index(&s, &p));
+            for (int k = 0; k < j; k++)
+                assert_false(dt_space_index(&s, &near[j]) == dt_space_index(&s, &near[k]));
+        }
+    }
+    /* about a quarter of the draws (a third take the form, three of the
+     * four widths are valid in it), as many as without canonical points */
+    assert_true(plane > 600);
+    gsl_rng_free(rng);
+    dt_space_free(&s);
+}
+
 static void test_features_and_coords(void **state)
 {
     (void)state;
@@ -323,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_cpu_vec_follows_width),
         cmocka_unit_test(test_index_round_trip),
         cmocka_unit_test(test_parse_printed_knobs),
+        cmocka_unit_test(test_plane_points_are_canonical),
         cmocka_unit_test(test_features_and_coords),
         cmocka_unit_test(test_neighbours),
         cmocka_unit_test(test_cuda_thread_limit),

@@ -142,6 +142,13 @@ bool dt_space_point_named(const dt_space *space, uint64_t config, const char *kn
  * no point of space. */
 bool dt_space_point_parse(const dt_space *space, const char *knobs, dt_point *point);
 
+/* Moves point to the one point of its class that builds the same code
+ * (where a form ignores knobs, those knobs at their first option); the only
+ * valid point of the class. Every walk through the space (random points,
+ * neighbours, a tuner's steps, mode synthesis, transfer) passes its points
+ * through this before asking validity. */
+void dt_space_canonical(const dt_space *space, dt_point *point);
+
 /* Number of ordered factorisations of n into parts factors. */
 int dt_count_factorisations(int n, int parts);
 
