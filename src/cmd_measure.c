@@ -301,6 +301,9 @@ static int measure_best_task(const measure_args *a, dt_measurer *m, const dt_run
         dt_measure_result r;
         dt_roofline roof;
         dt_task_bound b;
+        /* a run before its space had one point per kernel may have logged
+         * another name of the kernel */
+        dt_space_canonical(&space, &point);
         if (dt_measurer_run(m, &space, &point, 1, &r, &err) != 0) {
             fprintf(stderr, "dtune measure: %s\n", err.msg);
             status = 1;
