@@ -178,6 +178,7 @@ static int pick_point(const measure_args *a, const dt_space *space, dt_point *po
         if (!dt_space_point_parse(space, a->config, point))
             return bad("--config '%s' names no config of this space (knobs as `dtune measure` "
                        "prints them)", a->config);
+        dt_space_canonical(space, point);
         return 0;
     }
     char *end;
@@ -186,6 +187,7 @@ static int pick_point(const measure_args *a, const dt_space *space, dt_point *po
     if (errno || end == a->config || *end || a->config[0] == '-' || idx >= space->size)
         return bad("--config '%s' is not 'random' or an index below the space size", a->config);
     dt_space_point(space, idx, point);
+    dt_space_canonical(space, point);   /* another name of a kernel measures the kernel */
     return 0;
 }
 

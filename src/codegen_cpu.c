@@ -1093,9 +1093,10 @@ static unsigned plane_used(const dt_cpu_plan *p, const plane_geom *g, int q, int
 }
 
 /* Tap (k, s) of group q, chunk ch: the lanes that read inside the plane and
- * where, in floats from the group's first input row (q * G * SH - PH's
- * start plus PH rows). With rows_known false (the loop over middle groups)
- * every row is inside. Returns the mask of those lanes. */
+ * where (pos[lane]), in floats from the start of input row q * G * SH
+ * (negative where the window reaches above it). With rows_known false (the
+ * loop over middle groups) every row is inside. Returns the mask of those
+ * lanes. */
 static unsigned plane_tap(const dt_cpu_plan *p, const plane_geom *g, int q, int ch, int k, int s,
                           bool rows_known, int *pos)
 {
