@@ -12,15 +12,18 @@
  * would only spend trials.
  *
  * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
- * depthwise DT_CPU_FORM_PLANE, valid where the window is stride-1 "same";
- * see codegen_cpu.h) is offered where the blocked form's layout conversions
+ * depthwise DT_CPU_FORM_PLANE, valid where each of its taps fits two vector
+ * loads; see codegen_cpu.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
  * network's first layer); depthwise spaces also get `tile_rows`, the output
  * rows of a pixels register tile (1 in the blocked form). Other spaces have
  * neither. The schema hash (db.h) covers a space's knobs, so a space with
- * them never shares a hash, nor its records, with one without.
+ * them never shares a hash, nor its records, with one without. The plane
+ * form reads only `vec`, `unroll_kw` and `tile_rows`; a plane point is
+ * valid only with the other knobs at their first option (canonical_point),
+ * so each of its kernels has one index.
  */
 #include <string.h>
 
