@@ -9,36 +9,47 @@
 #include "daemon.h"
 #include "mpi_run.h"
 
+/* Flag -> config key, and what the usage line shows as its value. */
+static const struct { const char *flag, *key, *value; } overrides[] = {
+    { "--model", "model", "F" },
+    { "--target", "target", "T" },
+    { "--budget", "budget.total_seconds", "S" },
+    { "--target-latency", "budget.target_latency_ms", "MS" },
+    { "--policy", "scheduler.policy", "P" },
+    { "--strategy", "tuner.strategy", "S" },
+    { "--out", "output.dir", "DIR" },
+    { "--seed", "seed", "N" },
+    { "--backend", "backend", "B" },
+    { "--listen", "server.listen", "HOST:PORT|off" },
+    { "--slot-seconds", "budget.slot_seconds", "S" },
+    { "--slot-trials", "budget.slot_trials", "N" },
+    { "--max-slots", "budget.max_slots", "N" },
+    { "--finish-after", "scheduler.finish_after", "N" },
+    { "--db", "db.path", "PATH|off" },
+};
+
+/* The options wrapped under "usage: dtune tune", one per table row. */
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dtune tune [-c config.yaml] [--model F] [--target T] [--budget S]\n"
-            "                  [--target-latency MS] [--policy P] [--strategy S] [--out DIR]\n"
-            "                  [--seed N] [--backend B] [--listen HOST:PORT|off] [--db PATH|off]\n"
+    const char *lead = "usage: dtune tune ", *indent = "                  ";
+    int col = fprintf(f, "%s[-c config.yaml]", lead);
+    for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++) {
+        int w = (int)(strlen(overrides[i].flag) + strlen(overrides[i].value)) + 4;
+        const char *sep = " ";
+        if (col + w > 79) {
+            col = fprintf(f, "\n%s", indent) - 1;
+            sep = "";
+        }
+        col += fprintf(f, "%s[%s %s]", sep, overrides[i].flag, overrides[i].value);
+    }
+    fprintf(f, "\n"
             "Tunes every task of the model until the model latency reaches the target,\n"
-            "the budget (seconds) is spent, every task is finished, or SIGINT/SIGTERM.\n"
+            "the budget (seconds) is spent, every task is finished (scheduler.finish_after\n"
+            "trials without improvement each), or SIGINT/SIGTERM. Each option overrides\n"
+            "one key of the config (dtune check --help lists the keys).\n"
             "Started again on the same --out directory, it resumes from tuning.jsonl.\n"
             "Reports: OUT/latency.csv, OUT/latency.svg, OUT/best.json; `dtune report OUT`.\n");
 }
-
-/* Flag -> config key. */
-static const struct { const char *flag, *key; } overrides[] = {
-    { "--model", "model" },
-    { "--target", "target" },
-    { "--budget", "budget.total_seconds" },
-    { "--target-latency", "budget.target_latency_ms" },
-    { "--policy", "scheduler.policy" },
-    { "--strategy", "tuner.strategy" },
-    { "--out", "output.dir" },
-    { "--seed", "seed" },
-    { "--backend", "backend" },
-    { "--listen", "server.listen" },
-    { "--slot-seconds", "budget.slot_seconds" },
-    { "--slot-trials", "budget.slot_trials" },
-    { "--max-slots", "budget.max_slots" },
-    { "--finish-after", "scheduler.finish_after" },
-    { "--db", "db.path" },
-};
 
 static const char *override_key(const char *flag)
 {

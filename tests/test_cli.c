@@ -320,6 +320,35 @@ static void test_compare_by_policy(void **state)
 }
 
 /* `dtune export`'s usage errors (the export itself: test_export). */
+/* Every option `dtune tune --help` shows is one the command takes (asked
+ * without its value, it says the value is missing, not that the option is
+ * unknown), and the run-length options are among them. */
+static void test_tune_usage_lists_its_options(void **state)
+{
+    (void)state;
+    char help[4096];
+    assert_int_equal(dt_test_run((char *[]){ "dtune", "tune", "--help", NULL }, help, sizeof help), 0);
+    const char *musts[] = { "[--finish-after N]", "[--slot-trials N]", "[--max-slots N]", "[--db PATH|off]" };
+    for (size_t i = 0; i < sizeof musts / sizeof musts[0]; i++)
+        if (!strstr(help, musts[i]))
+            fail_msg("dtune tune --help lacks %s:\n%s", musts[i], help);
+    int seen = 0;
+    for (const char *p = help; (p = strstr(p, "[--")) != NULL; p++) {
+        char flag[40], want[80];
+        size_t n = strcspn(p + 1, " ]");
+        if (n >= sizeof flag)
+            fail_msg("an option of %zu characters in: %s", n, help);
+        memcpy(flag, p + 1, n);
+        flag[n] = 0;
+        int rc = dt_test_run((char *[]){ "dtune", "tune", flag, NULL }, out, sizeof out);
+        snprintf(want, sizeof want, "missing value after '%s'", flag);
+        if (rc != 2 || !strstr(out, want))
+            fail_msg("dtune tune %s exited %d without '%s': %s", flag, rc, want, out);
+        seen++;
+    }
+    assert_true(seen >= 15);
+}
+
 static void test_export_usage(void **state)
 {
     (void)state;
@@ -355,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_compare_by_policy),
         cmocka_unit_test(test_export_usage),
+        cmocka_unit_test(test_tune_usage_lists_its_options),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
