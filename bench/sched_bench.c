@@ -7,9 +7,11 @@
  * estimate of the best reachable logged with each trial, which dynatune's
  * prior uses under --headroom cost_model (scheduler.headroom); a v1 trace has
  * none, so every task keeps the roofline there; a v3 trace carries each
- * task's bound as the recording run measured it, the roofline that
- * --bandwidth 0 (scheduler.bandwidth_gbs 0) reads; --bandwidth measured uses
- * it where a trace has it and the configured bandwidth elsewhere. The replay
+ * task's bound as the recording run measured it, the roofline a real run
+ * reads with scheduler.bandwidth_gbs 0 (the default). With that bandwidth
+ * (or --bandwidth measured, the same) a task of a v1 or v2 trace, which
+ * carries no measured bound, takes STANDIN_BANDWIDTH_GBS instead: the
+ * recording run measured one, the trace just does not hold it. The replay
  * is the rested-bandit view: tasks tune independently, so a task's tuning
  * advances along its own recorded curve only while it holds the slot. A slot
  * is slot_seconds of that task's tuning time (less when its trace ends; it is
@@ -69,6 +71,11 @@
 #define MAX_TRACES 32
 #define MAX_POLICIES 16
 #define BATCH_SIZE 64            /* the daemon's default tuner batch: horizon before any slot */
+/* The roofline bandwidth (GB/s) fitted on the Zen 4 traces, dynatune's
+ * default before a run read its own measured roofline: what a task of a
+ * trace without a measured bound (v1, v2) takes when the configured
+ * bandwidth is 0. */
+#define STANDIN_BANDWIDTH_GBS 20.0
 
 /* ---- traces ------------------------------------------------------------------------ */
 
@@ -621,9 +628,8 @@ typedef struct bench_opts {
     const char *prior_hazard;    /* NULL: the config default */
     const char *staleness;       /* NULL: the config default; "" none; "fit": fitted (--lomo) */
     double ceiling;              /* < 0: the config default */
-    double bandwidth;            /* GB/s; < 0: the config default; 0: each task's measured */
-    bool measured_bandwidth;     /* --bandwidth measured: 0, and a task without a measured
-                                    bandwidth (v1 and v2 traces) takes the config default */
+    double bandwidth;            /* GB/s; < 0: the config default; 0 (or "measured"): each
+                                    task's measured, STANDIN_BANDWIDTH_GBS where none */
     int headroom;                /* dt_sched_headroom; < 0: the config default */
     bool over_seconds;           /* belief curves over tuning seconds, not trials */
     FILE *csv;                   /* rows model,trace,policy,seed,metric,value; may be NULL */
@@ -1534,7 +1540,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **paths, 
         else if (strcmp(argv[i], "--belief-seconds") == 0)
             o->over_seconds = true;
         else if (strcmp(argv[i], "--bandwidth") == 0 && v && strcmp(argv[i + 1], "measured") == 0)
-            o->measured_bandwidth = true, o->bandwidth = 0, i++;
+            o->bandwidth = 0, i++;
         else if (strcmp(argv[i], "--bandwidth") == 0 && v)
             o->bandwidth = atof(argv[++i]);
         else if (strcmp(argv[i], "--headroom") == 0 && v)
@@ -1583,13 +1589,14 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
-    if (rc == 0 && o.measured_bandwidth) {
+    if (rc == 0) {
         dt_config cfg;
         dt_config_defaults(&cfg);
-        for (int i = 0; i < npaths; i++)
-            for (int k = 0; k < traces[i].ntasks; k++)
-                if (traces[i].tasks[k].bandwidth == 0)
-                    traces[i].tasks[k].bandwidth = cfg.scheduler.bandwidth_gbs;
+        if ((o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs) == 0)
+            for (int i = 0; i < npaths; i++)
+                for (int k = 0; k < traces[i].ntasks; k++)
+                    if (traces[i].tasks[k].bandwidth == 0)
+                        traces[i].tasks[k].bandwidth = STANDIN_BANDWIDTH_GBS;
     }
     if (rc == 0 && o.fit_hazard) {
         char table[160], prior[160], stale[160];

@@ -477,7 +477,7 @@ dt_scheduler_params dt_scheduler_params_default(void)
 {
     dt_scheduler_params p = {
         .ucb_c = 0.05, .gamma = 1e9, .finish_after = 200, .epsilon = 0.05,
-        .softmax_temperature = 1, .prior_slots = 100, .ceiling = 1.2, .bandwidth_gbs = 20,
+        .softmax_temperature = 1, .prior_slots = 100, .ceiling = 1.2, .bandwidth_gbs = 0,
         .headroom = DT_SCHED_HEADROOM_COST_MODEL,
         .hazard = "0.46,0.050,0.015,0.0070,0.0064,0.0064,0.0044,0.0029",
         .prior_hazard = "0.80,0.35,0.092,0.047,0.035,0.035,0.018,0.018",

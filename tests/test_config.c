@@ -142,7 +142,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.scheduler.policy, "dynatune");
     assert_true(c.scheduler.ucb_c == 0.05 && c.scheduler.gamma == 1e9);
     assert_true(c.scheduler.prior_slots == 100 && c.scheduler.ceiling == 1.2);
-    assert_true(c.scheduler.bandwidth_gbs == 20);
+    assert_true(c.scheduler.bandwidth_gbs == 0);
     assert_int_equal(c.scheduler.headroom, DT_SCHED_HEADROOM_COST_MODEL);
     assert_true(c.scheduler.finish_after == 200 && c.scheduler.epsilon == 0.05);
     assert_true(c.scheduler.softmax_temperature == 1);
