@@ -157,8 +157,9 @@ bench: setup
 	@sh scripts/setup.sh --bench
 	@$(MAKE) --no-print-directory build $(BENCH_BIN) bin/trace_convert
 
-# Extra libraries of individual benches (vendor baselines).
+# Extra libraries and flags of individual benches (vendor baselines, OpenMP).
 BENCH_LIBS_measure = -ldnnl -lopenblas
+BENCH_LIBS_omp = -fopenmp
 
 bundle: all
 	@sh scripts/bundle.sh
