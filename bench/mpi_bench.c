@@ -57,6 +57,7 @@
 #include "dtune/model.h"
 #include "dtune/space.h"
 #include "dtune/util.h"
+#include "rank_stats.h"
 
 #define MAX_RANKS 16
 /* The job sizes run by default: the goal's N <= 5 and the curve up to 8. */
@@ -283,18 +284,6 @@ static double time_to(const curve *c, double level)
     return INFINITY;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int bench_model(const options *o, const char *path)
 {
     dt_model *model = NULL;
@@ -340,10 +329,10 @@ static int bench_model(const options *o, const char *path)
                o->seeds, TARGET_FACTOR, o->ranks[0]);
         printf("%5s %8s %12s %10s %11s %s\n", "N", "workers", "T(N) s", "speed-up", "efficiency",
                "goal (N <= 5: speed-up >= 0.8 (N - 1))");
-        double t1 = median(t_reach[0], o->seeds);
+        double t1 = median_sorting(t_reach[0], o->seeds);
         for (int i = 0; i < o->nranks; i++) {
             int n = o->ranks[i];
-            double t = median(t_reach[i], o->seeds), sp = t1 / t;
+            double t = median_sorting(t_reach[i], o->seeds), sp = t1 / t;
             char speedup[32] = "-", eff[32] = "-", goal[64] = "-";
             if (isfinite(sp))      /* inf / inf: neither reached the level */
                 snprintf(speedup, sizeof speedup, "%.2f", sp);

@@ -18,23 +18,12 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "dtune/util.h"
+#include "rank_stats.h"
 
 #define REPEATS 7
 #define BODY_FLOATS 1024
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static float data[64][BODY_FLOATS];
 static volatile float sink[64];
@@ -65,19 +54,18 @@ static double time_region(void (*fn)(int), int threads)
     long calls = 1000;
     for (int i = 0; i < 100; i++)
         fn(threads);
-    double t0 = now();
+    double t0 = dt_now_seconds();
     for (long i = 0; i < calls; i++)
         fn(threads);
-    double one = (now() - t0) / (double)calls;
+    double one = (dt_now_seconds() - t0) / (double)calls;
     calls = (long)(0.2 / (one > 1e-9 ? one : 1e-9)) + 1;
     for (int r = 0; r < REPEATS; r++) {
-        t0 = now();
+        t0 = dt_now_seconds();
         for (long i = 0; i < calls; i++)
             fn(threads);
-        per[r] = (now() - t0) / (double)calls;
+        per[r] = (dt_now_seconds() - t0) / (double)calls;
     }
-    qsort(per, REPEATS, sizeof per[0], cmp_double);
-    return per[REPEATS / 2];
+    return median_sorting(per, REPEATS);
 }
 
 int main(int argc, char **argv)

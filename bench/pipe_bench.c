@@ -19,20 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dtune/machine.h"
+#include "dtune/util.h"
+#include "rank_stats.h"
 
 #define CHAINS 12
 #define UNROLL 12
 #define REPEATS 5
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 #if defined(__x86_64__)
 /* Twelve instructions, one a chain; zmm20 and zmm21 are read, never written. */
@@ -75,12 +69,6 @@ static double now(void)
                      : "r"(iters)                                                         \
                      : CLOBBERS)
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median over REPEATS of nanoseconds an instruction of kind 0 (permutes),
  * 1 (FMAs) or 2 (alternating). Built for AVX-512F whatever the build's
  * flags (the registers it clobbers exist only there); called only where
@@ -89,17 +77,16 @@ __attribute__((target("avx512f"))) static double ns_per_instruction(int kind, lo
 {
     double t[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
-        double t0 = now();
+        double t0 = dt_now_seconds();
         if (kind == 0)
             LOOP(PERMS12, iters);
         else if (kind == 1)
             LOOP(FMAS12, iters);
         else
             LOOP(MIXED12, iters);
-        t[r] = (now() - t0) / ((double)iters * CHAINS * UNROLL) * 1e9;
+        t[r] = (dt_now_seconds() - t0) / ((double)iters * CHAINS * UNROLL) * 1e9;
     }
-    qsort(t, REPEATS, sizeof t[0], cmp);
-    return t[REPEATS / 2];
+    return median_sorting(t, REPEATS);
 }
 #endif
 
