@@ -319,7 +319,6 @@ static void test_compare_by_policy(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
-/* `dtune export`'s usage errors (the export itself: test_export). */
 /* Every option `dtune tune --help` shows is one the command takes (asked
  * without its value, it says the value is missing, not that the option is
  * unknown), and the run-length options are among them. */
@@ -349,6 +348,7 @@ static void test_tune_usage_lists_its_options(void **state)
     assert_true(seen >= 15);
 }
 
+/* `dtune export`'s usage errors (the export itself: test_export). */
 static void test_export_usage(void **state)
 {
     (void)state;
