@@ -249,7 +249,7 @@ void dt_space_canonical(const dt_space *space, dt_point *point)
         space->tpl->canonical(space, point);
 }
 
-static bool same_point(const dt_space *space, const dt_point *a, const dt_point *b)
+bool dt_space_same_point(const dt_space *space, const dt_point *a, const dt_point *b)
 {
     for (int i = 0; i < space->nknobs; i++)
         if (a->opt[i] != b->opt[i])
@@ -268,11 +268,12 @@ int dt_space_neighbours(const dt_space *space, const dt_point *point, dt_point *
             out[count] = *point;
             out[count].opt[i] = (int16_t)v;
             dt_space_canonical(space, &out[count]);
-            if (!dt_space_valid(space, &out[count]) || same_point(space, &out[count], point))
+            if (!dt_space_valid(space, &out[count]) ||
+                dt_space_same_point(space, &out[count], point))
                 continue;
             bool again = false;
             for (int j = 0; j < count && !again; j++)
-                again = same_point(space, &out[j], &out[count]);
+                again = dt_space_same_point(space, &out[j], &out[count]);
             count += !again;
         }
     }

@@ -159,7 +159,7 @@ static bool valid_plan(const dt_space *s, const dt_point *p)
         return true;
     dt_point q = *p;
     canonical_point(s, &q);
-    return memcmp(q.opt, p->opt, (size_t)s->nknobs * sizeof p->opt[0]) == 0;
+    return dt_space_same_point(s, &q, p);
 }
 
 const dt_space_template dt_space_cpu_templates[DT_OP_KIND_COUNT] = {

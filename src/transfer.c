@@ -302,9 +302,8 @@ static int best_records(const task_records *t, int *order, int want)
 
 static bool seen_point(const dt_space *space, const dt_point *out, int n, const dt_point *p)
 {
-    uint64_t idx = dt_space_index(space, p);
     for (int i = 0; i < n; i++)
-        if (dt_space_index(space, &out[i]) == idx)
+        if (dt_space_same_point(space, &out[i], p))
             return true;
     return false;
 }

@@ -142,6 +142,9 @@ bool dt_space_point_named(const dt_space *space, uint64_t config, const char *kn
  * no point of space. */
 bool dt_space_point_parse(const dt_space *space, const char *knobs, dt_point *point);
 
+/* Whether a and b are the same point of space (every knob's option). */
+bool dt_space_same_point(const dt_space *space, const dt_point *a, const dt_point *b);
+
 /* Moves point to the one point of its class that builds the same code
  * (where a form ignores knobs, those knobs at their first option); the only
  * valid point of the class. Every walk through the space (random points,
