@@ -668,6 +668,33 @@ static int open_pool(const dt_config *cfg, uint64_t seed, int threads, dt_belief
     return rc;
 }
 
+/* The scheduler settings a replay runs with: the config's defaults under
+ * the command line's options. */
+static dt_scheduler_params bench_scheduler_params(const bench_opts *o)
+{
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    dt_scheduler_params p = cfg.scheduler;
+    p.finish_after = o->finish_after;
+    if (o->hazard)
+        snprintf(p.hazard, sizeof p.hazard, "%s", o->hazard);
+    if (o->prior_hazard)
+        snprintf(p.prior_hazard, sizeof p.prior_hazard, "%s", o->prior_hazard);
+    if (o->staleness)
+        snprintf(p.staleness, sizeof p.staleness, "%s", o->staleness);
+    if (o->ceiling >= 0)
+        p.ceiling = o->ceiling;
+    if (o->bandwidth >= 0)
+        p.bandwidth_gbs = o->bandwidth;
+    if (o->headroom >= 0)
+        p.headroom = (dt_sched_headroom)o->headroom;
+    if (o->ucb_c >= 0)
+        p.ucb_c = o->ucb_c;
+    if (o->prior_slots >= 0)
+        p.prior_slots = o->prior_slots;
+    return p;
+}
+
 /* One replay of policy (NULL: the oracle) with scheduler seed `seed`. */
 static int replay(const trace *tr, const char *policy, uint64_t seed, const bench_opts *o,
                   double trial_frac, const trace *model_traces, int nmodel_traces, run_result *res,
@@ -677,23 +704,7 @@ static int replay(const trace *tr, const char *policy, uint64_t seed, const benc
     memset(res, 0, sizeof *res);
     dt_config cfg;
     dt_config_defaults(&cfg);
-    cfg.scheduler.finish_after = o->finish_after;
-    if (o->hazard)
-        snprintf(cfg.scheduler.hazard, sizeof cfg.scheduler.hazard, "%s", o->hazard);
-    if (o->prior_hazard)
-        snprintf(cfg.scheduler.prior_hazard, sizeof cfg.scheduler.prior_hazard, "%s", o->prior_hazard);
-    if (o->staleness)
-        snprintf(cfg.scheduler.staleness, sizeof cfg.scheduler.staleness, "%s", o->staleness);
-    if (o->ceiling >= 0)
-        cfg.scheduler.ceiling = o->ceiling;
-    if (o->bandwidth >= 0)
-        cfg.scheduler.bandwidth_gbs = o->bandwidth;
-    if (o->headroom >= 0)
-        cfg.scheduler.headroom = (dt_sched_headroom)o->headroom;
-    if (o->ucb_c >= 0)
-        cfg.scheduler.ucb_c = o->ucb_c;
-    if (o->prior_slots >= 0)
-        cfg.scheduler.prior_slots = o->prior_slots;
+    cfg.scheduler = bench_scheduler_params(o);
     dt_error err = { 0 };
     dt_scheduler *sched = NULL;
     dt_belief_pool *pool = NULL;
@@ -1346,12 +1357,9 @@ static int bench_model(trace *traces, int ntraces, const trace *all, int nall, c
     bench_opts mo = *o;
     char hazard[160], prior[160], stale[160];
     if (o->lomo) {
-        dt_config cfg;
-        dt_config_defaults(&cfg);
-        double ceiling = o->ceiling >= 0 ? o->ceiling : cfg.scheduler.ceiling;
-        double bandwidth = o->bandwidth >= 0 ? o->bandwidth : cfg.scheduler.bandwidth_gbs;
-        dt_sched_headroom headroom = o->headroom >= 0 ? (dt_sched_headroom)o->headroom
-                                                      : cfg.scheduler.headroom;
+        dt_scheduler_params sp = bench_scheduler_params(o);
+        double ceiling = sp.ceiling, bandwidth = sp.bandwidth_gbs;
+        dt_sched_headroom headroom = sp.headroom;
         bool with_stale = o->staleness && strcmp(o->staleness, "fit") == 0;
         if (fit_hazard(all, nall, traces[0].model, o->slot_seconds, 0, 0, DT_SCHED_HEADROOM_ROOFLINE,
                        hazard, sizeof hazard, NULL, 0) ||
@@ -1589,23 +1597,16 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; rc == 0 && i < npaths; i++)
         rc = trace_load(paths[i], &traces[i]);
-    if (rc == 0) {
-        dt_config cfg;
-        dt_config_defaults(&cfg);
-        if ((o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs) == 0)
-            for (int i = 0; i < npaths; i++)
-                for (int k = 0; k < traces[i].ntasks; k++)
-                    if (traces[i].tasks[k].bandwidth == 0)
-                        traces[i].tasks[k].bandwidth = STANDIN_BANDWIDTH_GBS;
-    }
+    dt_scheduler_params sp = bench_scheduler_params(&o);
+    if (rc == 0 && sp.bandwidth_gbs == 0)
+        for (int i = 0; i < npaths; i++)
+            for (int k = 0; k < traces[i].ntasks; k++)
+                if (traces[i].tasks[k].bandwidth == 0)
+                    traces[i].tasks[k].bandwidth = STANDIN_BANDWIDTH_GBS;
     if (rc == 0 && o.fit_hazard) {
         char table[160], prior[160], stale[160];
-        dt_config cfg;
-        dt_config_defaults(&cfg);
-        double ceiling = o.ceiling >= 0 ? o.ceiling : cfg.scheduler.ceiling;
-        double bandwidth = o.bandwidth >= 0 ? o.bandwidth : cfg.scheduler.bandwidth_gbs;
-        dt_sched_headroom headroom = o.headroom >= 0 ? (dt_sched_headroom)o.headroom
-                                                     : cfg.scheduler.headroom;
+        double ceiling = sp.ceiling, bandwidth = sp.bandwidth_gbs;
+        dt_sched_headroom headroom = sp.headroom;
         /* the prior as --lomo fits it: with staleness factors only under --staleness fit */
         bool with_stale = o.staleness && strcmp(o.staleness, "fit") == 0;
         snprintf(stale, sizeof stale, "none");
