@@ -34,13 +34,26 @@ int dt_sampling_set_init(dt_sampling_set *s)
 {
     s->cap = 64;
     s->n = 0;
+    s->values = NULL;
     s->slots = calloc(s->cap, sizeof *s->slots);
     return s->slots ? 0 : DT_ENOMEM;
 }
 
+int dt_sampling_set_init_values(dt_sampling_set *s)
+{
+    if (dt_sampling_set_init(s))
+        return DT_ENOMEM;
+    s->values = calloc(s->cap, sizeof *s->values);
+    if (!s->values) {
+        dt_sampling_set_free(s);
+        return DT_ENOMEM;
+    }
+    return 0;
+}
+
 size_t dt_sampling_set_bytes(const dt_sampling_set *s)
 {
-    return s->cap * sizeof *s->slots;
+    return s->cap * (sizeof *s->slots + (s->values ? sizeof *s->values : 0));
 }
 
 void dt_sampling_set_free(dt_sampling_set *s)
@@ -48,7 +61,9 @@ void dt_sampling_set_free(dt_sampling_set *s)
     if (!s)
         return;
     free(s->slots);
+    free(s->values);
     s->slots = NULL;
+    s->values = NULL;
     s->cap = s->n = 0;
 }
 
@@ -58,51 +73,97 @@ void dt_sampling_set_clear(dt_sampling_set *s)
     s->n = 0;
 }
 
+/* The slot holding index, or the empty slot where it would go. */
+static size_t find_slot(const dt_sampling_set *s, uint64_t index)
+{
+    uint64_t key = index + 1;
+    size_t i = slot_of(key, s->cap);
+    while (s->slots[i] != key && s->slots[i] != 0)
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
 bool dt_sampling_set_has(const dt_sampling_set *s, uint64_t index)
 {
     if (!s || !s->slots)
         return false;
-    uint64_t key = index + 1;
-    for (size_t i = slot_of(key, s->cap);; i = (i + 1) & (s->cap - 1)) {
-        if (s->slots[i] == key)
-            return true;
-        if (s->slots[i] == 0)
-            return false;
-    }
+    return s->slots[find_slot(s, index)] != 0;
 }
 
-static void insert_slot(uint64_t *slots, size_t cap, uint64_t key)
+bool dt_sampling_set_get(const dt_sampling_set *s, uint64_t index, double *value)
 {
-    size_t i = slot_of(key, cap);
-    while (slots[i] != 0)
-        i = (i + 1) & (cap - 1);
-    slots[i] = key;
+    if (!s || !s->slots || !s->values)
+        return false;
+    size_t i = find_slot(s, index);
+    if (s->slots[i] == 0)
+        return false;
+    *value = s->values[i];
+    return true;
 }
 
 static int grow_set(dt_sampling_set *s)
 {
-    size_t cap = s->cap * 2;
-    uint64_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
+    dt_sampling_set bigger = { .cap = s->cap * 2, .n = s->n };
+    bigger.slots = calloc(bigger.cap, sizeof *bigger.slots);
+    if (s->values)
+        bigger.values = calloc(bigger.cap, sizeof *bigger.values);
+    if (!bigger.slots || (s->values && !bigger.values)) {
+        dt_sampling_set_free(&bigger);
         return DT_ENOMEM;
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->slots[i])
-            insert_slot(slots, cap, s->slots[i]);
-    free(s->slots);
-    s->slots = slots;
-    s->cap = cap;
+    }
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->slots[i])
+            continue;
+        size_t j = find_slot(&bigger, s->slots[i] - 1);
+        bigger.slots[j] = s->slots[i];
+        if (s->values)
+            bigger.values[j] = s->values[i];
+    }
+    dt_sampling_set_free(s);
+    *s = bigger;
+    return 0;
+}
+
+/* The slot of index, added (with a zero value) when it was not there;
+ * *added says which. */
+static int add_slot(dt_sampling_set *s, uint64_t index, size_t *slot, bool *added)
+{
+    size_t i = find_slot(s, index);
+    *added = s->slots[i] == 0;
+    if (*added) {
+        if (2 * (s->n + 1) > s->cap) {
+            if (grow_set(s))
+                return DT_ENOMEM;
+            i = find_slot(s, index);
+        }
+        s->slots[i] = index + 1;
+        if (s->values)
+            s->values[i] = 0;
+        s->n++;
+    }
+    *slot = i;
     return 0;
 }
 
 int dt_sampling_set_add(dt_sampling_set *s, uint64_t index)
 {
-    if (dt_sampling_set_has(s, index))
-        return 0;
-    if (2 * (s->n + 1) > s->cap && grow_set(s))
+    size_t slot;
+    bool added;
+    if (add_slot(s, index, &slot, &added))
         return DT_ENOMEM;
-    insert_slot(s->slots, s->cap, index + 1);
-    s->n++;
-    return 1;
+    return added;
+}
+
+int dt_sampling_set_put(dt_sampling_set *s, uint64_t index, double value)
+{
+    size_t slot;
+    bool added;
+    if (!s->values)
+        return DT_EINVAL;
+    if (add_slot(s, index, &slot, &added))
+        return DT_ENOMEM;
+    s->values[slot] = value;
+    return 0;
 }
 
 /* ---- the sampler ------------------------------------------------------------------ */

@@ -105,7 +105,8 @@ static int alloc_parts(dt_tuner *t, dt_error *err)
     t->results = calloc((size_t)t->cfg.batch_size, sizeof *t->results);
     t->batch_scores = calloc((size_t)t->cfg.batch_size, sizeof *t->batch_scores);
     if (!t->rng || !t->batch || !t->results || !t->batch_scores ||
-        dt_sampling_set_init(&t->measured) || dt_sampling_set_init(&t->batch_taken))
+        dt_sampling_set_init(&t->measured) || dt_sampling_set_init(&t->batch_taken) ||
+        dt_sampling_set_init_values(&t->own_memo) || dt_sampling_set_init_values(&t->prior_memo))
         return dt_error_set(err, DT_ENOMEM, "tuner: out of memory");
     gsl_rng_set(t->rng, (unsigned long)(t->seed ^ (t->seed >> 32)) + 13);
     return 0;
@@ -181,6 +182,12 @@ void dt_tuner_free(dt_tuner *t)
         gsl_rng_free(t->rng);
     dt_sampling_set_free(&t->measured);
     dt_sampling_set_free(&t->batch_taken);
+    dt_sampling_set_free(&t->own_memo);
+    dt_sampling_set_free(&t->prior_memo);
+    free(t->memo_keys);
+    free(t->miss_at);
+    free(t->miss_points);
+    free(t->miss_scores);
     free(t->points);
     free(t->features);
     free(t->gflops);
@@ -259,7 +266,11 @@ size_t dt_tuner_history_bytes(const dt_tuner *t)
                  sizeof *t->gflops + sizeof *t->record_scores;
     size_t prior_row = DT_TRANSFER_MAX_FEATURES * sizeof *t->prior_rows + sizeof *t->prior_out +
                        sizeof *t->margins;
+    size_t memo_row = sizeof *t->memo_keys + sizeof *t->miss_at + sizeof *t->miss_points +
+                      sizeof *t->miss_scores;
     return (size_t)t->cap * row + (size_t)t->prior_cap * prior_row +
+           (size_t)t->memo_cap * memo_row + dt_sampling_set_bytes(&t->own_memo) +
+           dt_sampling_set_bytes(&t->prior_memo) +
            dt_sampling_set_bytes(&t->measured) + dt_sampling_set_bytes(&t->batch_taken) +
            dt_costmodel_bytes(t->model) + dt_costmodel_bytes(t->prior);
 }
@@ -321,6 +332,7 @@ int dt_tuner_transfer(dt_tuner *t, dt_transfer *x, int *used, dt_error *err)
     dt_costmodel_free(t->prior);
     t->prior = prior;
     t->prior_weight = 1.0;
+    dt_sampling_set_clear(&t->prior_memo);
     int max = t->cfg.batch_size < DT_TRANSFER_SEEDS ? t->cfg.batch_size : DT_TRANSFER_SEEDS;
     if (t->nseeds == 0)     /* a database's seeds go first */
         t->nseeds = t->n == 0 ? dt_transfer_seeds(x, t->space, max, t->seeds) : 0;
@@ -346,6 +358,7 @@ static int refit(dt_tuner *t, dt_error *err)
         return 0;
     int rc = t->prior ? fit_on_prior(t, err)
                       : dt_costmodel_fit(t->model, t->features, t->gflops, t->n, err);
+    dt_sampling_set_clear(&t->own_memo);   /* a failed fit may have changed the model too */
     if (!rc)
         t->model_stale = false;
     return rc;

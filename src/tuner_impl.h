@@ -33,6 +33,10 @@ typedef struct dt_tuner_strategy_i {
  * handed to adaptive sampling) holds this many configs per batch slot. */
 #define DT_TUNER_POOL_PER_BATCH 1
 
+/* A score memo (own_memo, prior_memo) is emptied past this many configs, so a
+ * long task's memo stays within a few megabytes. */
+#define DT_TUNER_MEMO_MAX (1 << 16)
+
 extern const dt_tuner_strategy_i dt_tuner_chameleon;
 extern const dt_tuner_strategy_i dt_tuner_autotvm;
 extern const dt_tuner_strategy_i dt_tuner_random;
@@ -71,6 +75,16 @@ struct dt_tuner {
     float *prior_rows;
     double *prior_out;
     float *margins;            /* one per record, for fits on the prior */
+    /* A model's score of a config is fixed until the model is fitted again,
+     * and chameleon's walks and autotvm's annealing come back to the same
+     * configs many times a round: scores by config index, own_memo emptied
+     * at each fit of the own model, prior_memo when the prior is replaced. */
+    dt_sampling_set own_memo, prior_memo;
+    int memo_cap;              /* entries of the miss workspaces below */
+    uint64_t *memo_keys;       /* config index of each point scored */
+    int *miss_at;              /* the points not in the memo ... */
+    dt_point *miss_points;
+    double *miss_scores;       /* ... and their predicted scores */
     /* helpers and batch buffers */
     dt_sampling *sampler;      /* also finds unmeasured points */
     dt_sampling_set batch_taken;

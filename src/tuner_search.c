@@ -118,7 +118,23 @@ static int grow_prior_work(dt_tuner *t, int n, dt_error *err)
     return 0;
 }
 
-int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err)
+static int grow_memo_work(dt_tuner *t, int n, dt_error *err)
+{
+    if (n <= t->memo_cap)
+        return 0;
+    size_t cap = dt_grow_capacity((size_t)t->memo_cap, (size_t)n);
+    if (cap > INT_MAX
+        || dt_resize(&t->memo_keys, cap, sizeof *t->memo_keys) != 0
+        || dt_resize(&t->miss_at, cap, sizeof *t->miss_at) != 0
+        || dt_resize(&t->miss_points, cap, sizeof *t->miss_points) != 0
+        || dt_resize(&t->miss_scores, cap, sizeof *t->miss_scores) != 0)
+        return dt_error_set(err, DT_ENOMEM, "tuner: out of memory for %d scores", n);
+    t->memo_cap = (int)cap;
+    return 0;
+}
+
+/* The prior's predictions of n points (on transfer features) into out. */
+static int prior_predict(dt_tuner *t, const dt_point *points, int n, double *out, dt_error *err)
 {
     int rc = grow_prior_work(t, n, err);
     if (rc)
@@ -126,7 +142,47 @@ int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *
     size_t nf = (size_t)dt_transfer_nfeatures(t->space);
     for (int i = 0; i < n; i++)
         dt_transfer_features(t->space, &points[i], t->prior_rows + (size_t)i * nf);
-    return dt_costmodel_predict(t->prior, t->prior_rows, n, t->prior_out, err);
+    return dt_costmodel_predict(t->prior, t->prior_rows, n, out, err);
+}
+
+/* The scores of n points by the own model or the prior into out, through
+ * that model's memo: only the configs it has not scored since it was last
+ * fitted are predicted (together, in one call). */
+static int memo_scores(dt_tuner *t, bool prior, const dt_point *points, int n, double *out,
+                       dt_error *err)
+{
+    dt_sampling_set *memo = prior ? &t->prior_memo : &t->own_memo;
+    int rc = grow_memo_work(t, n, err);
+    if (rc)
+        return rc;
+    if (memo->n > DT_TUNER_MEMO_MAX)
+        dt_sampling_set_clear(memo);
+    int misses = 0;
+    for (int i = 0; i < n; i++) {
+        t->memo_keys[i] = dt_space_index(t->space, &points[i]);
+        if (!dt_sampling_set_get(memo, t->memo_keys[i], &out[i])) {
+            t->miss_at[misses] = i;
+            t->miss_points[misses++] = points[i];
+        }
+    }
+    if (misses == 0)
+        return 0;
+    rc = prior ? prior_predict(t, t->miss_points, misses, t->miss_scores, err)
+               : dt_costmodel_predict_points(t->model, t->space, t->miss_points, misses,
+                                             t->miss_scores, err);
+    for (int j = 0; !rc && j < misses; j++) {
+        int i = t->miss_at[j];
+        out[i] = t->miss_scores[j];
+        if (dt_sampling_set_put(memo, t->memo_keys[i], out[i]) != 0)
+            rc = dt_error_set(err, DT_ENOMEM, "tuner: out of memory for the score memo");
+    }
+    return rc;
+}
+
+int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err)
+{
+    int rc = grow_prior_work(t, n, err);
+    return rc ? rc : memo_scores(t, true, points, n, t->prior_out, err);
 }
 
 bool dt_tuner_model_ready(const dt_tuner *t)
@@ -137,9 +193,9 @@ bool dt_tuner_model_ready(const dt_tuner *t)
 int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
 {
     if (!t->prior)
-        return dt_costmodel_predict_points(t->model, t->space, points, n, scores, err);
+        return memo_scores(t, false, points, n, scores, err);
     bool own = dt_costmodel_trained(t->model);
-    int rc = own ? dt_costmodel_predict_points(t->model, t->space, points, n, scores, err) : 0;
+    int rc = own ? memo_scores(t, false, points, n, scores, err) : 0;
     if (!rc)
         rc = dt_tuner_prior_scores(t, points, n, err);
     if (rc)

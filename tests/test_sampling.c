@@ -60,6 +60,38 @@ static void test_set_holds_what_was_added(void **state)
     dt_sampling_set_free(&set);
 }
 
+/* A set with values keeps each index's latest value through growth and
+ * clearing; a plain set refuses values. */
+static void test_set_keeps_values(void **state)
+{
+    (void)state;
+    dt_sampling_set set;
+    assert_int_equal(dt_sampling_set_init_values(&set), 0);
+    double v = -1;
+    assert_false(dt_sampling_set_get(&set, 3, &v));
+    for (uint64_t i = 0; i < 5000; i++)
+        assert_int_equal(dt_sampling_set_put(&set, i * 7919 + 3, (double)i / 7), 0);
+    assert_int_equal(dt_sampling_set_put(&set, 3, 0.5), 0);   /* a new value, no new index */
+    assert_int_equal((int)set.n, 5000);
+    assert_int_equal(dt_sampling_set_add(&set, 11), 1);       /* added without a value: 0 */
+    assert_true(dt_sampling_set_get(&set, 11, &v) && v == 0);
+    assert_true(dt_sampling_set_get(&set, 3, &v) && v == 0.5);
+    for (uint64_t i = 1; i < 5000; i++) {
+        assert_true(dt_sampling_set_get(&set, i * 7919 + 3, &v) && v == (double)i / 7);
+        assert_false(dt_sampling_set_get(&set, i * 7919 + 4, &v));
+    }
+    dt_sampling_set_clear(&set);
+    assert_false(dt_sampling_set_get(&set, 3, &v));
+    assert_int_equal(dt_sampling_set_put(&set, 3, 2.0), 0);
+    assert_true(dt_sampling_set_get(&set, 3, &v) && v == 2.0);
+    dt_sampling_set_free(&set);
+    dt_sampling_set plain;
+    assert_int_equal(dt_sampling_set_init(&plain), 0);
+    assert_int_equal(dt_sampling_set_put(&plain, 3, 1.0), DT_EINVAL);
+    assert_false(dt_sampling_set_get(&plain, 3, &v));
+    dt_sampling_set_free(&plain);
+}
+
 /* nclusters well-separated centres, each holding `pairs` (1 or 2) tight
  * Gaussian blobs (σ 0.01) of 23 points in 5 dimensions; a pair's blobs sit
  * 0.1 apart, so they are clusters of their own at a finer scale. */
@@ -301,6 +333,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_holds_what_was_added),
+        cmocka_unit_test(test_set_keeps_values),
         cmocka_unit_test(test_knee_on_planted_clusters),
         cmocka_unit_test(test_kmeans_loss_falls_with_k),
         cmocka_unit_test(test_mode_takes_most_frequent_option),

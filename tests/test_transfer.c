@@ -15,7 +15,9 @@
  * off, or with only records of another kind (another machine's vector width,
  * another op kind) in the store, the tuner measures exactly the configs in
  * exactly the order it measures without a store; the seeds map a config of
- * a space into itself unchanged.
+ * a space into itself unchanged; the tuner's memo of scores gives, round
+ * after round, exactly the scores of the own model and the prior asked
+ * directly.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -30,6 +32,7 @@
 #include "dtune/transfer.h"
 #include "dtune/tuner.h"
 #include "dtune/target.h"
+#include "tuner_impl.h"
 
 #define SIBLING_RECORDS 300
 #define FIRST_ROUND 8
@@ -325,6 +328,67 @@ static void test_map_and_own_records(void **state)
     dt_space_free(&b);
 }
 
+/* The score a tuner gives p, asked of its models without the memo. */
+static double direct_score(dt_tuner *t, const dt_point *p)
+{
+    dt_error err;
+    double own = 0, prior = 0;
+    if (dt_costmodel_trained(t->model))
+        assert_int_equal(dt_costmodel_predict_points(t->model, t->space, p, 1, &own, &err), 0);
+    float rows[DT_TRANSFER_MAX_FEATURES];
+    dt_transfer_features(t->space, p, rows);
+    assert_int_equal(dt_costmodel_predict(t->prior, rows, 1, &prior, &err), 0);
+    return dt_costmodel_trained(t->model) ? own + t->prior_weight * prior : prior;
+}
+
+/* Scores through the memo (each point asked twice in one call, and again in
+ * a second call) equal the models' own after every round: a memo that
+ * outlived a fit of the own model or of the prior would differ. */
+static void test_score_memo_is_exact(void **state)
+{
+    (void)state;
+    enum { POINTS = 24 };
+    dt_transfer *x = sibling_store();
+    dt_space target;
+    conv_space(&target, 96, 42, 192, 16);
+    dt_tuner *t = new_tuner(&target, "chameleon", true, 5);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 21);
+    dt_point pts[2 * POINTS];
+    for (int i = 0; i < POINTS; i++) {
+        dt_space_random(&target, rng, &pts[i]);
+        pts[POINTS + i] = pts[i];
+    }
+    gsl_rng_free(rng);
+    dt_error err;
+    int used = 0;
+    trace tr = { 0 };
+    for (int round = 0; round < 4; round++) {
+        if (round == 2) {   /* a new prior over a fourth sibling's records too */
+            dt_space sib;
+            conv_space(&sib, 32, 112, 64, 16);
+            sample_into(x, &sib, 77);
+            dt_space_free(&sib);
+            assert_int_equal(dt_tuner_transfer(t, x, &used, &err), 0);
+            assert_int_equal(used, 4 * SIBLING_RECORDS);
+        } else if (round == 0) {
+            assert_int_equal(dt_tuner_transfer(t, x, &used, &err), 0);
+        }
+        double scores[2 * POINTS], again[2 * POINTS];
+        assert_int_equal(dt_tuner_score(t, pts, 2 * POINTS, scores, &err), 0);
+        assert_int_equal(dt_tuner_score(t, pts, POINTS, again, &err), 0);
+        for (int i = 0; i < POINTS; i++) {
+            double want = direct_score(t, &pts[i]);
+            assert_true(scores[i] == want && scores[POINTS + i] == want && again[i] == want);
+        }
+        run_trials(t, 32, &tr);
+    }
+    assert_true(dt_costmodel_trained(t->model));
+    dt_tuner_free(t);
+    dt_space_free(&target);
+    dt_transfer_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_switch_off_is_exact),
         cmocka_unit_test(test_foreign_space_never_used),
         cmocka_unit_test(test_map_and_own_records),
+        cmocka_unit_test(test_score_memo_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

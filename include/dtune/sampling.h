@@ -19,7 +19,8 @@
  * knob, crossing invalid points).
  *
  * Also here: dt_sampling_set, the open-addressing hash set of config indices
- * used for "measured" and "visited" sets.
+ * used for "measured" and "visited" sets, which can also keep a value per
+ * index (the tuner's memo of cost-model scores).
  */
 #ifndef DTUNE_SAMPLING_H
 #define DTUNE_SAMPLING_H
@@ -35,12 +36,16 @@
 
 typedef struct dt_sampling_set {
     uint64_t *slots;   /* index + 1; 0 marks an empty slot */
+    double *values;    /* one per slot in a set made with values; else NULL */
     size_t cap;        /* power of two */
     size_t n;
 } dt_sampling_set;
 
 /* An empty set; returns 0 or DT_ENOMEM. */
 int dt_sampling_set_init(dt_sampling_set *s);
+/* An empty set that keeps a value per index (dt_sampling_set_put/get);
+ * returns 0 or DT_ENOMEM. */
+int dt_sampling_set_init_values(dt_sampling_set *s);
 void dt_sampling_set_free(dt_sampling_set *s);
 void dt_sampling_set_clear(dt_sampling_set *s);
 bool dt_sampling_set_has(const dt_sampling_set *s, uint64_t index);
@@ -48,6 +53,12 @@ bool dt_sampling_set_has(const dt_sampling_set *s, uint64_t index);
 size_t dt_sampling_set_bytes(const dt_sampling_set *s);
 /* 1 when added, 0 when already present, DT_ENOMEM when growing failed. */
 int dt_sampling_set_add(dt_sampling_set *s, uint64_t index);
+/* In a set made with values: adds index with value (or sets the value of an
+ * index already there); 0, DT_ENOMEM, or DT_EINVAL for a set without values. */
+int dt_sampling_set_put(dt_sampling_set *s, uint64_t index, double value);
+/* In a set made with values: whether index is there, and its value into
+ * *value when it is. */
+bool dt_sampling_set_get(const dt_sampling_set *s, uint64_t index, double *value);
 
 /* --- the sampler ------------------------------------------------------------ */
 
