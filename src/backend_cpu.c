@@ -47,6 +47,9 @@ extern char **environ;
 #define CC_FLAGS DT_CPU_KERNEL_CFLAGS " -shared -fPIC"
 /* Compiles between two prunings of the artifact cache. */
 #define CACHE_PRUNE_EVERY 32
+/* Working-set sizes whose own streams a backend keeps (cpu_roofline); a
+ * task of a size past them gets its level's streams. */
+#define SIZED_STREAMS_MAX 256
 
 typedef struct cpu_backend {
     dt_measure_params measure;
@@ -66,6 +69,9 @@ typedef struct cpu_backend {
     dt_roofline roofline;        /* the probes' figures, once roofline_state > 0; a
                                     level's bandwidths 0 until first asked for */
     int roofline_state;          /* 0 until probed, 1 measured, -1 the FMA probe failed */
+    dt_mem_level sized[SIZED_STREAMS_MAX]; /* streams timed at a task's working set
+                                    (probe_bytes); name and capacity unused */
+    int nsized;
 } cpu_backend;
 
 /* snprintf that reports truncation instead of warning about it. */
@@ -691,9 +697,46 @@ static void probe_level(cpu_backend *b, dt_mem_level *l)
     l->rw_gbs = fmax(0, best_of_rounds(b, threads, read_write_variant, 1, floats, STREAM_ROUNDS, &which));
 }
 
-/* The roofline slot: the peak once, then each level's streams the first
- * time a working set it holds is asked for (working_set_bytes < 0: every
- * level), so a run start times only the levels its tasks sit in. */
+/* The streams timed at a working set of exactly bytes, from b's table or,
+ * the first time, measured and kept there; false when they cannot be (the
+ * stream does not run, or the table is full and they are not in it). */
+static bool sized_streams(cpu_backend *b, double bytes, dt_mem_level *out)
+{
+    bool found = false;
+    pthread_mutex_lock(&b->runner_mu);
+    for (int i = 0; i < b->nsized && !found; i++)
+        if (b->sized[i].probe_bytes == bytes) {
+            *out = b->sized[i];
+            found = true;
+        }
+    bool room = b->nsized < SIZED_STREAMS_MAX;
+    pthread_mutex_unlock(&b->runner_mu);
+    if (found)
+        return true;
+    if (!room)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->probe_bytes = bytes;
+    probe_level(b, out);
+    if (dt_mem_level_gbs(out) <= 0)
+        return false;
+    pthread_mutex_lock(&b->runner_mu);
+    bool again = false;        /* another caller may have timed the same size meanwhile */
+    for (int i = 0; i < b->nsized && !again; i++)
+        again = b->sized[i].probe_bytes == bytes;
+    if (!again && b->nsized < SIZED_STREAMS_MAX)
+        b->sized[b->nsized++] = *out;
+    pthread_mutex_unlock(&b->runner_mu);
+    return true;
+}
+
+/* The roofline slot: the peak once; for a working set, the level that holds
+ * it with its streams timed at that working set itself (a set that fills
+ * most of a cache spills and streams slower than one that fills half; one
+ * at least the DRAM probe's size gets the DRAM level's streams); with no
+ * working set (< 0) every level's streams at its probe size. Each size and
+ * each level is timed once and kept, so only the sizes a run's tasks have
+ * are timed. */
 static int cpu_roofline(void *state, double working_set_bytes, dt_roofline *out)
 {
     cpu_backend *b = state;
@@ -708,9 +751,13 @@ static int cpu_roofline(void *state, double working_set_bytes, dt_roofline *out)
         memset(out, 0, sizeof *out);
         return -1;
     }
-    const dt_mem_level *holder = dt_roofline_level_for(&r, working_set_bytes);
+    const dt_mem_level *holder = working_set_bytes > 0 ? dt_roofline_level_for(&r, working_set_bytes) : NULL;
+    int h = holder ? (int)(holder - r.levels) : -1;
+    dt_mem_level own;
+    bool sized = h >= 0 && (h < r.nlevels - 1 || working_set_bytes < holder->probe_bytes) &&
+                 sized_streams(b, working_set_bytes, &own);
     for (int i = 0; i < r.nlevels; i++)
-        if ((working_set_bytes < 0 || &r.levels[i] == holder) && dt_mem_level_gbs(&r.levels[i]) <= 0)
+        if ((working_set_bytes < 0 || (i == h && !sized)) && dt_mem_level_gbs(&r.levels[i]) <= 0)
             probe_level(b, &r.levels[i]);
     pthread_mutex_lock(&b->runner_mu);
     for (int i = 0; known && i < r.nlevels; i++) /* keep what another caller measured meanwhile */
@@ -720,6 +767,11 @@ static int cpu_roofline(void *state, double working_set_bytes, dt_roofline *out)
     b->roofline_state = 1;
     pthread_mutex_unlock(&b->runner_mu);
     *out = r;
+    if (sized) {
+        out->levels[h].probe_bytes = own.probe_bytes;
+        out->levels[h].read_gbs = own.read_gbs;
+        out->levels[h].rw_gbs = own.rw_gbs;
+    }
     return 0;
 }
 

@@ -370,17 +370,38 @@ static void test_measurer_batch(void **state)
     assert_true(peak > 1 && peak < 1e5);
     /* the roofline: the same peak (measured once); the task's level streamed
      * when the task asks, every level when no task does */
-    dt_roofline roof;
+    dt_roofline roof, again, other;
     assert_int_equal(dt_measurer_roofline(m, &t, &roof), 0);
     assert_true(roof.peak_gflops == peak);
     assert_non_null(strstr(roof.probe, "fma "));
-    assert_true(dt_mem_level_gbs(dt_roofline_level_for(&roof, t.bytes)) > 0);
+    const dt_mem_level *held = dt_roofline_level_for(&roof, t.bytes);
+    assert_true(dt_mem_level_gbs(held) > 0);
+    /* ... with its streams timed at the task's own working set, once */
+    assert_true(held->probe_bytes == t.bytes);
+    assert_int_equal(dt_measurer_roofline(m, &t, &again), 0);
+    held = dt_roofline_level_for(&again, t.bytes);
+    assert_true(held->read_gbs == roof.levels[held - again.levels].read_gbs &&
+                held->rw_gbs == roof.levels[held - again.levels].rw_gbs);
+    /* a task of another size in the same level gets streams of its own size */
+    dt_task t2 = t;
+    t2.mm.m = 8;
+    assert_int_equal(dt_task_finish(&t2, NULL), 0);
+    assert_true(t2.bytes != t.bytes);
+    assert_int_equal(dt_measurer_roofline(m, &t2, &other), 0);
+    assert_true(dt_roofline_level_for(&other, t2.bytes)->probe_bytes == t2.bytes);
+    assert_true(dt_mem_level_gbs(dt_roofline_level_for(&other, t2.bytes)) > 0);
+    /* the machine's levels stay timed at their own probe sizes */
     assert_int_equal(dt_measurer_roofline(m, NULL, &roof), 0);
     assert_true(roof.peak_gflops == peak);
     assert_true(roof.nlevels >= 1);
     assert_string_equal(roof.levels[roof.nlevels - 1].name, "DRAM");
-    for (int i = 0; i < roof.nlevels; i++)
+    dt_mem_level levels[DT_ROOFLINE_MAX_LEVELS];
+    assert_int_equal(dt_roofline_cpu_levels(f->measure.threads, levels, DT_ROOFLINE_MAX_LEVELS),
+                     roof.nlevels);
+    for (int i = 0; i < roof.nlevels; i++) {
         assert_true(roof.levels[i].read_gbs > 0 && roof.levels[i].rw_gbs > 0);
+        assert_true(roof.levels[i].probe_bytes == levels[i].probe_bytes);
+    }
     dt_measurer_free(m);
     dt_space_free(&space);
 }

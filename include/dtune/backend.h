@@ -52,9 +52,10 @@ typedef struct dt_backend_i {
     double (*peak_gflops)(void *state, const dt_task *task);
     /* The machine's roofline (roofline.h) as the target's probes measure
      * it: the peak once, and at least the bandwidths of the memory level
-     * holding working_set_bytes (every level when < 0), each level measured
-     * once; a level not yet asked for has bandwidths 0 (optional). 0, or -1
-     * when the peak cannot be measured. */
+     * holding working_set_bytes (every level when < 0), each level (or, for
+     * a working set, each size: its probe_bytes) measured once; a level not
+     * yet asked for has bandwidths 0 (optional). 0, or -1 when the peak
+     * cannot be measured. */
     int (*roofline)(void *state, double working_set_bytes, dt_roofline *out);
     void (*close)(void *state);
 } dt_backend_i;

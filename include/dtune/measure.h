@@ -121,9 +121,10 @@ int dt_measurer_reference(dt_measurer *m, const dt_task *task, dt_measure_result
 double dt_measurer_peak_gflops(dt_measurer *m, const dt_task *task);
 
 /* The backend's roofline for task (roofline.h): its probes' peak and the
- * bandwidths of at least the level holding the task's working set (task
- * NULL: every level) where it has them, else its peak alone (no levels; task
- * NULL: none). Returns 0, or -1 when no peak is known. */
+ * bandwidths of at least the level holding the task's working set (the CPU
+ * backend times that level's streams at the working set itself; task NULL:
+ * every level at its probe size) where it has them, else its peak alone (no
+ * levels; task NULL: none). Returns 0, or -1 when no peak is known. */
 int dt_measurer_roofline(dt_measurer *m, const dt_task *task, dt_roofline *out);
 
 /* The allowed cores that timing never uses: all but the last

@@ -3,7 +3,9 @@
  * that holds the task's working set).
  *
  * The peak comes from an FMA probe and the bandwidths from read and
- * read+write streams at working sets sized to each cache level (the CPU
+ * read+write streams: for a task, streams over a working set of the task's
+ * own size (a cache nearly full of it spills; one half full does not), and
+ * for the machine as a whole, streams at half of each cache level (the CPU
  * backend measures both in its measurement process, on the timing cores, at
  * measure.threads; backend_cpu.c). This module only holds the figures and
  * the arithmetic, so the report, /status, /metrics, the page, best.json and
