@@ -504,6 +504,13 @@ static const struct { int lanes, chains; } probe_fma[] = { { 16, 12 }, { 16, 16 
  * nanoseconds one sweep of an L1 takes) stay a small share of its time. */
 #define STREAM_CALL_BYTES (32.0 * 1024 * 1024)
 
+/* FLOPs each thread of the FMA probe does per call: about half a millisecond
+ * at a Zen 4 core's peak, so the fork and join of a 2-thread call (a few
+ * microseconds) costs well under 1 % of it; at 2.1 MFLOP a call the
+ * 2-thread probe read 226 GFLOPS on the Zen 4 where oneDNN's layer4_3x3
+ * ran at 257. */
+#define FMA_CALL_FLOPS (64.0 * 1000 * 1000)
+
 /* The OpenMP lines of a probe: header, parallel pragma, thread number. */
 static const char *omp_include(int threads) { return threads > 1 ? "#include <omp.h>\n" : ""; }
 static const char *omp_parallel(int threads)
@@ -521,7 +528,7 @@ static char *fma_probe_source(int threads, int lanes, int chains)
 {
     const char *fmt =
         "#include <stddef.h>\n%s"
-        "#define LANES %d\n#define CHAINS %d\n#define THREADS %d\n#define ITER 4096\n"
+        "#define LANES %d\n#define CHAINS %d\n#define THREADS %d\n#define ITER %ld\n"
         "typedef float vf __attribute__((vector_size(LANES * 4)));\n"
         "double dt_kernel_flops(void) { return 2.0 * CHAINS * LANES * ITER * THREADS; }\n"
         "size_t dt_kernel_workspace(void) { return 16 * 64; }\n"
@@ -531,14 +538,15 @@ static char *fma_probe_source(int threads, int lanes, int chains)
         "%s"
         "    {\n        vf a[CHAINS], m = (vf){0} + 0.999999f, c = (vf){0} + 1e-7f;\n"
         "        for (int j = 0; j < CHAINS; j++) a[j] = (vf){0} + (float)j;\n"
-        "        for (int i = 0; i < ITER; i++) {\n"
+        "        for (long i = 0; i < ITER; i++) {\n"
         "            _Pragma(\"GCC unroll 16\")\n"
         "            for (int j = 0; j < CHAINS; j++) a[j] = a[j] * m + c;\n        }\n"
         "        vf s = (vf){0};\n        for (int j = 0; j < CHAINS; j++) s += a[j];\n"
         "        int t = 0;\n%s"
         "        ws[(t %% 16) * 64] = s[0];\n    }\n}\n";
+    long iter = (long)ceil(FMA_CALL_FLOPS / (2.0 * chains * lanes));
     char *src = NULL;
-    if (asprintf(&src, fmt, omp_include(threads), lanes, chains, threads, omp_parallel(threads),
+    if (asprintf(&src, fmt, omp_include(threads), lanes, chains, threads, iter, omp_parallel(threads),
                  omp_thread(threads)) < 0)
         return NULL;
     return src;
