@@ -30,7 +30,7 @@ static void usage(FILE *to)
           "\n"
           "Prints a run's model latency (now and at the start) and, per task: kind,\n"
           "shape, GFLOP, best GFLOPS, the task's bound and the best's share of it\n"
-          "(bound = max(FLOPs / peak, bytes / bandwidth of the memory level that\n"
+          "(bound = max(useful FLOPs / peak, bytes / bandwidth of the memory level that\n"
           "holds the working set)), that level, share of the model\n"
           "latency, slots and trials. Reads RUN_DIR/best.json, which `dtune tune`\n"
           "rewrites after every slot; latency.csv and latency.svg lie beside it.\n"
@@ -136,7 +136,7 @@ static void print_tasks(const dt_run_state *rs)
                t->bound_level[0] ? t->bound_level : "-", share, t->slots, t->trials,
                t->failed[0] ? "  FAILED" : t->finished ? "  finished" : "");
     }
-    printf("\nbound: max(FLOPs / peak, bytes moved / bandwidth of the level that holds the "
+    printf("\nbound: max(useful FLOPs / peak, bytes moved / bandwidth of the level that holds the "
            "working set); peak from %s\n", rs->peak_probe[0] ? rs->peak_probe : "no probe");
     if (from_kernel)
         printf("* a kernel beat the probes' bound, so the bound is its own latency: the probes read low\n");

@@ -83,6 +83,30 @@ static bool tensors_too_large(const dt_task *t, dt_error *err)
     return false;
 }
 
+/* Floor of a / b for b > 0 and any sign of a. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* The (output, kernel tap) pairs along one dimension whose input index
+ * o * stride - pad + k * dilation lies inside [0, in): the taps a kernel
+ * must compute; the others read padding. */
+static double taps_inside(int in, int out, int k, int stride, int pad, int dilation)
+{
+    double n = 0;
+    for (int64_t kk = 0; kk < k; kk++) {
+        int64_t shift = kk * dilation - pad;   /* input index = o * stride + shift */
+        int64_t lo = shift >= 0 ? 0 : floor_div(-shift + stride - 1, stride);
+        int64_t hi = floor_div(in - 1 - shift, stride);
+        if (hi > out - 1)
+            hi = out - 1;
+        if (hi >= lo)
+            n += (double)(hi - lo + 1);
+    }
+    return n;
+}
+
 static int conv_finish(dt_task *t, dt_error *err)
 {
     dt_conv_shape *c = &t->conv;
@@ -113,6 +137,9 @@ static int conv_finish(dt_task *t, dt_error *err)
     double red = (t->kind == DT_OP_CONV2D ? (double)c->c_in : 1.0) * c->kh * c->kw;
     double wsz = (double)c->c_out * (t->kind == DT_OP_CONV2D ? c->c_in : 1) * c->kh * c->kw;
     t->flops = 2.0 * out * red;
+    t->useful_flops = 2.0 * c->n * c->c_out * (t->kind == DT_OP_CONV2D ? (double)c->c_in : 1.0) *
+                      taps_inside(c->h, c->oh, c->kh, c->sh, c->ph, c->dh) *
+                      taps_inside(c->w, c->ow, c->kw, c->sw, c->pw, c->dw);
     t->bytes = 4.0 * ((double)c->n * c->c_in * c->h * c->w + wsz + out);
     return 0;
 }
@@ -129,6 +156,7 @@ int dt_task_finish(dt_task *task, dt_error *err)
     if (tensors_too_large(task, err))
         return DT_EINVAL;
     task->flops = 2.0 * m->b * m->m * m->n * m->k;
+    task->useful_flops = task->flops;
     task->bytes = 4.0 * m->b * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
     if (task->kind == DT_OP_DENSE)
         task->bytes = 4.0 * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);

@@ -65,13 +65,16 @@ static void test_bound_arithmetic(void **state)
     double bytes = 4 * (13.0 * 17 * 19 + 24.0 * 13 * 9 + out);
     assert_true(fabs(t.flops - flops) <= 1e-12 * flops);
     assert_true(fabs(t.bytes - bytes) <= 1e-12 * bytes);
+    /* the bound counts the taps inside the input: 17 x 3 - 2 rows, 19 x 3 - 2 columns */
+    double useful = 2 * 24.0 * 13 * (17 * 3 - 2) * (19 * 3 - 2);
+    assert_true(fabs(t.useful_flops - useful) <= 1e-12 * useful);
 
     dt_roofline r = planted();
     dt_task_bound b;
     dt_roofline_task_bound(&r, &t, &b);
     assert_string_equal(b.level, "L2");
     assert_true(fabs(b.bandwidth_gbs - 151.5) < 1e-12);
-    assert_true(fabs(b.compute_s - flops / 187.5e9) <= 1e-12 * b.compute_s);
+    assert_true(fabs(b.compute_s - useful / 187.5e9) <= 1e-12 * b.compute_s);
     assert_true(fabs(b.memory_s - bytes / 151.5e9) <= 1e-12 * b.memory_s);
     assert_true(b.seconds == fmax(b.compute_s, b.memory_s));
     assert_true(b.seconds == b.compute_s); /* 3x3 over 13 channels: compute-bound */
@@ -89,6 +92,48 @@ static void test_bound_arithmetic(void **state)
     r.peak_gflops = 0;
     dt_roofline_bound(&r, 16e6, 96e6, &b);
     assert_true(b.seconds == 0);
+}
+
+/* Useful FLOPs against a count of every (output, tap) pair inside the input,
+ * over strides, paddings, dilations and depthwise; a task without padding
+ * and a dense task have useful = all FLOPs. */
+static void test_useful_flops(void **state)
+{
+    (void)state;
+    const struct { dt_op_kind kind; int c, h, w, co, kh, kw, sh, sw, ph, pw, dh, dw; } cases[] = {
+        { DT_OP_CONV2D, 3, 224, 224, 8, 7, 7, 2, 2, 3, 3, 1, 1 },
+        { DT_OP_CONV2D, 4, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1 },
+        { DT_OP_CONV2D, 2, 13, 11, 3, 3, 5, 2, 3, 2, 4, 2, 1 },
+        { DT_OP_DEPTHWISE_CONV2D, 6, 15, 15, 6, 3, 3, 2, 2, 1, 1, 1, 1 },
+        { DT_OP_CONV2D, 5, 9, 9, 2, 3, 3, 1, 1, 0, 0, 1, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dt_task t = { .name = "c", .kind = cases[i].kind, .count = 1,
+                      .conv = { .n = 1, .c_in = cases[i].c, .h = cases[i].h, .w = cases[i].w,
+                                .c_out = cases[i].co, .kh = cases[i].kh, .kw = cases[i].kw,
+                                .sh = cases[i].sh, .sw = cases[i].sw, .ph = cases[i].ph,
+                                .pw = cases[i].pw, .dh = cases[i].dh, .dw = cases[i].dw } };
+        assert_int_equal(dt_task_finish(&t, NULL), 0);
+        const dt_conv_shape *c = &t.conv;
+        double inside = 0;
+        for (int oh = 0; oh < c->oh; oh++)
+            for (int ow = 0; ow < c->ow; ow++)
+                for (int y = 0; y < c->kh; y++)
+                    for (int x = 0; x < c->kw; x++) {
+                        int ih = oh * c->sh - c->ph + y * c->dh, iw = ow * c->sw - c->pw + x * c->dw;
+                        inside += ih >= 0 && ih < c->h && iw >= 0 && iw < c->w;
+                    }
+        double per_tap = 2.0 * c->c_out * (t.kind == DT_OP_CONV2D ? c->c_in : 1);
+        assert_true(fabs(t.useful_flops - per_tap * inside) <= 1e-9 * t.useful_flops);
+        assert_true(t.useful_flops <= t.flops);
+        if (c->ph == 0 && c->pw == 0)
+            assert_true(t.useful_flops == t.flops);
+        else
+            assert_true(t.useful_flops < t.flops);
+    }
+    dt_task d = { .name = "d", .kind = DT_OP_DENSE, .count = 1, .mm = { 1, 1, 1000, 512 } };
+    assert_int_equal(dt_task_finish(&d, NULL), 0);
+    assert_true(d.useful_flops == d.flops);
 }
 
 /* This machine's levels: smallest first, DRAM last and holding any size,
@@ -138,6 +183,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_level_for_planted_sets),
         cmocka_unit_test(test_bound_arithmetic),
+        cmocka_unit_test(test_useful_flops),
         cmocka_unit_test(test_cpu_levels),
         cmocka_unit_test(test_share_never_over_one),
     };

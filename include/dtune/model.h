@@ -60,6 +60,9 @@ typedef struct dt_task {
     dt_conv_shape conv;      /* valid for conv kinds */
     dt_mm_shape mm;          /* valid for dense and batch_matmul */
     double flops;            /* one execution: 2 * multiply-adds */
+    double useful_flops;     /* 2 * the multiply-adds that read the input, not its
+                                padding: the least work of any direct kernel (the
+                                bound's FLOPs, roofline.h); = flops without padding */
     double bytes;            /* compulsory traffic: inputs + weights + output, fp32 */
 } dt_task;
 

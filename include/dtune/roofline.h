@@ -1,11 +1,12 @@
 /* roofline.h — the bound a task's kernel cannot beat on the machine it is
- * timed on: max(FLOPs / peak, bytes moved / bandwidth of the memory level
- * that holds the task's working set).
+ * timed on: max(useful FLOPs / peak, bytes moved / bandwidth of the memory
+ * level that holds the task's working set); useful FLOPs leave out a
+ * convolution's taps on padding (model.h).
  *
  * The peak comes from an FMA probe and the bandwidths from read and
  * read+write streams: for a task, streams over a working set of the task's
- * own size (a cache nearly full of it spills; one half full does not), and
- * for the machine as a whole, streams at half of each cache level (the CPU
+ * own size, and for the machine as a whole, streams at half of each cache
+ * level (the CPU
  * backend measures both in its measurement process, on the timing cores, at
  * measure.threads; backend_cpu.c). This module only holds the figures and
  * the arithmetic, so the report, /status, /metrics, the page, best.json and
@@ -60,7 +61,10 @@ double dt_mem_level_gbs(const dt_mem_level *level);
  * gives seconds 0 (unknown). */
 void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task_bound *out);
 
-/* dt_roofline_bound of a model task. */
+/* dt_roofline_bound of a model task, with its useful FLOPs (model.h): a
+ * convolution's taps that read padding are work a kernel may skip (oneDNN
+ * does: its 3x3 convolutions on 7x7 planes, 82 % of the taps inside, read
+ * 108-113 % of a bound counting every tap). */
 void dt_roofline_task_bound(const dt_roofline *r, const dt_task *task, dt_task_bound *out);
 
 /* The CPU's data cache sizes from sysfs (cpu0's L1d, L2, L3) and a DRAM
