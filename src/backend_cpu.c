@@ -739,8 +739,8 @@ static bool sized_streams(cpu_backend *b, double bytes, dt_mem_level *out)
 }
 
 /* The roofline slot: the peak once; for a working set, the level that holds
- * it with its streams timed at that working set itself (a set that fills
- * most of a cache spills and streams slower than one that fills half; one
+ * it with its streams timed at that working set itself (a stream at half a
+ * level says little about a set that fills most of it or a small part; one
  * at least the DRAM probe's size gets the DRAM level's streams); with no
  * working set (< 0) every level's streams at its probe size. Each size and
  * each level is timed once and kept, so only the sizes a run's tasks have
