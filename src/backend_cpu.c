@@ -705,21 +705,28 @@ static void probe_level(cpu_backend *b, dt_mem_level *l)
     l->rw_gbs = fmax(0, best_of_rounds(b, threads, read_write_variant, 1, floats, STREAM_ROUNDS, &which));
 }
 
+/* The index of b's streams timed at a working set of exactly bytes, -1
+ * when none; the caller holds runner_mu. */
+static int sized_index(const cpu_backend *b, double bytes)
+{
+    for (int i = 0; i < b->nsized; i++)
+        if (b->sized[i].probe_bytes == bytes)
+            return i;
+    return -1;
+}
+
 /* The streams timed at a working set of exactly bytes, from b's table or,
  * the first time, measured and kept there; false when they cannot be (the
  * stream does not run, or the table is full and they are not in it). */
 static bool sized_streams(cpu_backend *b, double bytes, dt_mem_level *out)
 {
-    bool found = false;
     pthread_mutex_lock(&b->runner_mu);
-    for (int i = 0; i < b->nsized && !found; i++)
-        if (b->sized[i].probe_bytes == bytes) {
-            *out = b->sized[i];
-            found = true;
-        }
+    int i = sized_index(b, bytes);
+    if (i >= 0)
+        *out = b->sized[i];
     bool room = b->nsized < SIZED_STREAMS_MAX;
     pthread_mutex_unlock(&b->runner_mu);
-    if (found)
+    if (i >= 0)
         return true;
     if (!room)
         return false;
@@ -728,11 +735,8 @@ static bool sized_streams(cpu_backend *b, double bytes, dt_mem_level *out)
     probe_level(b, out);
     if (dt_mem_level_gbs(out) <= 0)
         return false;
-    pthread_mutex_lock(&b->runner_mu);
-    bool again = false;        /* another caller may have timed the same size meanwhile */
-    for (int i = 0; i < b->nsized && !again; i++)
-        again = b->sized[i].probe_bytes == bytes;
-    if (!again && b->nsized < SIZED_STREAMS_MAX)
+    pthread_mutex_lock(&b->runner_mu);   /* another caller may have timed the same size meanwhile */
+    if (sized_index(b, bytes) < 0 && b->nsized < SIZED_STREAMS_MAX)
         b->sized[b->nsized++] = *out;
     pthread_mutex_unlock(&b->runner_mu);
     return true;

@@ -44,7 +44,7 @@ void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task
 
 void dt_roofline_task_bound(const dt_roofline *r, const dt_task *task, dt_task_bound *out)
 {
-    dt_roofline_bound(r, task->useful_flops > 0 ? task->useful_flops : task->flops, task->bytes, out);
+    dt_roofline_bound(r, task->useful_flops, task->bytes, out);
 }
 
 /* "32K", "1024K", "32M" → bytes; 0 when unreadable. */
