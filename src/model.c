@@ -89,6 +89,25 @@ static int64_t floor_div(int64_t a, int64_t b)
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* Ceiling of a / b for b > 0 and any sign of a. */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return -floor_div(-a, b);
+}
+
+void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int *first, int *end)
+{
+    int64_t origin = (int64_t)pos * stride - pad;   /* input index of tap 0 */
+    int64_t lo = origin >= 0 ? 0 : ceil_div(-origin, dilation);
+    int64_t hi = ceil_div(in - origin, dilation);
+    if (hi > k)
+        hi = k;
+    if (lo > k)
+        lo = k;
+    *first = (int)lo;
+    *end = (int)(hi > lo ? hi : lo);
+}
+
 /* The (output, kernel tap) pairs along one dimension whose input index
  * o * stride - pad + k * dilation lies inside [0, in): the taps a kernel
  * must compute; the others read padding. */

@@ -257,6 +257,54 @@ static void test_reference_matmul_by_hand(void **state)
     assert_int_equal(out, 4);
 }
 
+/* dt_conv_taps against a brute-force scan of every tap, over sizes, strides,
+ * paddings (wider than the kernel too) and dilations; and its sum over a
+ * task's output positions is the useful_flops dt_task_finish counts. */
+static void test_conv_taps(void **state)
+{
+    (void)state;
+    for (int in = 1; in <= 9; in++)
+        for (int k = 1; k <= 5; k++)
+            for (int stride = 1; stride <= 3; stride++)
+                for (int pad = 0; pad <= 4; pad++)
+                    for (int dil = 1; dil <= 3; dil++)
+                        for (int pos = 0; pos < 8; pos++) {
+                            int first, end, lo = k, hi = 0;
+                            dt_conv_taps(in, pos, k, stride, pad, dil, &first, &end);
+                            for (int tap = 0; tap < k; tap++) {
+                                int i = pos * stride - pad + tap * dil;
+                                if (i >= 0 && i < in) {
+                                    lo = tap < lo ? tap : lo;
+                                    hi = tap + 1;
+                                }
+                            }
+                            assert_true(first <= end && end <= k);
+                            if (hi == 0)
+                                assert_int_equal(end - first, 0);
+                            else {
+                                assert_int_equal(first, lo);
+                                assert_int_equal(end, hi);
+                            }
+                        }
+    dt_task t = { .kind = DT_OP_CONV2D, .count = 1,
+                  .conv = { .n = 1, .c_in = 3, .h = 23, .w = 17, .c_out = 5, .kh = 7, .kw = 3,
+                            .sh = 2, .sw = 1, .ph = 3, .pw = 2, .dh = 1, .dw = 2 } };
+    assert_int_equal(dt_task_finish(&t, NULL), 0);
+    double rows = 0, cols = 0;
+    for (int oh = 0; oh < t.conv.oh; oh++) {
+        int first, end;
+        dt_conv_taps(t.conv.h, oh, t.conv.kh, t.conv.sh, t.conv.ph, t.conv.dh, &first, &end);
+        rows += end - first;
+    }
+    for (int ow = 0; ow < t.conv.ow; ow++) {
+        int first, end;
+        dt_conv_taps(t.conv.w, ow, t.conv.kw, t.conv.sw, t.conv.pw, t.conv.dw, &first, &end);
+        cols += end - first;
+    }
+    assert_true(fabs(t.useful_flops - 2.0 * 3 * 5 * rows * cols) <= 1e-12 * t.useful_flops);
+    assert_true(t.useful_flops < t.flops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_reference_conv_by_hand),
         cmocka_unit_test(test_reference_matmul_by_hand),
+        cmocka_unit_test(test_conv_taps),
     };
     return cmocka_run_group_tests_name("model", tests, NULL, NULL);
 }

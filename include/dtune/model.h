@@ -107,6 +107,13 @@ const char *dt_op_kind_name(dt_op_kind kind);
  * over DT_TENSOR_MAX_ELEMENTS (sizes are multiplied in 64 bits). */
 int dt_task_finish(dt_task *task, dt_error *err);
 
+/* Along one dimension of a convolution, the kernel taps [*first, *end) of
+ * output position pos whose input index pos * stride - pad + tap * dilation
+ * lies inside [0, in); the others read padding. *first == *end when none do.
+ * Generated kernels skip the rest (codegen_cpu.c); the sum over positions is
+ * what useful_flops counts. */
+void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int *first, int *end);
+
 /* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T". */
 void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
 
