@@ -320,21 +320,30 @@ static void emit_weight_loads(dt_buf *b, int cols, const char *base)
         emit(b, "            const vf w%d = LD(%s + %d * VEC);\n", j, base, j);
 }
 
-/* The broadcast FMAs of a register tile: for each row i a scalar
+/* The broadcast FMAs of a register tile: for each row i (of those whose bit
+ * is set in rows_used) a scalar
  * `const float <scalar> = <base>[i<index>]` multiplies the loaded vectors
  * <vector>0 .. <vector>{cols-1}: a{i}_{j} += <vector>j * <scalar>. The
  * direct convolution broadcasts an input pixel over weight vectors, the
  * pixel-vectorised one a weight over pixel vectors, the panel product an
  * element of A over vectors of B. */
-static void emit_broadcast_fmas(dt_buf *b, int rows, int cols, char scalar, char vector,
-                                const char *base, const char *index)
+static void emit_broadcast_fmas_of(dt_buf *b, int rows, uint64_t rows_used, int cols, char scalar,
+                                   char vector, const char *base, const char *index)
 {
     for (int i = 0; i < rows; i++) {
+        if (!(rows_used >> i & 1))
+            continue;
         emit(b, "            { const float %c = %s[%d%s];", scalar, base, i, index);
         for (int j = 0; j < cols; j++)
             emit(b, " a%d_%d += %c%d * %c;", i, j, vector, j, scalar);
         emit(b, " }\n");
     }
+}
+
+static void emit_broadcast_fmas(dt_buf *b, int rows, int cols, char scalar, char vector,
+                                const char *base, const char *index)
+{
+    emit_broadcast_fmas_of(b, rows, UINT64_MAX, cols, scalar, vector, base, index);
 }
 
 /* The kw loop, either a real loop kept rolled or KW copies with s fixed. */
@@ -541,6 +550,218 @@ static void emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, 
     emit_entry(b, p, entry, wsz + xsz + ysz, step);
 }
 
+/* ---- taps that read padding (blocked form) ----------------------------------- */
+
+/* The blocked kernels leave out the kernel taps that read the zero padding
+ * (dt_conv_taps), so they compute the task's useful FLOPs. Which taps those
+ * are depends on where a tile sits: an output row at the top or bottom edge
+ * reads fewer kernel rows, a column tile at the left or right edge has pixels
+ * that read padding at some kernel columns. Each such class of rows and of
+ * column tiles gets its own copy of the tile with its kernel rows as
+ * constants and without those pixels' FMAs (the kw loop unrolled), and
+ * tile() picks the copy by switch. The bounds stay constants on purpose: a
+ * row loop with bounds read at run time costs GCC registers and spills a
+ * full register tile's accumulators. Past TILE_COPIES_MAX copies the column
+ * tiles, then the rows, go back to one copy that computes every tap. */
+
+#define ROW_CLASSES_MAX 8
+#define EDGE_TILES_MAX 8
+#define TILE_COPIES_MAX 12
+
+typedef struct tap_split {
+    int nrows;                          /* row classes that skip kernel rows */
+    int row_first[ROW_CLASSES_MAX];     /* their kernel rows [first, end) */
+    int row_end[ROW_CLASSES_MAX];
+    bool row_interior;                  /* some output row reads every kernel row */
+    int ncols;                          /* column tiles with a pixel on padding */
+    int col_tile[EDGE_TILES_MAX];       /* their ow_o */
+    bool col_interior;                  /* some column tile has none */
+} tap_split;
+
+static uint64_t all_pixels(const dt_cpu_plan *p)
+{
+    return ((uint64_t)1 << p->ow_block) - 1;
+}
+
+/* Bit j: pixel j of column tile t reads the input (not padding) at kernel
+ * column s. t < 0: the interior tiles (every pixel). */
+static uint64_t pixels_inside(const dt_cpu_plan *p, int t, int s)
+{
+    if (t < 0)
+        return all_pixels(p);
+    const dt_conv_shape *c = &p->task.conv;
+    uint64_t inside = 0;
+    for (int j = 0; j < p->ow_block; j++) {
+        int first, end;
+        dt_conv_taps(c->w, t * p->ow_block + j, c->kw, c->sw, c->pw, c->dw, &first, &end);
+        if (s >= first && s < end)
+            inside |= (uint64_t)1 << j;
+    }
+    return inside;
+}
+
+static void row_taps(const dt_cpu_plan *p, int oh, int *first, int *end)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    dt_conv_taps(c->h, oh, c->kh, c->sh, c->ph, c->dh, first, end);
+}
+
+/* The row classes of the output rows; false when there are more than
+ * ROW_CLASSES_MAX. */
+static bool split_rows(const dt_cpu_plan *p, tap_split *t)
+{
+    for (int oh = 0; oh < p->task.conv.oh; oh++) {
+        int first, end, i = 0;
+        row_taps(p, oh, &first, &end);
+        if (first == 0 && end == p->task.conv.kh) {
+            t->row_interior = true;
+            continue;
+        }
+        while (i < t->nrows && (t->row_first[i] != first || t->row_end[i] != end))
+            i++;
+        if (i == ROW_CLASSES_MAX)
+            return false;
+        if (i == t->nrows) {
+            t->row_first[i] = first;
+            t->row_end[i] = end;
+            t->nrows++;
+        }
+    }
+    return true;
+}
+
+/* The column tiles at an edge; false when the kw loop is rolled (pixels
+ * cannot be left out) or there are more than EDGE_TILES_MAX. */
+static bool split_cols(const dt_cpu_plan *p, tap_split *t)
+{
+    if (!p->unroll)
+        return false;
+    for (int ct = 0; ct < p->task.conv.ow / p->ow_block; ct++) {
+        bool edge = false;
+        for (int s = 0; s < p->task.conv.kw && !edge; s++)
+            edge = pixels_inside(p, ct, s) != all_pixels(p);
+        if (!edge) {
+            t->col_interior = true;
+            continue;
+        }
+        if (t->ncols == EDGE_TILES_MAX)
+            return false;
+        t->col_tile[t->ncols++] = ct;
+    }
+    return true;
+}
+
+static int tile_copies(const tap_split *t)
+{
+    return (t->nrows + t->row_interior) * (t->ncols + t->col_interior);
+}
+
+static tap_split split_taps(const dt_cpu_plan *p)
+{
+    tap_split t = { .nrows = 0 };
+    if (!split_rows(p, &t)) {
+        t.nrows = 0;
+        t.row_interior = true;
+    }
+    if (!split_cols(p, &t) || tile_copies(&t) > TILE_COPIES_MAX) {
+        t.ncols = 0;
+        t.col_interior = true;
+    }
+    if (tile_copies(&t) > TILE_COPIES_MAX) {
+        t.nrows = 0;
+        t.row_interior = true;
+    }
+    return t;
+}
+
+static void emit_tile_open(dt_buf *b, const char *name, bool has_ci)
+{
+    emit(b, "static inline __attribute__((always_inline)) void %s(const float *restrict wp,\n"
+            "    const float *restrict xp, float *restrict yb, int co_o, int oh, int ow_o%s)\n{\n",
+         name, has_ci ? ", int ci_o" : "");
+}
+
+/* Where one copy of a tile sits: its kernel rows [r_first, r_end) and its
+ * column tile (col_tile < 0: an interior one, every pixel at every s). */
+typedef struct tile_place {
+    int r_first, r_end, col_tile;
+} tile_place;
+
+typedef void (*tile_emitter)(dt_buf *b, const dt_cpu_plan *p, bool has_ci, const char *name,
+                             const tile_place *at);
+
+static void copy_name(char *name, size_t len, int row_class, int col)
+{
+    char rows[16] = "in", cols[16] = "in";
+    if (row_class >= 0)
+        snprintf(rows, sizeof rows, "%d", row_class);
+    if (col >= 0)
+        snprintf(cols, sizeof cols, "%d", col);
+    snprintf(name, len, "tile_r%s_c%s", rows, cols);
+}
+
+/* The switch over ow_o of one row class's copies. */
+static void emit_col_switch(dt_buf *b, const tap_split *t, int row_class, const char *args)
+{
+    char name[48];
+    emit(b, "        switch (ow_o) {\n");
+    for (int i = 0; i < t->ncols; i++) {
+        copy_name(name, sizeof name, row_class, t->col_tile[i]);
+        emit(b, "        %scase %d: %s(%s); return;\n",
+             !t->col_interior && i == t->ncols - 1 ? "default: " : "", t->col_tile[i], name, args);
+    }
+    if (t->col_interior) {
+        copy_name(name, sizeof name, row_class, -1);
+        emit(b, "        default: %s(%s); return;\n", name, args);
+    }
+    emit(b, "        }\n");
+}
+
+/* tile(): the switch over the output row's class, then the column tile. */
+static void emit_tile_switch(dt_buf *b, const dt_cpu_plan *p, const tap_split *t, bool has_ci)
+{
+    const char *args = has_ci ? "wp, xp, yb, co_o, oh, ow_o, ci_o" : "wp, xp, yb, co_o, oh, ow_o";
+    emit_tile_open(b, "tile", has_ci);
+    emit(b, "    switch (oh) {\n");
+    for (int i = 0; i < t->nrows + t->row_interior; i++) {
+        bool interior = i == t->nrows, last = i == t->nrows + t->row_interior - 1;
+        emit(b, "   ");
+        if (interior || last)
+            emit(b, " default:");
+        for (int oh = 0; oh < p->task.conv.oh && !interior; oh++) {
+            int first, end;
+            row_taps(p, oh, &first, &end);
+            if (first == t->row_first[i] && end == t->row_end[i])
+                emit(b, " case %d:", oh);
+        }
+        emit(b, "\n");
+        emit_col_switch(b, t, interior ? -1 : i, args);
+    }
+    emit(b, "    }\n}\n\n");
+}
+
+/* The tile function(s) of a blocked kernel: one `tile` that computes every
+ * tap, or a copy per row class and column tile and the `tile` that picks. */
+static void emit_tiles(dt_buf *b, const dt_cpu_plan *p, bool has_ci, tile_emitter one)
+{
+    tap_split t = split_taps(p);
+    if (tile_copies(&t) == 1 && t.row_interior && t.col_interior) {
+        tile_place all = { 0, p->task.conv.kh, -1 };
+        one(b, p, has_ci, "tile", &all);
+        return;
+    }
+    char name[48];
+    for (int i = 0; i < t.nrows + t.row_interior; i++)
+        for (int j = 0; j < t.ncols + t.col_interior; j++) {
+            bool row_in = i == t.nrows, col_in = j == t.ncols;
+            tile_place at = { row_in ? 0 : t.row_first[i], row_in ? p->task.conv.kh : t.row_end[i],
+                              col_in ? -1 : t.col_tile[j] };
+            copy_name(name, sizeof name, row_in ? -1 : i, at.col_tile);
+            one(b, p, has_ci, name, &at);
+        }
+    emit_tile_switch(b, p, &t, has_ci);
+}
+
 /* ---- conv2d ------------------------------------------------------------------ */
 
 static const char *const conv_order_loops[DT_CPU_CONV_ORDERS][5] = {
@@ -589,21 +810,26 @@ static void emit_conv_pack_x(dt_buf *b, const dt_cpu_plan *p)
         emit_blocked_pack_x(b, p, "CIB", "CIO", p->ci_block);
 }
 
-/* The reduction over one ci tile (ci_o) into the register tile. */
-static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
+/* The reduction over one ci tile (ci_o) into the register tile, over the
+ * kernel rows and (at an edge column tile col_tile >= 0) the pixels that
+ * read the input. */
+static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p, const tile_place *at)
 {
     int cv = p->co_block / p->vec;
     emit(b, "    {\n    const float *restrict wt = wp + (size_t)(co_o * CIO + ci_o) * (CIB * KH * KW * COB);\n");
     if (p->red_order == 0) {
         emit(b, "    const float *restrict xt = xp + (((size_t)ci_o * HP + oh * SH) * WP + ow_o * OWB * SW) * CIB;\n"
-                "    for (int r = 0; r < KH; r++) {\n");
+                "    for (int r = %d; r < %d; r++) {\n", at->r_first, at->r_end);
         for (int s = 0; s < s_copies(p); s++) {
+            uint64_t used = pixels_inside(p, at->col_tile, s);
+            if (!used)
+                continue;
             emit_s_open(b, p, s);
             emit(b, "        for (int cii = 0; cii < CIB; cii++) {\n"
                     "            const float *wv = wt + ((r * KW + s) * CIB + cii) * COB;\n"
                     "            const float *xv = xt + ((r * DH) * WP + s * DW) * CIB + cii;\n");
             emit_weight_loads(b, cv, "wv");
-            emit_broadcast_fmas(b, p->ow_block, cv, 'x', 'w', "xv", " * (SW * CIB)");
+            emit_broadcast_fmas_of(b, p->ow_block, used, cv, 'x', 'w', "xv", " * (SW * CIB)");
             emit(b, "        }\n        }\n");
         }
         emit(b, "    }\n    }\n");
@@ -611,27 +837,31 @@ static void emit_conv_reduction(dt_buf *b, const dt_cpu_plan *p)
     }
     emit(b, "    const float *restrict xt = xp + ((size_t)ci_o * CIB * HP + oh * SH) * WP + ow_o * OWB * SW;\n"
             "    for (int cii = 0; cii < CIB; cii++)\n"
-            "    for (int r = 0; r < KH; r++) {\n");
+            "    for (int r = %d; r < %d; r++) {\n", at->r_first, at->r_end);
     for (int s = 0; s < s_copies(p); s++) {
+        uint64_t used = pixels_inside(p, at->col_tile, s);
+        if (!used)
+            continue;
         emit_s_open(b, p, s);
         emit(b, "            const float *wv = wt + ((cii * KH + r) * KW + s) * COB;\n"
                 "            const float *xv = xt + ((size_t)cii * HP + r * DH) * WP + s * DW;\n");
         emit_weight_loads(b, cv, "wv");
-        emit_broadcast_fmas(b, p->ow_block, cv, 'x', 'w', "xv", " * (SW)");
+        emit_broadcast_fmas_of(b, p->ow_block, used, cv, 'x', 'w', "xv", " * (SW)");
         emit(b, "        }\n");
     }
     emit(b, "    }\n    }\n");
 }
 
-static void emit_conv_tile(dt_buf *b, const dt_cpu_plan *p, bool reduction_inside)
+/* One copy of the conv2d register tile; has_ci: the reduction over ci tiles
+ * is outside (ci_o a parameter, partial sums in the output). */
+static void emit_conv_tile(dt_buf *b, const dt_cpu_plan *p, bool has_ci, const char *name,
+                           const tile_place *at)
 {
     int cv = p->co_block / p->vec;
-    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
-            "    const float *restrict xp, float *restrict yb, int co_o, int oh, int ow_o%s)\n{\n",
-         reduction_inside ? "" : ", int ci_o");
+    emit_tile_open(b, name, has_ci);
     emit(b, "    float *restrict yt = yb + (((size_t)co_o * OH + oh) * OW + ow_o * OWB) * COB;\n");
     emit_acc_decl(b, p->ow_block, cv);
-    if (reduction_inside) {
+    if (!has_ci) {
         emit_acc_zero(b, p->ow_block, cv);
         emit(b, "    for (int ci_o = 0; ci_o < CIO; ci_o++)\n");
     } else {
@@ -641,7 +871,7 @@ static void emit_conv_tile(dt_buf *b, const dt_cpu_plan *p, bool reduction_insid
         emit_acc_io(b, p->ow_block, cv, "yt", "COB", false);
         emit(b, "    }\n");
     }
-    emit_conv_reduction(b, p);
+    emit_conv_reduction(b, p, at);
     emit_acc_io(b, p->ow_block, cv, "yt", "COB", true);
     emit(b, "}\n\n");
 }
@@ -660,7 +890,7 @@ static void emit_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entry)
     emit_unpack_y(b, p);
     const char *const *loops = conv_order_loops[p->order];
     bool inside = loops[4] == NULL;
-    emit_conv_tile(b, p, inside);
+    emit_tiles(b, p, !inside, emit_conv_tile);
     int nloops = inside ? 4 : 5, omp_at = strcmp(loops[0], "ci_o") == 0 ? 1 : 0;
     const char *bounds[5];
     for (int i = 0; i < nloops; i++)
@@ -691,25 +921,29 @@ static void emit_dw_packing(dt_buf *b, const dt_cpu_plan *p)
     emit_blocked_pack_x(b, p, "COB", "COO", p->co_block);
 }
 
-static void emit_dw_tile(dt_buf *b, const dt_cpu_plan *p)
+static void emit_dw_tile(dt_buf *b, const dt_cpu_plan *p, bool has_ci, const char *name,
+                         const tile_place *at)
 {
     int cv = p->co_block / p->vec;
-    emit(b, "static inline __attribute__((always_inline)) void tile(const float *restrict wp,\n"
-            "    const float *restrict xp, float *restrict yb, int co_o, int oh, int ow_o)\n{\n"
-            "    float *restrict yt = yb + (((size_t)co_o * OH + oh) * OW + ow_o * OWB) * COB;\n"
+    emit_tile_open(b, name, has_ci);
+    emit(b, "    float *restrict yt = yb + (((size_t)co_o * OH + oh) * OW + ow_o * OWB) * COB;\n"
             "    const float *restrict wt = wp + (size_t)co_o * KH * KW * COB;\n"
             "    const float *restrict xt = xp + (((size_t)co_o * HP + oh * SH) * WP + ow_o * OWB * SW) * COB;\n");
     emit_acc_decl(b, p->ow_block, cv);
     emit_acc_zero(b, p->ow_block, cv);
-    emit(b, "    for (int r = 0; r < KH; r++) {\n");
+    emit(b, "    for (int r = %d; r < %d; r++) {\n", at->r_first, at->r_end);
     for (int s = 0; s < s_copies(p); s++) {
+        uint64_t used = pixels_inside(p, at->col_tile, s);
+        if (!used)
+            continue;
         emit_s_open(b, p, s);
         emit(b, "            const float *wv = wt + (r * KW + s) * COB;\n"
                 "            const float *xv = xt + ((r * DH) * WP + s * DW) * COB;\n");
         emit_weight_loads(b, cv, "wv");
         for (int i = 0; i < p->ow_block; i++)
             for (int j = 0; j < cv; j++)
-                emit(b, "            a%d_%d += w%d * LD(xv + %d * SW * COB + %d * VEC);\n", i, j, j, i, j);
+                if (used >> i & 1)
+                    emit(b, "            a%d_%d += w%d * LD(xv + %d * SW * COB + %d * VEC);\n", i, j, j, i, j);
         emit(b, "        }\n");
     }
     emit(b, "    }\n");
@@ -728,7 +962,7 @@ static void emit_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
     emit_transpose_macro(b, p);
     emit_dw_packing(b, p);
     emit_unpack_y(b, p);
-    emit_dw_tile(b, p);
+    emit_tiles(b, p, false, emit_dw_tile);
     const char *const *loops = dw_order_loops[p->order];
     const char *bounds[4];
     for (int i = 0; i < 4; i++)

@@ -577,12 +577,15 @@ static void test_knobs_change_source(void **state)
     p.threads = 1;
     p.pack_weight = 0;
     assert_int_equal(dt_codegen_cpu(&p, &d, NULL), 0);
-    /* register tile 3 pixels x 2 vectors, in every copy of the kw loop */
+    /* register tile 3 pixels x 2 vectors, in every copy of the kw loop of
+     * the nine copies of the tile (three row classes, column tiles 0 and 2
+     * at the edges and the interior); pixel 2 of the last column tile reads
+     * padding at s = 2 */
     /* vf, vfu and the transposes' lane indices */
     assert_int_equal(count(a, "vector_size(64)"), 3);
-    assert_int_equal(count(a, "a2_1 += w1 * x;"), 3);
+    assert_int_equal(count(a, "a2_1 += w1 * x;"), 3 * (3 + 3 + 2));
     assert_non_null(strstr(a, "const int s = 2;"));
-    assert_int_equal(count(b, "a2_1 += w1 * x;"), 1);
+    assert_int_equal(count(b, "a2_1 += w1 * x;"), 3);
     assert_non_null(strstr(b, "for (int s = 0; s < KW; s++)"));
     assert_non_null(strstr(c, "#pragma omp parallel for collapse(2) num_threads(4)"));
     assert_null(strstr(b, "#pragma omp"));
@@ -592,6 +595,85 @@ static void test_knobs_change_source(void **state)
     free(b);
     free(c);
     free(d);
+}
+
+/* How often needle occurs in the source of plan. */
+static int count_in_plan(const dt_cpu_plan *plan, const char *needle)
+{
+    char *text;
+    assert_int_equal(dt_codegen_cpu(plan, &text, NULL), 0);
+    int n = count(text, needle);
+    free(text);
+    return n;
+}
+
+static bool blocked_unrolled(const dt_space *space, const dt_point *point)
+{
+    dt_cpu_plan plan;
+    dt_cpu_plan_from_point(space, point, 1, &plan);
+    return plan.form == DT_CPU_FORM_BLOCKED && plan.unroll;
+}
+
+/* The blocked kernels leave out the taps that read padding: one copy of the
+ * tile per class of output rows (kernel rows as constants, from
+ * dt_conv_taps) and per column tile at an edge, whose FMA lines are one per
+ * (pixel, s) pair inside the input when the kw loop is unrolled (the useful
+ * taps along the width); a rolled kw loop gets the row copies only, an
+ * unpadded task one tile; and such kernels match the reference (conv2d both
+ * reduction orders, depthwise, stride 2, a padding of 3 around a 7x7
+ * kernel, dilation). */
+static void test_padded_taps_left_out(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 7, 32, 3, 1, 1, 1);      /* 7 x 8 input, pad 1 */
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    p.co_block = 32;
+    p.vec = 16;
+    p.ow_block = 8;
+    p.ci_block = 16;
+    p.unroll = 1;
+    int cols = 0;
+    for (int ow = 0; ow < t.conv.ow; ow++) {
+        int first, end;
+        dt_conv_taps(t.conv.w, ow, t.conv.kw, t.conv.sw, t.conv.pw, t.conv.dw, &first, &end);
+        cols += end - first;
+    }
+    assert_int_equal(cols, 3 * 8 - 2);
+    for (int red = 0; red < 2; red++) {
+        p.red_order = red;
+        /* rows 0 (kernel rows 1-2), 6 (0-1) and the rest, one column tile */
+        assert_int_equal(count_in_plan(&p, "static inline __attribute__((always_inline)) void"), 3 + 1);
+        assert_int_equal(count_in_plan(&p, "for (int r = 1; r < 3; r++)"), 1);
+        assert_int_equal(count_in_plan(&p, "for (int r = 0; r < 2; r++)"), 1);
+        assert_int_equal(count_in_plan(&p, "for (int r = 0; r < 3; r++)"), 1);
+        assert_int_equal(count_in_plan(&p, "    case 0:\n        switch (ow_o) {\n"
+                                           "        default: case 0: tile_r0_c0("), 1);
+        assert_int_equal(count_in_plan(&p, "    case 6:\n"), 1);
+        assert_int_equal(count_in_plan(&p, "+= w1 * x;"), 3 * cols);
+    }
+    p.ow_block = 2;                       /* four column tiles: edges 0 and 3, the interior */
+    assert_int_equal(count_in_plan(&p, "+= w1 * x;"), 3 * ((3 * 2 - 1) + (3 * 2 - 1) + 3 * 2));
+    assert_int_equal(count_in_plan(&p, "case 3: tile_rin_c3("), 1);
+    assert_int_equal(count_in_plan(&p, "default: tile_rin_cin("), 1);
+    p.unroll = 0;
+    assert_int_equal(count_in_plan(&p, "_c0("), 0);
+    assert_int_equal(count_in_plan(&p, "+= w1 * x;"), 3 * 2);
+    t = conv(DT_OP_CONV2D, 1, 16, 5, 16, 3, 1, 0, 1);                /* no padding */
+    dt_cpu_plan_default(&t, 1, &p);
+    p.unroll = 1;
+    assert_int_equal(count_in_plan(&p, "tile_r"), 0);
+    assert_int_equal(count_in_plan(&p, "for (int r = 0; r < 3; r++)"), 1);
+    t = conv(DT_OP_CONV2D, 1, 16, 9, 16, 3, 1, 1, 1);
+    sampled_configs_ok(f, &t, 6, 61, blocked_unrolled);
+    t = conv(DT_OP_CONV2D, 1, 3, 13, 16, 7, 2, 3, 1);
+    sampled_configs_ok(f, &t, 4, 62, blocked_unrolled);
+    t = conv(DT_OP_CONV2D, 1, 8, 10, 8, 3, 1, 2, 2);
+    sampled_configs_ok(f, &t, 4, 63, blocked_unrolled);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 32, 11, 32, 3, 2, 1, 1);
+    sampled_configs_ok(f, &t, 5, 64, blocked_unrolled);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);
+    sampled_configs_ok(f, &t, 4, 65, blocked_unrolled);
 }
 
 /* dt_codegen_cpu_named puts its own entry name on all three entry points
@@ -690,6 +772,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_plan_check_rejects),
         cmocka_unit_test(test_form_knob_where_offered),
         cmocka_unit_test(test_knobs_change_source),
+        cmocka_unit_test_setup_teardown(test_padded_taps_left_out, setup, teardown),
         cmocka_unit_test(test_named_entry_points),
         cmocka_unit_test_setup_teardown(test_configs_differ_in_speed, setup, teardown),
     };
