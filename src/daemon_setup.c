@@ -73,10 +73,10 @@ static int open_tasks(dt_run *r, dt_error *err)
             return rc;
         const dt_roofline roof = probe.roofline;
         dt_roofline_task_bound(&roof, t, &bound);
-        tr->peak_gflops = roof.peak_gflops;
+        tr->peak_gflops = roof.peak_gflops * t->flops / t->useful_flops;
         tr->bound_gbs = bound.bandwidth_gbs;
         dt_task_state *ts = &r->state.tasks[k];
-        ts->peak_gflops = tr->peak_gflops > 0 ? tr->peak_gflops : 0;
+        ts->peak_gflops = roof.peak_gflops > 0 ? roof.peak_gflops : 0;
         ts->bound_ms = bound.seconds * 1e3;
         snprintf(ts->bound_level, sizeof ts->bound_level, "%s", bound.level);
         /* "fma 512-bit x16 chains, 1 thread, on mpi rank 1": where a worker

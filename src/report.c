@@ -313,7 +313,7 @@ static int put(json_t *obj, const char *key, json_t *value)
 }
 
 /* One task's state as a JSON object (best.json's and /status's task rows):
- * name, kind, shape, count, gflop, best_config (null until tuned), knobs,
+ * name, kind, shape, count, gflop, useful_gflop, best_config (null until tuned), knobs,
  * best_gflops, best_latency_ms, peak_gflops, the bound (bound_ms, its memory
  * level, its source and the best's share of it), trials, slots, finished. New
  * reference, NULL when out of memory. */
@@ -326,6 +326,7 @@ static json_t *task_json(const dt_task_state *t)
     int bad = put(o, "name", json_string(t->name)) | put(o, "kind", json_string(t->kind)) |
               put(o, "shape", json_string(t->shape)) | put(o, "count", json_integer(t->count)) |
               put(o, "gflop", number_or_null(t->gflop)) |
+              put(o, "useful_gflop", number_or_null(t->useful_gflop)) |
               put(o, "best_config", tuned ? json_integer((json_int_t)t->best_config)
                                           : json_null()) |
               put(o, "knobs", json_string(tuned ? t->best_knobs : "")) |
@@ -609,8 +610,9 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
     }
     if (rc == 0 && json_object_get(o, "bound_ms"))
         rc = read_number(r, o, "bound_ms", &t->bound_ms, true, 0);
-    if (rc == 0) {
-    }
+    /* optional: best.json of older runs counts no useful FLOPs */
+    if (rc == 0 && json_object_get(o, "useful_gflop"))
+        rc = read_number(r, o, "useful_gflop", &t->useful_gflop, true, 0);
     return rc;
 }
 

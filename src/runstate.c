@@ -35,6 +35,7 @@ int dt_run_state_init(dt_run_state *rs, const dt_model *model)
         dt_task_shape_str(t, ts->shape, sizeof ts->shape);
         ts->count = t->count;
         ts->gflop = t->flops / 1e9;
+        ts->useful_gflop = t->useful_flops / 1e9;
     }
     return 0;
 }
@@ -290,8 +291,9 @@ bool dt_task_state_hold_bound(dt_task_state *t)
     bool changed = false;
     if (!(t->best_gflops > 0))
         return false;
-    if (t->peak_gflops > 0 && t->best_gflops > t->peak_gflops) {
-        t->peak_gflops = t->best_gflops;
+    double useful_gflops = t->useful_gflop / (t->best_latency_ms * 1e-3);
+    if (t->peak_gflops > 0 && t->best_latency_ms > 0 && useful_gflops > t->peak_gflops) {
+        t->peak_gflops = useful_gflops;
         t->peak_from_kernel = true;
         changed = true;
     }

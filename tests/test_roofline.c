@@ -157,22 +157,28 @@ static void test_cpu_levels(void **state)
 }
 
 /* A kernel faster than the bound (the probes read low) moves the bound to
- * its latency and the peak to its rate: the share stays at most 1. */
+ * its latency and the peak to its rate of useful FLOPs: the share stays at
+ * most 1. A padded task's kernel that skips the taps on padding reads more
+ * GFLOPS (of all its FLOPs) than the peak without beating it. */
 static void test_share_never_over_one(void **state)
 {
     (void)state;
-    dt_task_state t = { .gflop = 0.0217, .best_gflops = 0, .peak_gflops = 187.5, .bound_ms = 0.125 };
+    dt_task_state t = { .gflop = 0.025, .useful_gflop = 0.02, .best_gflops = 0,
+                        .peak_gflops = 160, .bound_ms = 0.125 };
     assert_true(dt_task_state_bound_share(&t) == 0); /* untuned */
     assert_false(dt_task_state_hold_bound(&t));
-    t.best_gflops = 173.5;
-    t.best_latency_ms = 0.15625;
+    t.best_latency_ms = 0.140625;
+    t.best_gflops = t.gflop / (t.best_latency_ms * 1e-3);
+    assert_true(t.best_gflops > t.peak_gflops);
     assert_false(dt_task_state_hold_bound(&t));
-    assert_true(fabs(dt_task_state_bound_share(&t) - 0.8) < 1e-12);
-    t.best_gflops = 212.25;
+    assert_true(t.peak_gflops == 160 && !t.peak_from_kernel && !t.bound_from_kernel);
+    assert_true(fabs(dt_task_state_bound_share(&t) - 0.125 / 0.140625) < 1e-12);
     t.best_latency_ms = 0.1171875;
+    t.best_gflops = t.gflop / (t.best_latency_ms * 1e-3);
     assert_true(dt_task_state_hold_bound(&t));
     assert_true(t.bound_from_kernel && t.peak_from_kernel);
-    assert_true(t.bound_ms == t.best_latency_ms && t.peak_gflops == t.best_gflops);
+    assert_true(t.bound_ms == t.best_latency_ms);
+    assert_true(fabs(t.peak_gflops - t.useful_gflop / (t.best_latency_ms * 1e-3)) < 1e-9);
     assert_true(dt_task_state_bound_share(&t) == 1);
     t.bound_ms = 0.5; /* even unguarded, the share is capped */
     assert_true(dt_task_state_bound_share(&t) <= 1);

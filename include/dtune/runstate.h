@@ -26,13 +26,16 @@ typedef struct dt_task_state {
     char shape[128];
     int count;                 /* weight w_k */
     double gflop;              /* one execution */
+    double useful_gflop;       /* one execution's useful FLOPs (model.h) x 1e-9: a
+                                  kernel that skips the taps on padding computes
+                                  only these; 0 where best.json did not say */
     double best_gflops;        /* 0 until a valid measurement */
     double best_latency_ms;    /* of one execution; warm-up latency until tuned;
                                   the reference implementation's when failed */
     double peak_gflops;        /* target's roofline peak for this task (0:
                                   unknown), measured when the run (or its
                                   resume) starts; raised to a kernel's rate
-                                  when one beats it */
+                                  of useful FLOPs when one beats it */
     bool peak_from_kernel;     /* peak_gflops is a kernel's measured rate */
     double bound_ms;           /* the task's bound (dt_roofline_task_bound: FLOPs at
                                   the peak, bytes at the bandwidth of bound_level),
