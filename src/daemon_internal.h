@@ -30,10 +30,7 @@ typedef struct dt_task_run {
     uint64_t best_index;
     int last_improvement;      /* trial number of the last new best */
     double warm_latency_ms;    /* latency of the first valid measurement */
-    double peak_gflops;        /* the task's GFLOPS (of all its FLOPs, as the tuner
-                                  counts them) at the target's peak: peak x flops /
-                                  useful_flops, as a kernel that skips the taps on
-                                  padding would read at the peak; the belief's
+    double peak_gflops;        /* dt_roofline_task_peak_gflops: the belief's
                                   normalisation and the scheduler's ceiling */
     double bound_gbs;          /* measured bandwidth of the memory level holding the
                                   task's working set (roofline.h); 0 = unknown */

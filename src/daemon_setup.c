@@ -73,7 +73,7 @@ static int open_tasks(dt_run *r, dt_error *err)
             return rc;
         const dt_roofline roof = probe.roofline;
         dt_roofline_task_bound(&roof, t, &bound);
-        tr->peak_gflops = roof.peak_gflops * t->flops / t->useful_flops;
+        tr->peak_gflops = dt_roofline_task_peak_gflops(&roof, t);
         tr->bound_gbs = bound.bandwidth_gbs;
         dt_task_state *ts = &r->state.tasks[k];
         ts->peak_gflops = roof.peak_gflops > 0 ? roof.peak_gflops : 0;

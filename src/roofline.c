@@ -47,6 +47,12 @@ void dt_roofline_task_bound(const dt_roofline *r, const dt_task *task, dt_task_b
     dt_roofline_bound(r, task->useful_flops, task->bytes, out);
 }
 
+double dt_roofline_task_peak_gflops(const dt_roofline *r, const dt_task *task)
+{
+    double peak = r ? r->peak_gflops : 0;
+    return task->useful_flops > 0 ? peak * task->flops / task->useful_flops : peak;
+}
+
 /* "32K", "1024K", "32M" → bytes; 0 when unreadable. */
 static double read_size(const char *path)
 {

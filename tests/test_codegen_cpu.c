@@ -557,17 +557,24 @@ static int count(const char *text, const char *needle)
     return n;
 }
 
+/* A blocked plan of 16-lane vectors with the kw loop unrolled. */
+static dt_cpu_plan unrolled_plan(const dt_task *t, int co_block, int ow_block, int ci_block)
+{
+    dt_cpu_plan p;
+    dt_cpu_plan_default(t, 1, &p);
+    p.co_block = co_block;
+    p.vec = 16;
+    p.ow_block = ow_block;
+    p.ci_block = ci_block;
+    p.unroll = 1;
+    return p;
+}
+
 static void test_knobs_change_source(void **state)
 {
     (void)state;
     dt_task t = conv(DT_OP_CONV2D, 1, 16, 8, 32, 3, 1, 1, 1);
-    dt_cpu_plan p;
-    dt_cpu_plan_default(&t, 1, &p);
-    p.co_block = 32;
-    p.vec = 16;
-    p.ow_block = 3;
-    p.ci_block = 4;
-    p.unroll = 1;
+    dt_cpu_plan p = unrolled_plan(&t, 32, 3, 4);
     char *a, *b, *c, *d;
     assert_int_equal(dt_codegen_cpu(&p, &a, NULL), 0);
     p.unroll = 0;
@@ -626,13 +633,7 @@ static void test_padded_taps_left_out(void **state)
 {
     fixture *f = *state;
     dt_task t = conv(DT_OP_CONV2D, 1, 16, 7, 32, 3, 1, 1, 1);      /* 7 x 8 input, pad 1 */
-    dt_cpu_plan p;
-    dt_cpu_plan_default(&t, 1, &p);
-    p.co_block = 32;
-    p.vec = 16;
-    p.ow_block = 8;
-    p.ci_block = 16;
-    p.unroll = 1;
+    dt_cpu_plan p = unrolled_plan(&t, 32, 8, 16);
     int cols = 0;
     for (int ow = 0; ow < t.conv.ow; ow++) {
         int first, end;

@@ -156,6 +156,31 @@ static void test_cpu_levels(void **state)
     assert_true(one[n - 1].probe_bytes >= 64 * MIB);
 }
 
+/* A task's peak in the tuner's GFLOPS: the bare peak for a dense task and
+ * an unpadded convolution, scaled by flops / useful_flops for a padded one
+ * (a 3x3 on a 7x7 plane: 441 / 361 of it), the bare peak where no tap reads
+ * the input, 0 without a peak. */
+static void test_task_peak_gflops(void **state)
+{
+    (void)state;
+    dt_roofline r = { .peak_gflops = 117.5 };
+    dt_task d = { .name = "d", .kind = DT_OP_DENSE, .count = 1, .mm = { 1, 1, 1000, 512 } };
+    assert_int_equal(dt_task_finish(&d, NULL), 0);
+    assert_true(dt_roofline_task_peak_gflops(&r, &d) == 117.5);
+    dt_task c = { .name = "c", .kind = DT_OP_CONV2D, .count = 1,
+                  .conv = { .n = 1, .c_in = 8, .h = 7, .w = 7, .c_out = 8, .kh = 3, .kw = 3,
+                            .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
+    assert_int_equal(dt_task_finish(&c, NULL), 0);
+    assert_true(fabs(dt_roofline_task_peak_gflops(&r, &c) - 117.5 * 441.0 / 361.0) < 1e-9);
+    c.conv.ph = c.conv.pw = 0;
+    assert_int_equal(dt_task_finish(&c, NULL), 0);
+    assert_true(dt_roofline_task_peak_gflops(&r, &c) == 117.5);
+    c.useful_flops = 0;
+    assert_true(dt_roofline_task_peak_gflops(&r, &c) == 117.5);
+    r.peak_gflops = 0;
+    assert_true(dt_roofline_task_peak_gflops(&r, &c) == 0);
+}
+
 /* A kernel faster than the bound (the probes read low) moves the bound to
  * its latency and the peak to its rate of useful FLOPs: the share stays at
  * most 1. A padded task's kernel that skips the taps on padding reads more
@@ -191,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_bound_arithmetic),
         cmocka_unit_test(test_useful_flops),
         cmocka_unit_test(test_cpu_levels),
+        cmocka_unit_test(test_task_peak_gflops),
         cmocka_unit_test(test_share_never_over_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

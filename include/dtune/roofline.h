@@ -66,6 +66,13 @@ void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task
  * 108-113 % of a bound counting every tap). */
 void dt_roofline_task_bound(const dt_roofline *r, const dt_task *task, dt_task_bound *out);
 
+/* The task's GFLOPS as the tuner counts them (every tap, task->flops) of a
+ * kernel that runs its useful FLOPs at the peak: peak x flops / useful_flops
+ * (the peak itself without padding, or where no tap reads the input). The
+ * scale of a task's efficiency, which a kernel that skips the taps on
+ * padding can take past 1 against the bare peak. */
+double dt_roofline_task_peak_gflops(const dt_roofline *r, const dt_task *task);
+
 /* The CPU's data cache sizes from sysfs (cpu0's L1d, L2, L3) and a DRAM
  * level past them, into levels (capacities and probe sizes set, bandwidths
  * 0); private levels (L1, L2) hold threads times their size. Returns how many
