@@ -286,14 +286,10 @@ int dt_curve_lift(dt_curve_family family, double *theta, double x, double target
 typedef double vec8 __attribute__((vector_size(VEC_LEN * sizeof(double))));
 typedef long long ivec8 __attribute__((vector_size(VEC_LEN * sizeof(long long))));
 
-/* One clone per x86-64 level, picked at load time (ifunc). Under -std=c11
- * GCC does not contract a * b + c into FMA; the inner loop allows it (it
- * only makes the polynomial more accurate) and gains about 30 %. Build with
- * -DDT_NO_SIMD_CLONES to test the baseline path on any machine. ThreadSanitizer
- * instruments the ifunc resolver, which then runs before its runtime and
- * crashes, so TSan builds use the baseline path. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__linux__) && !defined(DT_NO_SIMD_CLONES) && !defined(__SANITIZE_THREAD__)
+/* One clone per x86-64 level where the compiler can (DT_HAVE_SIMD_CLONES,
+ * util.h). The inner loop allows FMA contraction (it only makes the
+ * polynomial more accurate) and gains about 30 %. */
+#ifdef DT_HAVE_SIMD_CLONES
 #define DT_SIMD_CLONES                                                           \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), \
                    optimize("fp-contract=fast")))

@@ -12,6 +12,11 @@
  * output still sums b + w·x in the order of the inputs, the same doubles as
  * a row-at-a-time dot product. The copies are refreshed after each Adam step
  * (and, once θ has been handed out for writing, before every forward pass).
+ *
+ * The forward pass and the loss are cloned per x86-64 level (PPO_CLONES):
+ * the four-double vectors below run as AVX registers where the machine has
+ * them and as SSE2 pairs where not. Every operation is element-wise and
+ * nothing is contracted into an FMA, so every clone gives the same doubles.
  */
 #include "ppo_internal.h"
 
@@ -20,6 +25,8 @@
 #include <string.h>
 
 #include <gsl/gsl_rng.h>
+
+#include "dtune/util.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -210,11 +217,19 @@ static double fast_tanh(double z)
     return 1 - 2 / (exp(2 * z) + 1);
 }
 
-/* Two doubles as one value (GCC/Clang vector extension: one SSE2 register,
- * which every x86-64 has). Element-wise adds and multiplies round exactly
- * as the scalar ones do, so the vector loops below give the same doubles as
- * the scalar loops they replace. */
+/* Two and four doubles as one value (GCC/Clang vector extensions: one SSE2
+ * register, which every x86-64 has, and one AVX register or two SSE2 ones).
+ * Element-wise adds and multiplies round exactly as the scalar ones do, so
+ * the vector loops below give the same doubles as the scalar loops they
+ * replace. */
 typedef double v2d __attribute__((vector_size(2 * sizeof(double)), aligned(sizeof(double)), may_alias));
+typedef double v4d __attribute__((vector_size(4 * sizeof(double)), aligned(sizeof(double)), may_alias));
+
+#ifdef DT_HAVE_SIMD_CLONES
+#define PPO_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PPO_CLONES
+#endif
 
 /* dst[i·rows + j] = src[j·cols + i]. */
 static void transpose(const double *src, int rows, int cols, double *dst)
@@ -237,22 +252,20 @@ static void refresh_transposes(dt_ppo *p)
 /* out[j] = b[j] + Σ_i wt[i·rows + j] x[i] for j < rows, each sum in the order
  * of i (wt: the layer's weights input-major). Eight outputs at a time stay
  * in registers for the whole sweep over the inputs. */
-static void layer(const double *wt, const double *b, const double *x, int cols, int rows, double *out)
+static inline __attribute__((always_inline)) void layer(const double *wt, const double *b,
+                                                        const double *x, int cols, int rows,
+                                                        double *out)
 {
     int j = 0;
     for (; j + 8 <= rows; j += 8) {
-        v2d a0 = *(const v2d *)(b + j), a1 = *(const v2d *)(b + j + 2),
-            a2 = *(const v2d *)(b + j + 4), a3 = *(const v2d *)(b + j + 6);
+        v4d a0 = *(const v4d *)(b + j), a1 = *(const v4d *)(b + j + 4);
         const double *w = wt + j;
         for (int i = 0; i < cols; i++, w += rows) {
             const double xi = x[i];
-            a0 += *(const v2d *)w * xi;
-            a1 += *(const v2d *)(w + 2) * xi;
-            a2 += *(const v2d *)(w + 4) * xi;
-            a3 += *(const v2d *)(w + 6) * xi;
+            a0 += *(const v4d *)w * xi;
+            a1 += *(const v4d *)(w + 4) * xi;
         }
-        *(v2d *)(out + j) = a0, *(v2d *)(out + j + 2) = a1;
-        *(v2d *)(out + j + 4) = a2, *(v2d *)(out + j + 6) = a3;
+        *(v4d *)(out + j) = a0, *(v4d *)(out + j + 4) = a1;
     }
     for (; j + 2 <= rows; j += 2) {
         v2d a = *(const v2d *)(b + j);
@@ -270,7 +283,7 @@ static void layer(const double *wt, const double *b, const double *x, int cols, 
 }
 
 /* Fills h, logits and probs for state; returns V(state). */
-static double forward(dt_ppo *p, const double *state)
+PPO_CLONES static double forward(dt_ppo *p, const double *state)
 {
     refresh_transposes(p);
     layout l = layout_of(p, p->theta);
@@ -363,13 +376,14 @@ static void policy_head_grad(dt_ppo *p, const int *actions, double g_logp, doubl
 }
 
 /* Backpropagates p->dlogits and dv through the network into grad. The
- * policy head goes four logits at a time and two hidden units per vector:
+ * policy head goes four logits at a time and four hidden units per vector:
  * each dh[i] still takes its terms in the order of the logits, so the sums
  * are those of a logit-at-a-time loop. */
-static void backward(dt_ppo *p, const double *state, double dv, double *grad)
+static inline __attribute__((always_inline)) void backward(dt_ppo *p, const double *state,
+                                                           double dv, double *grad)
 {
     layout l = layout_of(p, p->theta), g = layout_of(p, grad);
-    const int nh = p->hidden, nv = nh - nh % 2;
+    const int nh = p->hidden, nv = nh - nh % 4;
     const double *h = p->h;
     double *dh = p->dh;
     for (int i = 0; i < nh; i++)
@@ -382,18 +396,18 @@ static void backward(dt_ppo *p, const double *state, double dv, double *grad)
         double *g0 = g.wp + (size_t)j * nh, *g1 = g0 + nh, *g2 = g1 + nh, *g3 = g2 + nh;
         g.bp[j] += d0, g.bp[j + 1] += d1, g.bp[j + 2] += d2, g.bp[j + 3] += d3;
         int i = 0;
-        for (; i < nv; i += 2) {
-            const v2d hv = *(const v2d *)(h + i);
-            *(v2d *)(g0 + i) += d0 * hv;
-            *(v2d *)(g1 + i) += d1 * hv;
-            *(v2d *)(g2 + i) += d2 * hv;
-            *(v2d *)(g3 + i) += d3 * hv;
-            v2d acc = *(v2d *)(dh + i);
-            acc += *(const v2d *)(r0 + i) * d0;
-            acc += *(const v2d *)(r1 + i) * d1;
-            acc += *(const v2d *)(r2 + i) * d2;
-            acc += *(const v2d *)(r3 + i) * d3;
-            *(v2d *)(dh + i) = acc;
+        for (; i < nv; i += 4) {
+            const v4d hv = *(const v4d *)(h + i);
+            *(v4d *)(g0 + i) += d0 * hv;
+            *(v4d *)(g1 + i) += d1 * hv;
+            *(v4d *)(g2 + i) += d2 * hv;
+            *(v4d *)(g3 + i) += d3 * hv;
+            v4d acc = *(v4d *)(dh + i);
+            acc += *(const v4d *)(r0 + i) * d0;
+            acc += *(const v4d *)(r1 + i) * d1;
+            acc += *(const v4d *)(r2 + i) * d2;
+            acc += *(const v4d *)(r3 + i) * d3;
+            *(v4d *)(dh + i) = acc;
         }
         for (; i < nh; i++) {
             g0[i] += d0 * h[i], g1[i] += d1 * h[i], g2[i] += d2 * h[i], g3[i] += d3 * h[i];
@@ -406,9 +420,9 @@ static void backward(dt_ppo *p, const double *state, double dv, double *grad)
         double *grow = g.wp + (size_t)j * nh;
         g.bp[j] += d;
         int i = 0;
-        for (; i < nv; i += 2) {
-            *(v2d *)(grow + i) += d * *(const v2d *)(h + i);
-            *(v2d *)(dh + i) += *(const v2d *)(row + i) * d;
+        for (; i < nv; i += 4) {
+            *(v4d *)(grow + i) += d * *(const v4d *)(h + i);
+            *(v4d *)(dh + i) += *(const v4d *)(row + i) * d;
         }
         for (; i < nh; i++) {
             grow[i] += d * h[i];
@@ -422,14 +436,15 @@ static void backward(dt_ppo *p, const double *state, double dv, double *grad)
         double *grow = g.w1 + (size_t)i * p->nknobs;
         g.b1[i] += dz;
         int k = 0;
-        for (; k + 2 <= p->nknobs; k += 2)
-            *(v2d *)(grow + k) += dz * *(const v2d *)(state + k);
+        for (; k + 4 <= p->nknobs; k += 4)
+            *(v4d *)(grow + k) += dz * *(const v4d *)(state + k);
         for (; k < p->nknobs; k++)
             grow[k] += dz * state[k];
     }
 }
 
-double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update_stats *breakdown)
+PPO_CLONES double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad,
+                              dt_ppo_update_stats *breakdown)
 {
     if (grad)
         memset(grad, 0, (size_t)p->nparams * sizeof *grad);

@@ -76,6 +76,18 @@ int dt_buf_vprintf(dt_buf *b, const char *fmt, va_list ap) __attribute__((format
 /* Frees the buffer's memory and zeroes it; accepts a zeroed buffer. */
 void dt_buf_free(dt_buf *b);
 
+/* DT_HAVE_SIMD_CLONES: the compiler can clone a function per x86-64 level
+ * (target_clones; an ifunc picks the clone at load time): GCC on x86-64
+ * Linux, not under ThreadSanitizer (it instruments the ifunc resolver, which
+ * then runs before its runtime and crashes), not with -DDT_NO_SIMD_CLONES
+ * (to test the baseline path on any machine). Under -std=c11 GCC contracts
+ * no a * b + c into an FMA, so a clone rounds as the baseline does unless
+ * the function itself asks for contraction. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__linux__) && !defined(DT_NO_SIMD_CLONES) && !defined(__SANITIZE_THREAD__)
+#define DT_HAVE_SIMD_CLONES 1
+#endif
+
 /* Limits of every YAML and JSON input (config, model, best.json, a log
  * record): its size in bytes and how deep its collections nest. Real files
  * are kilobytes and nest 4 deep; the limits keep a hostile or broken file
