@@ -110,7 +110,9 @@ void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int
 
 /* The (output, kernel tap) pairs along one dimension whose input index
  * o * stride - pad + k * dilation lies inside [0, in): the taps a kernel
- * must compute; the others read padding. */
+ * must compute; the others read padding. The sum of dt_conv_taps over the
+ * outputs, counted tap by tap (k steps, not out: a degenerate model's row
+ * may hold billions of outputs); test_model checks the two agree. */
 static double taps_inside(int in, int out, int k, int stride, int pad, int dilation)
 {
     double n = 0;

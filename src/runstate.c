@@ -291,8 +291,8 @@ bool dt_task_state_hold_bound(dt_task_state *t)
     bool changed = false;
     if (!(t->best_gflops > 0))
         return false;
-    double useful_gflops = t->useful_gflop / (t->best_latency_ms * 1e-3);
-    if (t->peak_gflops > 0 && t->best_latency_ms > 0 && useful_gflops > t->peak_gflops) {
+    double useful_gflops = t->best_latency_ms > 0 ? t->useful_gflop / (t->best_latency_ms * 1e-3) : 0;
+    if (t->peak_gflops > 0 && useful_gflops > t->peak_gflops) {
         t->peak_gflops = useful_gflops;
         t->peak_from_kernel = true;
         changed = true;
