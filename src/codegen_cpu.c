@@ -659,18 +659,12 @@ static int tile_copies(const tap_split *t)
 static tap_split split_taps(const dt_cpu_plan *p)
 {
     tap_split t = { .nrows = 0 };
-    if (!split_rows(p, &t)) {
-        t.nrows = 0;
-        t.row_interior = true;
-    }
-    if (!split_cols(p, &t) || tile_copies(&t) > TILE_COPIES_MAX) {
-        t.ncols = 0;
-        t.col_interior = true;
-    }
-    if (tile_copies(&t) > TILE_COPIES_MAX) {
-        t.nrows = 0;
-        t.row_interior = true;
-    }
+    if (!split_rows(p, &t))
+        t.nrows = 0, t.row_interior = true;       /* every row reads every kernel row */
+    if (!split_cols(p, &t) || tile_copies(&t) > TILE_COPIES_MAX)
+        t.ncols = 0, t.col_interior = true;       /* every pixel at every s */
+    if (tile_copies(&t) > TILE_COPIES_MAX)
+        t.nrows = 0, t.row_interior = true;
     return t;
 }
 
@@ -745,7 +739,7 @@ static void emit_tile_switch(dt_buf *b, const dt_cpu_plan *p, const tap_split *t
 static void emit_tiles(dt_buf *b, const dt_cpu_plan *p, bool has_ci, tile_emitter one)
 {
     tap_split t = split_taps(p);
-    if (tile_copies(&t) == 1 && t.row_interior && t.col_interior) {
+    if (t.nrows == 0 && t.ncols == 0) {
         tile_place all = { 0, p->task.conv.kh, -1 };
         one(b, p, has_ci, "tile", &all);
         return;
