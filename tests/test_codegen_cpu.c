@@ -665,6 +665,15 @@ static void test_padded_taps_left_out(void **state)
     p.unroll = 1;
     assert_int_equal(count_in_plan(&p, "tile_r"), 0);
     assert_int_equal(count_in_plan(&p, "for (int r = 0; r < 3; r++)"), 1);
+    /* 56 x 57: 1.2 % of each dimension's taps on padding, under
+     * SPLIT_MIN_PADDED, so one tile; 28 x 29 (2.4 %) is split */
+    t = conv(DT_OP_CONV2D, 1, 16, 56, 16, 3, 1, 1, 1);
+    p = unrolled_plan(&t, 16, 3, 16);
+    assert_int_equal(count_in_plan(&p, "tile_r"), 0);
+    assert_int_equal(count_in_plan(&p, "for (int r = 0; r < 3; r++)"), 1);
+    t = conv(DT_OP_CONV2D, 1, 16, 28, 16, 3, 1, 1, 1);
+    p = unrolled_plan(&t, 16, 1, 16);
+    assert_int_equal(count_in_plan(&p, "tile_r0_c0("), 2);      /* defined and called */
     t = conv(DT_OP_CONV2D, 1, 16, 9, 16, 3, 1, 1, 1);
     sampled_configs_ok(f, &t, 6, 61, blocked_unrolled);
     t = conv(DT_OP_CONV2D, 1, 3, 13, 16, 7, 2, 3, 1);
