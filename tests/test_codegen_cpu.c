@@ -215,6 +215,16 @@ static void plane_configs_ok(fixture *f, const dt_task *task, int count, unsigne
     sampled_configs_ok(f, task, count, seed, plane_form);
 }
 
+static bool plane_at_8(const dt_space *space, const dt_point *point)
+{
+    return plane_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 8;
+}
+
+static bool plane_at_4(const dt_space *space, const dt_point *point)
+{
+    return plane_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 4;
+}
+
 /* The source of task's plan in the plane form at vec lanes, unroll_kw
  * `unroll` (malloc'd). */
 static char *plane_source(const dt_task *task, int vec, int unroll)
@@ -234,7 +244,7 @@ static char *plane_source(const dt_task *task, int vec, int unroll)
 /* The plane form against the reference: rows narrower than a vector (one
  * or two a vector), rows cut into chunks with a partial last one, kernel 5,
  * multiplier 2 and batch 2 where window rows roll down; stride 2 and
- * dilation 2 where taps are picked from two loads; 2 threads. Its plan
+ * dilation 2 where taps are picked from two loads; 4 and 8 lanes; 2 threads. Its plan
  * checks, and what its source does and does not hold. */
 static void test_plane_form(void **state)
 {
@@ -255,6 +265,16 @@ static void test_plane_form(void **state)
     plane_configs_ok(f, &t, 4, 47);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 11, 4, 3, 1, 2, 2);            /* dilation 2 */
     plane_configs_ok(f, &t, 4, 48);
+    /* every narrower width the machine has, where masked loads, stores and
+     * picks take other instructions (AVX-512VL's, AVX's or lane by lane) */
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 7, 8, 3, 1, 1, 1);             /* 7 x 8 */
+    sampled_configs_ok(f, &t, 2, 50, plane_at_4);
+    if (dt_cpu_native_lanes() >= 8)
+        sampled_configs_ok(f, &t, 2, 51, plane_at_8);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);            /* stride 2 */
+    sampled_configs_ok(f, &t, 2, 52, plane_at_4);
+    if (dt_cpu_native_lanes() >= 8)
+        sampled_configs_ok(f, &t, 2, 53, plane_at_8);
     f->measure.threads = 2;
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 1, 1, 1);
     plane_configs_ok(f, &t, 3, 49);
