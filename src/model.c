@@ -162,6 +162,7 @@ static int conv_finish(dt_task *t, dt_error *err)
                       taps_inside(c->h, c->oh, c->kh, c->sh, c->ph, c->dh) *
                       taps_inside(c->w, c->ow, c->kw, c->sw, c->pw, c->dw);
     t->bytes = 4.0 * ((double)c->n * c->c_in * c->h * c->w + wsz + out);
+    t->write_bytes = 4.0 * out;
     return 0;
 }
 
@@ -179,8 +180,11 @@ int dt_task_finish(dt_task *task, dt_error *err)
     task->flops = 2.0 * m->b * m->m * m->n * m->k;
     task->useful_flops = task->flops;
     task->bytes = 4.0 * m->b * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
-    if (task->kind == DT_OP_DENSE)
+    task->write_bytes = 4.0 * m->b * m->m * m->n;
+    if (task->kind == DT_OP_DENSE) {
         task->bytes = 4.0 * ((double)m->m * m->k + (double)m->n * m->k + (double)m->m * m->n);
+        task->write_bytes = 4.0 * m->m * m->n;
+    }
     return 0;
 }
 

@@ -27,7 +27,8 @@ double dt_mem_level_gbs(const dt_mem_level *level)
     return fmax(level->read_gbs, level->rw_gbs);
 }
 
-void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task_bound *out)
+void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, double write_bytes,
+                       dt_task_bound *out)
 {
     memset(out, 0, sizeof *out);
     if (!r || !(r->peak_gflops > 0))
@@ -35,8 +36,10 @@ void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task
     out->compute_s = flops / (r->peak_gflops * 1e9);
     const dt_mem_level *level = dt_roofline_level_for(r, bytes);
     if (level && dt_mem_level_gbs(level) > 0) {
-        out->bandwidth_gbs = dt_mem_level_gbs(level);
-        out->memory_s = bytes / (out->bandwidth_gbs * 1e9);
+        out->memory_s = bytes / (dt_mem_level_gbs(level) * 1e9);
+        if (level->read_gbs > 0)
+            out->memory_s = fmax(out->memory_s, fmax(0, bytes - write_bytes) / (level->read_gbs * 1e9));
+        out->bandwidth_gbs = out->memory_s > 0 ? bytes / out->memory_s / 1e9 : dt_mem_level_gbs(level);
         snprintf(out->level, sizeof out->level, "%s", level->name);
     }
     out->seconds = fmax(out->compute_s, out->memory_s);
@@ -44,7 +47,7 @@ void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task
 
 void dt_roofline_task_bound(const dt_roofline *r, const dt_task *task, dt_task_bound *out)
 {
-    dt_roofline_bound(r, task->useful_flops, task->bytes, out);
+    dt_roofline_bound(r, task->useful_flops, task->bytes, task->write_bytes, out);
 }
 
 double dt_roofline_task_peak_gflops(const dt_roofline *r, const dt_task *task)

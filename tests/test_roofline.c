@@ -65,6 +65,7 @@ static void test_bound_arithmetic(void **state)
     double bytes = 4 * (13.0 * 17 * 19 + 24.0 * 13 * 9 + out);
     assert_true(fabs(t.flops - flops) <= 1e-12 * flops);
     assert_true(fabs(t.bytes - bytes) <= 1e-12 * bytes);
+    assert_true(fabs(t.write_bytes - 4 * out) <= 1e-12 * bytes);
     /* the bound counts the taps inside the input: 17 x 3 - 2 rows, 19 x 3 - 2 columns */
     double useful = 2 * 24.0 * 13 * (17 * 3 - 2) * (19 * 3 - 2);
     assert_true(fabs(t.useful_flops - useful) <= 1e-12 * useful);
@@ -80,17 +81,34 @@ static void test_bound_arithmetic(void **state)
     assert_true(b.seconds == b.compute_s); /* 3x3 over 13 channels: compute-bound */
 
     /* memory-bound: 2 FLOPs per 12 bytes moved, 96 MB in DRAM */
-    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    dt_roofline_bound(&r, 16e6, 96e6, 32e6, &b);
     assert_string_equal(b.level, "DRAM");
     assert_true(fabs(b.seconds - 96e6 / 23.75e9) <= 1e-12 * b.seconds);
 
+    /* a dense layer's 1 MiB of weights in L2, where the read+write stream
+     * (151.5) is the faster: reading them takes the read stream's time
+     * (143.75), which a bound counting every byte at 151.5 would miss */
+    dt_task fc = { .name = "fc", .kind = DT_OP_DENSE, .count = 1, .mm = { 1, 1, 1024, 256 } };
+    assert_int_equal(dt_task_finish(&fc, NULL), 0);
+    assert_true(fabs(fc.write_bytes - 4 * 1024.0) < 1e-9);
+    dt_roofline_task_bound(&r, &fc, &b);
+    assert_string_equal(b.level, "L2");
+    double reads = fc.bytes - fc.write_bytes;
+    assert_true(reads / 143.75e9 > fc.bytes / 151.5e9);
+    assert_true(fabs(b.memory_s - reads / 143.75e9) <= 1e-12 * b.memory_s);
+    assert_true(fabs(b.bandwidth_gbs - fc.bytes / b.memory_s / 1e9) <= 1e-9);
+    assert_true(b.seconds == b.memory_s);
+    /* as much written as read: all bytes at the faster stream rule */
+    dt_roofline_bound(&r, 0, 1e6, 5e5, &b);
+    assert_true(fabs(b.memory_s - 1e6 / 151.5e9) <= 1e-12 * b.memory_s);
+
     /* no bandwidth known: FLOPs at the peak; no peak: unknown */
     r.nlevels = 0;
-    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    dt_roofline_bound(&r, 16e6, 96e6, 32e6, &b);
     assert_string_equal(b.level, "");
     assert_true(fabs(b.seconds - 16e6 / 187.5e9) <= 1e-12 * b.seconds);
     r.peak_gflops = 0;
-    dt_roofline_bound(&r, 16e6, 96e6, &b);
+    dt_roofline_bound(&r, 16e6, 96e6, 32e6, &b);
     assert_true(b.seconds == 0);
 }
 

@@ -64,6 +64,7 @@ typedef struct dt_task {
                                 padding: the least work of any direct kernel (the
                                 bound's FLOPs, roofline.h); = flops without padding */
     double bytes;            /* compulsory traffic: inputs + weights + output, fp32 */
+    double write_bytes;      /* of which written: the output */
 } dt_task;
 
 typedef struct dt_model {

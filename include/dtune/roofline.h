@@ -1,7 +1,9 @@
 /* roofline.h — the bound a task's kernel cannot beat on the machine it is
  * timed on: max(useful FLOPs / peak, bytes moved / bandwidth of the memory
  * level that holds the task's working set); useful FLOPs leave out a
- * convolution's taps on padding (model.h).
+ * convolution's taps on padding (model.h), and the memory term is the
+ * larger of the bytes read at the read stream's rate and all bytes at the
+ * faster stream's (dt_roofline_bound).
  *
  * The peak comes from an FMA probe and the bandwidths from read and
  * read+write streams: for a task, streams over a working set of the task's
@@ -41,8 +43,8 @@ typedef struct dt_roofline {
 typedef struct dt_task_bound {
     double seconds;            /* 0: unknown (no peak) */
     double compute_s;          /* FLOPs / peak */
-    double memory_s;           /* bytes / the level's bandwidth; 0 when none */
-    double bandwidth_gbs;      /* that level's bandwidth; 0 when none */
+    double memory_s;           /* the bytes' time at the level's streams; 0 when none */
+    double bandwidth_gbs;      /* bytes / memory_s: the rate the bound allows; 0 when none */
     char level[DT_ROOFLINE_NAME_MAX]; /* the level's name, "" when none */
 } dt_task_bound;
 
@@ -51,14 +53,19 @@ typedef struct dt_task_bound {
  * levels. */
 const dt_mem_level *dt_roofline_level_for(const dt_roofline *r, double bytes);
 
-/* A level's bandwidth for the bound: the faster of its two streams, so the
- * bound stays a time no kernel can beat. */
+/* A level's bandwidth: the faster of its two streams (the rate no mix of
+ * reads and writes beats). */
 double dt_mem_level_gbs(const dt_mem_level *level);
 
-/* The bound of a task that performs flops and moves bytes (its inputs,
- * weights and output: dt_task's flops and bytes). Fills *out; a peak of 0
- * gives seconds 0 (unknown). */
-void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, dt_task_bound *out);
+/* The bound of a task that performs flops and moves bytes, write_bytes of
+ * them written (dt_task's flops, bytes and write_bytes). Its memory time is
+ * the larger of (bytes - write_bytes) at the level's read stream (reads
+ * alone go no faster) and bytes at dt_mem_level_gbs: the read+write stream
+ * counts its writes as bytes moved and reads 1.7-1.8x the read stream on
+ * these machines, a rate a task that mostly reads (a dense layer's weights)
+ * cannot reach. Fills *out; a peak of 0 gives seconds 0 (unknown). */
+void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, double write_bytes,
+                       dt_task_bound *out);
 
 /* dt_roofline_bound of a model task, with its useful FLOPs (model.h): a
  * convolution's taps that read padding are work a kernel may skip (oneDNN
