@@ -27,8 +27,9 @@ static void usage(FILE *f)
           "Prints this machine's fingerprint and, per thread count of LIST\n"
           "(comma-separated, default 1,2), the FMA peak and the read and\n"
           "read+write stream bandwidths at working sets in L1, L2, L3 and DRAM:\n"
-          "the figures a run's bound (max of useful FLOPs / peak, bytes / bandwidth of\n"
-          "the level that holds the task's working set) is taken from.\n"
+          "the figures a run's bound (max of useful FLOPs / peak, bytes read / read\n"
+          "stream and bytes moved / the faster stream of the level that holds the\n"
+          "task's working set) is taken from.\n"
           "Exit 0, 1 a probe failed, 2 bad input.\n", f);
 }
 

@@ -56,8 +56,9 @@ static void usage(FILE *f)
                "index) and prints its result class, GFLOPS, latency, repeats, CV, compile\n"
                "and run time. --best RUN_DIR re-measures the run's best config of TASK\n"
                "(of every task without TASK) from RUN_DIR/best.json and adds the task's\n"
-               "bound (max of useful FLOPs / peak, bytes / bandwidth of the memory level holding\n"
-               "its working set; probes at --threads); --json prints one JSON object per\n"
+               "bound (max of useful FLOPs / peak, bytes read / read stream and bytes moved /\n"
+               "the faster stream of the memory level holding its working set; probes at\n"
+               "--threads); --json prints one JSON object per\n"
                "task. Exit 0 ok, 1 a config or the backend failed, 2 bad input.\n");
 }
 

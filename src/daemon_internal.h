@@ -32,8 +32,8 @@ typedef struct dt_task_run {
     double warm_latency_ms;    /* latency of the first valid measurement */
     double peak_gflops;        /* dt_roofline_task_peak_gflops: the belief's
                                   normalisation and the scheduler's ceiling */
-    double bound_gbs;          /* measured bandwidth of the memory level holding the
-                                  task's working set (roofline.h); 0 = unknown */
+    double bound_gbs;          /* the bound's bandwidth (dt_task_bound's: bytes over
+                                  their time at the level's streams); 0 = unknown */
     int slots;
     int measured_slots;        /* slots that measured at least one trial */
     int trials_at_close;       /* trials when the last slot (or warm-up) closed */

@@ -320,9 +320,10 @@ static void task_table(FILE *f, const dt_run_state *rs)
         }
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n<p>% bound: the task's bound over its best latency; bound = max(FLOPs / "
-          "peak, bytes moved / bandwidth of the memory level (level) that holds the task's "
-          "working set), from the probes run when the run (or its resume) started (peak: ", f);
+    fputs("</table>\n<p>% bound: the task's bound over its best latency; bound = max(useful "
+          "FLOPs / peak, bytes read / read stream, bytes moved / the faster stream of the memory "
+          "level (level) that holds the task's working set), from the probes run when the run "
+          "(or its resume) started (peak: ", f);
     dt_report_html_text(f, rs->peak_probe[0] ? rs->peak_probe : "unknown");
     fputs("); * a kernel beat the probes' bound, so its own latency is the bound used.</p>\n", f);
 }

@@ -248,8 +248,8 @@ static int build_metrics(const dt_run_state *rs, page *out)
     prom_per_task(f, rs, "dtune_task_best_latency_seconds", "gauge",
                   "Best latency of one run of a task (0 until measured).", task_best_latency);
     prom_per_task(f, rs, "dtune_task_bound_seconds", "gauge",
-                  "A task's bound: max(useful FLOPs / peak, bytes / bandwidth of the level holding its "
-                  "working set) (0: unknown).", task_bound);
+                  "A task's bound: max(useful FLOPs / peak, bytes read / read stream, bytes moved / "
+                  "the faster stream of the level holding its working set) (0: unknown).", task_bound);
     prom_per_task(f, rs, "dtune_task_bound_share", "gauge",
                   "A task's bound over its best latency (0 until measured or with no bound).",
                   task_bound_share);

@@ -38,7 +38,7 @@ typedef struct dt_task_state {
                                   of useful FLOPs when one beats it */
     bool peak_from_kernel;     /* peak_gflops is a kernel's measured rate */
     double bound_ms;           /* the task's bound (dt_roofline_task_bound: FLOPs at
-                                  the peak, bytes at the bandwidth of bound_level),
+                                  the peak, bytes at the streams of bound_level),
                                   one execution; 0: unknown */
     char bound_level[16];      /* memory level that holds the task's working set
                                   ("L1", "L2", "L3", "DRAM"); "" when no bandwidth

@@ -102,8 +102,8 @@ typedef struct dt_sched_task {
     double flops;             /* one execution */
     double peak_gflops;       /* the target's peak for this task; 0 = unknown */
     double bytes;             /* compulsory traffic of one execution; 0 = unknown */
-    double bandwidth_gbs;     /* measured bandwidth of the memory level that holds
-                                 the task's working set (roofline.h); 0 = unknown */
+    double bandwidth_gbs;     /* the bound's bandwidth for the task (dt_task_bound's,
+                                 roofline.h); 0 = unknown */
     int group;                /* similarity group (gradient policy) */
     double best_gflops;       /* best measured; 0 when none */
     double pred_gflops;       /* belief: predicted best at the end of the next slot */
