@@ -61,7 +61,7 @@ double dt_mem_level_gbs(const dt_mem_level *level);
  * them written (dt_task's flops, bytes and write_bytes). Its memory time is
  * the larger of (bytes - write_bytes) at the level's read stream (reads
  * alone go no faster) and bytes at dt_mem_level_gbs: the read+write stream
- * counts its writes as bytes moved and reads 1.7-1.8x the read stream on
+ * counts its writes as bytes moved and reads 1.4-2.4x the read stream on
  * these machines, a rate a task that mostly reads (a dense layer's weights)
  * cannot reach. Fills *out; a peak of 0 gives seconds 0 (unknown). */
 void dt_roofline_bound(const dt_roofline *r, double flops, double bytes, double write_bytes,
