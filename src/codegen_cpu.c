@@ -611,13 +611,7 @@ static uint64_t pixels_inside(const dt_cpu_plan *p, int t, int s)
 /* The share of one dimension's taps (out positions x k) that read padding. */
 static double padded_share(int in, int out, int k, int stride, int pad, int dil)
 {
-    long inside = 0;
-    for (int o = 0; o < out; o++) {
-        int first, end;
-        dt_conv_taps(in, o, k, stride, pad, dil, &first, &end);
-        inside += end - first;
-    }
-    return 1.0 - (double)inside / ((double)out * k);
+    return 1.0 - dt_conv_taps_inside(in, out, k, stride, pad, dil) / ((double)out * k);
 }
 
 static void row_taps(const dt_cpu_plan *p, int oh, int *first, int *end)

@@ -113,7 +113,7 @@ void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int
  * must compute; the others read padding. The sum of dt_conv_taps over the
  * outputs, counted tap by tap (k steps, not out: a degenerate model's row
  * may hold billions of outputs); test_model checks the two agree. */
-static double taps_inside(int in, int out, int k, int stride, int pad, int dilation)
+double dt_conv_taps_inside(int in, int out, int k, int stride, int pad, int dilation)
 {
     double n = 0;
     for (int64_t kk = 0; kk < k; kk++) {
@@ -159,8 +159,8 @@ static int conv_finish(dt_task *t, dt_error *err)
     double wsz = (double)c->c_out * (t->kind == DT_OP_CONV2D ? c->c_in : 1) * c->kh * c->kw;
     t->flops = 2.0 * out * red;
     t->useful_flops = 2.0 * c->n * c->c_out * (t->kind == DT_OP_CONV2D ? (double)c->c_in : 1.0) *
-                      taps_inside(c->h, c->oh, c->kh, c->sh, c->ph, c->dh) *
-                      taps_inside(c->w, c->ow, c->kw, c->sw, c->pw, c->dw);
+                      dt_conv_taps_inside(c->h, c->oh, c->kh, c->sh, c->ph, c->dh) *
+                      dt_conv_taps_inside(c->w, c->ow, c->kw, c->sw, c->pw, c->dw);
     t->bytes = 4.0 * ((double)c->n * c->c_in * c->h * c->w + wsz + out);
     t->write_bytes = 4.0 * out;
     return 0;

@@ -115,6 +115,10 @@ int dt_task_finish(dt_task *task, dt_error *err);
  * what useful_flops counts. */
 void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int *first, int *end);
 
+/* The sum of dt_conv_taps' counts over the out positions of one dimension,
+ * in closed form (per tap, O(k)): the taps that read the input. */
+double dt_conv_taps_inside(int in, int out, int k, int stride, int pad, int dilation);
+
 /* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T". */
 void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
 
