@@ -151,6 +151,7 @@ static int check_pixels(const dt_cpu_plan *p, dt_error *err)
 }
 
 static int check_plane(const dt_cpu_plan *p, dt_error *err);
+static int check_pairs(const dt_cpu_plan *p, dt_error *err);
 
 static int check_conv(const dt_cpu_plan *p, dt_error *err)
 {
@@ -164,9 +165,13 @@ static int check_conv(const dt_cpu_plan *p, dt_error *err)
         return check_pixels(p, err);
     if (p->form == DT_CPU_FORM_PLANE)
         return check_plane(p, err);
+    if (p->form == DT_CPU_FORM_PAIRS)
+        return check_pairs(p, err);
     if (p->form != DT_CPU_FORM_BLOCKED)
-        return dt_error_set(err, DT_EINVAL, "form %d is not %d (blocked), %d (pixels) or %d (plane)",
-                            p->form, DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE);
+        return dt_error_set(err, DT_EINVAL,
+                            "form %d is not %d (blocked), %d (pixels), %d (plane) or %d (pairs)",
+                            p->form, DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE,
+                            DT_CPU_FORM_PAIRS);
     if (p->row_block != 1)
         return dt_error_set(err, DT_EINVAL, "row block %d: the blocked form has none", p->row_block);
     if (p->co_block % p->vec != 0)
@@ -211,7 +216,8 @@ int dt_cpu_plan_check(const dt_cpu_plan *p, dt_error *err)
 
 static const char *form_name(int form)
 {
-    return form == DT_CPU_FORM_PIXELS ? "pixels" : form == DT_CPU_FORM_PLANE ? "plane" : "blocked";
+    return form == DT_CPU_FORM_PIXELS ? "pixels" : form == DT_CPU_FORM_PLANE ? "plane"
+         : form == DT_CPU_FORM_PAIRS ? "pairs" : "blocked";
 }
 
 /* One-line description of plan, e.g. "co=32(v16x2) ow=14 oh=2 ci=16 order=3 ...". */
@@ -1504,8 +1510,9 @@ static void emit_plane_macros(dt_buf *b)
             "typedef int vmask __attribute__((vector_size(4 * VEC)));\n"
             "static inline __attribute__((always_inline)) vmask lanes_of(unsigned m)\n{\n"
             "    vmask v;\n    for (int l = 0; l < VEC; l++)\n        v[l] = -(int)(m >> l & 1u);\n    return v;\n}\n"
-            "/* the float at x + off, off possibly before x (a masked lane) */\n"
+            "/* the float at x + off, off possibly before x (a masked lane); YAT to store */\n"
             "#define AT(x, off) ((const float *)((uintptr_t)(x) + (intptr_t)(off) * (intptr_t)sizeof(float)))\n"
+            "#define YAT(y, off) ((float *)((uintptr_t)(y) + (intptr_t)(off) * (intptr_t)sizeof(float)))\n"
             "#if VEC == 16 && defined(__AVX512F__)\n"
             "#define MLD(m, p) ((vf)_mm512_maskz_loadu_ps((__mmask16)(m), (p)))\n"
             "#define MST(m, p, v) _mm512_mask_storeu_ps((p), (__mmask16)(m), (__m512)(v))\n"
@@ -1760,12 +1767,12 @@ static void emit_plane_channel(dt_buf *b, const dt_cpu_plan *p)
     emit(b, "}\n\n");
 }
 
-/* Plane form: NCHW in and out as they are, one channel's plane at a time,
- * vectors along the output plane (plane_geometry), every tap a masked load
- * (stride 1, same padding: consecutive floats, window rows carried to the
- * group below) or picked from at most two masked loads (strided); no copy
- * of the input, no packing of the weights. */
-static void emit_plane_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+/* A depthwise kernel on NCHW as it is (the plane and pairs forms): the
+ * per-channel function `kernel` writes, then compute's loop over channels
+ * (`loop`, OpenMP's where threads > 1); no copy of the input, no packing of
+ * the weights. */
+static void emit_inplace_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry,
+                                   void (*kernel)(dt_buf *, const dt_cpu_plan *), const char *loop)
 {
     const dt_conv_shape *c = &p->task.conv;
     emit_conv_defines(b, p);
@@ -1773,16 +1780,273 @@ static void emit_plane_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *en
     emit_plane_macros(b);
     emit(b, "static void pack_w(const float *restrict w, float *restrict wp)\n{\n"
             "    (void)w;\n    (void)wp;\n}\n\n");
-    emit_plane_channel(b, p);
+    kernel(b, p);
     if (p->threads > 1)
         emit(b, "#include <omp.h>\n\n");
-    emit(b, "static void compute(const float *restrict w, const float *restrict x, float *restrict y)\n{\n");
+    emit(b, "static void compute(const float *restrict w, const float *restrict x,\n"
+            "    float *restrict y)\n{\n");
     emit_omp(b, p, 1);
-    emit(b, "    for (int co = 0; co < CO; co++)\n"
-            "        plane(x + (size_t)(co / MULT) * H * W, w + (size_t)co * KH * KW,\n"
-            "              y + (size_t)co * OH * OW);\n}\n\n");
+    emit(b, "%s}\n\n", loop);
     emit_entry(b, p, entry, 16, "    for (int n = 0; n < NB; n++)\n"
-               "        compute(weight, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW);\n");
+               "        compute(weight, input + (size_t)n * CI * H * W,\n"
+               "                output + (size_t)n * CO * OH * OW);\n");
+}
+
+/* Plane form: one channel's plane at a time, vectors along the output plane
+ * (plane_geometry), every tap a masked load (stride 1, same padding:
+ * consecutive floats, window rows carried to the group below) or picked
+ * from at most two masked loads (strided). */
+static void emit_plane_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    emit_inplace_depthwise(b, p, entry, emit_plane_channel,
+                           "    for (int co = 0; co < CO; co++)\n"
+                           "        plane(x + (size_t)(co / MULT) * H * W, w + (size_t)co * KH * KW,\n"
+                           "              y + (size_t)co * OH * OW);\n");
+}
+
+/* ---- the pairs form of stride-2 depthwise_conv2d --------------------------------- */
+
+/* A pairs vector holds HALF = VEC / 2 consecutive output columns of two
+ * channels, a and b = a + 1, in one output row: each 128-bit lane holds two
+ * columns of a, then the same two of b. One load per channel of 2 * HALF
+ * floats of an input row holds window columns 2u (its even floats) and
+ * 2u + 1 (its odd ones) of every column of the chunk, and a shuffle inside
+ * 128-bit lanes (vshufps) takes both channels' evens or odds into that
+ * order: no two-source permute per tap, as the plane form needs at stride 2.
+ * The weights are shuffled the same way once a pair; the sum is put back in
+ * order with one permute a vector and stored in two halves. */
+
+/* Lane l's source in the shuffle of loads a and b: the floats of window
+ * column 2u + odd, from a in the lane's first two places, from b (index VEC
+ * on) in its last two. */
+static int pairs_tap_lane(int vec, int l, int odd)
+{
+    int lane = l / 4, m = l % 4;
+    return m < 2 ? 4 * lane + 2 * m + odd : vec + 4 * lane + 2 * (m - 2) + odd;
+}
+
+/* Output lane o after the permute: channel a's columns in the low half, b's
+ * in the high half; the lane of the shuffled order it is taken from. */
+static int pairs_out_lane(int vec, int o)
+{
+    int half = vec / 2, i = o < half ? o : o - half;
+    return 4 * (i / 2) + (o < half ? 0 : 2) + i % 2;
+}
+
+/* The load of window columns 2u, 2u + 1 for the chunk from output column j0:
+ * its first input column, and the lanes it reads (inside the row, serving
+ * an output column); 0 where j0 < 0 (a chunk of the loop: every lane). */
+static unsigned pairs_load(const dt_cpu_plan *p, int j0, int u, int *base)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    *base = 2 * u - c->pw;
+    if (j0 < 0)
+        return (1u << p->vec) - 1u;
+    *base += 2 * j0;
+    unsigned m = 0;
+    for (int l = 0; l < p->vec; l++)
+        if (*base + l >= 0 && *base + l < c->w)
+            m |= 1u << l;
+    return m;
+}
+
+/* Whether the chunk from column j0 loads whole vectors (every lane of every
+ * load inside the row and every column an output). */
+static bool pairs_chunk_full(const dt_cpu_plan *p, int j0)
+{
+    int base;
+    for (int u = 0; u < (p->task.conv.kw + 1) / 2; u++)
+        if (pairs_load(p, j0, u, &base) != (1u << p->vec) - 1u)
+            return false;
+    return true;
+}
+
+static void emit_pairs_shuffle(dt_buf *b, const dt_cpu_plan *p, const char *ind, int k, int u,
+                               int odd)
+{
+    emit(b, "%st%d_%d = SHUF(a%d_%d, b%d_%d", ind, k, 2 * u + odd, k, u, k, u);
+    for (int l = 0; l < p->vec; l++)
+        emit(b, ", %d", pairs_tap_lane(p->vec, l, odd));
+    emit(b, ");\n");
+}
+
+/* One output row of a chunk: loads and shuffles window rows [from, KH) of
+ * output row `r` (a number, or the loop's `r` where r < 0), sums, stores,
+ * and hands the rows the next output row shares down. j0 < 0: the loop's
+ * chunk `j0` (whole vectors). */
+static void emit_pairs_row(dt_buf *b, const dt_cpu_plan *p, int r, int j0, int from, int carried)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int half = p->vec / 2, nu = (c->kw + 1) / 2;
+    int n = j0 < 0 ? half : (c->ow - j0 < half ? c->ow - j0 : half);
+    bool present[PLANE_MAX_WINDOW];
+    char col[32];
+    if (j0 < 0)
+        snprintf(col, sizeof col, "2 * j0 + ");
+    else
+        col[0] = '\0';
+    emit(b, "            {\n");
+    for (int k = 0; k < c->kh; k++) {
+        present[k] = true;
+        if (k < from)
+            continue;
+        /* the input row of window row k: known where r is, else checked
+         * only where some row of the loop (r from 1) falls outside */
+        int lo = (r < 0 ? 1 : r) * c->sh - c->ph + k * c->dh;
+        int hi = (r < 0 ? c->oh - 1 : r) * c->sh - c->ph + k * c->dh;
+        if (hi < 0 || lo >= c->h) {
+            present[k] = r < 0;
+            for (int s = 0; s < c->kw; s++)
+                emit(b, "                t%d_%d = (vf){ 0 };\n", k, s);
+            continue;
+        }
+        char row[48];
+        if (r < 0)
+            snprintf(row, sizeof row, "(r * %d + %d)", c->sh, k * c->dh - c->ph);
+        else
+            snprintf(row, sizeof row, "%d", lo);
+        bool check = lo < 0 || hi >= c->h;
+        const char *ind = check ? "                    " : "                ";
+        if (check)
+            emit(b, "                if ((unsigned)%s < %du) {\n", row, c->h);
+        for (int u = 0; u < nu; u++) {
+            if (u > 0 && n + u <= half) {
+                /* window columns 2u, 2u + 1 are columns 0 and 1 of the
+                 * output column u on: lanes moved, no load */
+                for (int odd = 0; odd < 2 && 2 * u + odd < c->kw; odd++) {
+                    emit(b, "%st%d_%d = SHUF(t%d_%d, t%d_%d", ind, k, 2 * u + odd, k, odd, k, odd);
+                    for (int l = 0; l < p->vec; l++) {
+                        int i = 2 * (l / 4) + l % 2, ch = l % 4 / 2;
+                        int from_i = i + u < half ? i + u : half - 1;
+                        emit(b, ", %d", 4 * (from_i / 2) + 2 * ch + from_i % 2);
+                    }
+                    emit(b, ");\n");
+                }
+                continue;
+            }
+            int base;
+            unsigned m = pairs_load(p, j0, u, &base);
+            for (int ch = 0; ch < 2; ch++) {
+                const char *x = ch ? "xb" : "xa";
+                if (m == (1u << p->vec) - 1u)
+                    emit(b, "%sconst vf %c%d_%d = LD(AT(%s, %s * W + %s%d));\n", ind,
+                         ch ? 'b' : 'a', k, u, x, row, col, base);
+                else
+                    emit(b, "%sconst vf %c%d_%d = MLD(0x%xu, AT(%s, %s * W + %s%d));\n", ind,
+                         ch ? 'b' : 'a', k, u, m, x, row, col, base);
+            }
+            for (int odd = 0; odd < 2 && 2 * u + odd < c->kw; odd++)
+                emit_pairs_shuffle(b, p, ind, k, u, odd);
+        }
+        if (check) {
+            emit(b, "                } else {\n");
+            for (int s = 0; s < c->kw; s++)
+                emit(b, "                    t%d_%d = (vf){ 0 };\n", k, s);
+            emit(b, "                }\n");
+        }
+    }
+    bool any = false;
+    for (int k = 0; k < c->kh; k++) {
+        if (!present[k])
+            continue;
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "                %sp%d %s t%d_%d * w%d_%d;\n", s ? "" : "vf ", k,
+                 s ? "+=" : "=", k, s, k, s);
+        emit(b, "                %sacc %s p%d;\n", any ? "" : "vf ", any ? "+=" : "=", k);
+        any = true;
+    }
+    if (!any)
+        emit(b, "                const vf acc = (vf){ 0 };\n");
+    bool identity = true;
+    for (int o = 0; o < p->vec; o++)
+        identity = identity && pairs_out_lane(p->vec, o) == o;
+    if (identity) {
+        emit(b, "                const vf o = acc;\n");
+    } else {
+        emit(b, "                const vf o = SHUF(acc, acc");
+        for (int o = 0; o < p->vec; o++)
+            emit(b, ", %d", pairs_out_lane(p->vec, o));
+        emit(b, ");\n");
+    }
+    unsigned lo_mask = (1u << n) - 1u;
+    char jc[16], at[64];
+    if (j0 < 0)
+        snprintf(jc, sizeof jc, "j0");
+    else
+        snprintf(jc, sizeof jc, "%d", j0);
+    if (r < 0)
+        snprintf(at, sizeof at, "r * OW + %s", jc);
+    else
+        snprintf(at, sizeof at, "%d + %s", r * c->ow, jc);
+    emit(b, "                MST(0x%xu, ya + %s, o);\n", lo_mask, at);
+    emit(b, "                MST(0x%xu, YAT(yb, %s - %d), o);\n", lo_mask << half, at, half);
+    for (int k = 0; k < carried; k++)
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "                t%d_%d = t%d_%d;\n", k, s, k + c->sh, s);
+    emit(b, "            }\n");
+}
+
+/* One chunk of a pair's plane (from output column j0, or the loop's j0
+ * where j0 < 0): its first output row, then the others in a loop unrolled
+ * row_block times; window rows one output row shares with the next are
+ * carried, not loaded again. */
+static void emit_pairs_chunk(dt_buf *b, const dt_cpu_plan *p, int j0)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int carried = c->dh == 1 && c->kh > c->sh ? c->kh - c->sh : 0;
+    emit(b, "        {\n            vf");
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++)
+            emit(b, "%s t%d_%d", k || s ? "," : "", k, s);
+    emit(b, ";\n");
+    emit_pairs_row(b, p, 0, j0, 0, carried);
+    if (c->oh > 1) {
+        emit(b, "            _Pragma(\"GCC unroll %d\")\n"
+                "            for (int r = 1; r < OH; r++)\n", p->row_block);
+        emit_pairs_row(b, p, -1, j0, carried, carried);
+    }
+    emit(b, "        }\n");
+}
+
+static void emit_pairs_channel(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int half = p->vec / 2;
+    emit(b, "static inline __attribute__((always_inline)) void pair(const float *restrict xa,\n"
+            "    const float *restrict xb, const float *restrict wa, const float *restrict wb,\n"
+            "    float *restrict ya, float *restrict yb)\n{\n");
+    for (int k = 0; k < c->kh; k++)
+        for (int s = 0; s < c->kw; s++) {
+            emit(b, "    const vf w%d_%d = SHUF(wa[%d] - (vf){ 0 }, wb[%d] - (vf){ 0 }", k, s,
+                 k * c->kw + s, k * c->kw + s);
+            for (int l = 0; l < p->vec; l++)
+                emit(b, ", %d", l % 4 < 2 ? l : p->vec + l);
+            emit(b, ");\n");
+        }
+    int nchunks = (c->ow + half - 1) / half;
+    for (int t = 0; t < nchunks; t++) {
+        int u = t;
+        while (u < nchunks && pairs_chunk_full(p, u * half))
+            u++;
+        if (u - t >= 2) {
+            emit(b, "    for (int j0 = %d; j0 < %d; j0 += %d)\n", t * half, u * half, half);
+            emit_pairs_chunk(b, p, -1);
+            t = u - 1;
+            continue;
+        }
+        emit_pairs_chunk(b, p, t * half);
+    }
+    emit(b, "}\n\n");
+}
+
+/* Pairs form: two channels at a time (emit_pairs_channel). */
+static void emit_pairs_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    emit_inplace_depthwise(b, p, entry, emit_pairs_channel,
+                           "    for (int co = 0; co < CO; co += 2)\n"
+                           "        pair(x + (size_t)(co / MULT) * H * W, x + (size_t)((co + 1) / MULT) * H * W,\n"
+                           "             w + (size_t)co * KH * KW, w + (size_t)(co + 1) * KH * KW,\n"
+                           "             y + (size_t)co * OH * OW, y + (size_t)(co + 1) * OH * OW);\n");
 }
 
 /* ---- dense and batch_matmul ------------------------------------------------------ */
@@ -1918,6 +2182,31 @@ int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
     return dt_codegen_cpu_named(plan, DT_CPU_KERNEL_ENTRY, source, err);
 }
 
+/* The pairs form: depthwise, stride 2 along rows with no column dilation
+ * (even and odd floats of one load are two window columns), channels in
+ * pairs, 128-bit lanes to shuffle in. */
+static int check_pairs(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    if (p->task.kind != DT_OP_DEPTHWISE_CONV2D)
+        return dt_error_set(err, DT_EINVAL, "the pairs form is for depthwise convolutions");
+    if (p->vec < 4)
+        return dt_error_set(err, DT_EINVAL, "the pairs form needs vectors of 4 or more lanes");
+    if (c->sw != 2 || c->dw != 1)
+        return dt_error_set(err, DT_EINVAL, "the pairs form needs stride 2 and dilation 1 along "
+                            "rows, not %d and %d", c->sw, c->dw);
+    if (c->c_out % 2 != 0)
+        return dt_error_set(err, DT_EINVAL, "the pairs form needs an even channel count, not %d",
+                            c->c_out);
+    if (p->row_block < 1 || p->row_block > 8)
+        return dt_error_set(err, DT_EINVAL, "row block %d: the pairs form unrolls 1 to 8 rows",
+                            p->row_block);
+    if (c->kh > PLANE_MAX_WINDOW || c->kw > PLANE_MAX_WINDOW)
+        return dt_error_set(err, DT_EINVAL, "the pairs form takes windows up to %dx%d, not %dx%d",
+                            PLANE_MAX_WINDOW, PLANE_MAX_WINDOW, c->kh, c->kw);
+    return 0;
+}
+
 int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **source,
                          dt_error *err)
 {
@@ -1935,6 +2224,8 @@ int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **sour
         (pixels ? emit_pixels_conv2d : emit_conv2d)(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D && plan->form == DT_CPU_FORM_PLANE)
         emit_plane_depthwise(&b, plan, entry);
+    else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D && plan->form == DT_CPU_FORM_PAIRS)
+        emit_pairs_depthwise(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
         (pixels ? emit_pixels_depthwise : emit_depthwise)(&b, plan, entry);
     else

@@ -13,7 +13,8 @@
  *
  * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
  * depthwise DT_CPU_FORM_PLANE, valid where each of its taps fits two vector
- * loads; see codegen_cpu.h) is offered where the blocked form's layout conversions
+ * loads, and DT_CPU_FORM_PAIRS where the rows' stride is 2; see
+ * codegen_cpu.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
@@ -21,9 +22,9 @@
  * rows of a pixels register tile (1 in the blocked form). Other spaces have
  * neither. The schema hash (db.h) covers a space's knobs, so a space with
  * them never shares a hash, nor its records, with one without. The plane
- * form reads only `vec`, `unroll_kw` and `tile_rows`; a plane point is
- * valid only with the other knobs at their first option (canonical_point),
- * so each of its kernels has one index.
+ * form reads only `vec`, `unroll_kw` and `tile_rows`, the pairs form `vec`
+ * and `tile_rows`; such a point is valid only with the other knobs at their
+ * first option (canonical_point), so each of its kernels has one index.
  */
 #include <string.h>
 
@@ -33,7 +34,8 @@
 static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
 static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
-static const int depthwise_forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE };
+static const int depthwise_forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE,
+                                       DT_CPU_FORM_PAIRS };
 static const int register_rows[] = { 1, 2, 4 };
 static const int conv_orders[] = { 0, 1, 2, 3, 4, 5 };
 static const int depthwise_orders[] = { 0, 1, 2 };
@@ -68,10 +70,18 @@ static bool offers_pixels(const dt_task *t)
            c->c_in <= DT_CPU_PIXELS_MAX_CIN;
 }
 
+/* The pairs form is offered where its check can pass: stride 2 along rows
+ * without dilation (so the other depthwise spaces keep their schema). */
+static bool offers_pairs(const dt_task *t)
+{
+    return t->conv.sw == 2 && t->conv.dw == 1 && t->conv.c_out % 2 == 0;
+}
+
 static int add_form_knob(dt_space *s)
 {
     if (s->task.kind == DT_OP_DEPTHWISE_CONV2D)
-        return dt_space_add_choice(s, "form", depthwise_forms, NELEMS(depthwise_forms));
+        return dt_space_add_choice(s, "form", depthwise_forms,
+                                   NELEMS(depthwise_forms) - (offers_pairs(&s->task) ? 0 : 1));
     return offers_pixels(&s->task) ? dt_space_add_choice(s, "form", forms, NELEMS(forms)) : 0;
 }
 
@@ -125,25 +135,34 @@ static int build_matmul(dt_space *s)
     return 0;
 }
 
-/* The knobs the plane form reads (codegen_cpu.h); it builds one kernel for
- * every value of the others. */
-static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows" };
+/* The knobs the plane and pairs forms read (codegen_cpu.h); each builds one
+ * kernel for every value of the others. */
+static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows", NULL };
+static const char *const pairs_knobs[] = { "form", "vec", "tile_rows", NULL };
 
-static bool plane_reads(const char *name)
+/* The knobs a form reads where it ignores the others; NULL where it reads all. */
+static const char *const *form_reads(int form)
 {
-    for (int i = 0; i < NELEMS(plane_knobs); i++)
-        if (strcmp(name, plane_knobs[i]) == 0)
+    return form == DT_CPU_FORM_PLANE ? plane_knobs : form == DT_CPU_FORM_PAIRS ? pairs_knobs : NULL;
+}
+
+static bool reads(const char *const *knobs, const char *name)
+{
+    for (int i = 0; knobs[i]; i++)
+        if (strcmp(name, knobs[i]) == 0)
             return true;
     return false;
 }
 
-/* A plane-form point: the knobs the form does not read at their first option. */
+/* A plane- or pairs-form point: the knobs the form does not read at their
+ * first option. */
 static void canonical_point(const dt_space *s, dt_point *p)
 {
-    if (dt_space_get(s, p, "form", 0, -1) != DT_CPU_FORM_PLANE)
+    const char *const *knobs = form_reads(dt_space_get(s, p, "form", 0, -1));
+    if (!knobs)
         return;
     for (int k = 0; k < s->nknobs; k++)
-        if (!plane_reads(s->knobs[k].name))
+        if (!reads(knobs, s->knobs[k].name))
             p->opt[k] = 0;
 }
 
@@ -155,7 +174,7 @@ static bool valid_plan(const dt_space *s, const dt_point *p)
     dt_cpu_plan_from_point(s, p, 1, &plan);
     if (dt_cpu_plan_check(&plan, NULL) != 0)
         return false;
-    if (plan.form != DT_CPU_FORM_PLANE)
+    if (!form_reads(plan.form))
         return true;
     dt_point q = *p;
     canonical_point(s, &q);

@@ -333,6 +333,93 @@ static void test_plane_form(void **state)
     assert_non_null(strstr(err.msg, "windows up to"));
 }
 
+static bool pairs_form(const dt_space *space, const dt_point *point)
+{
+    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_PAIRS;
+}
+
+static bool pairs_at_8(const dt_space *space, const dt_point *point)
+{
+    return pairs_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 8;
+}
+
+static bool pairs_at_4(const dt_space *space, const dt_point *point)
+{
+    return pairs_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 4;
+}
+
+/* The pairs form against the reference: one chunk a row (with padding on
+ * the left, the right and below), chunks with a loop of whole ones and a
+ * partial last one, kernel 5 with multiplier 2 and batch 2, no padding;
+ * 4 and 8 lanes; 2 threads. Its source shuffles in lanes and never picks
+ * from two vectors nor copies; its plan checks. */
+static void test_pairs_form(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);    /* 8 x 8 out */
+    sampled_configs_ok(f, &t, 4, 61, pairs_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 35 x 35 out */
+    sampled_configs_ok(f, &t, 4, 62, pairs_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);             /* kernel 5, mult. 2 */
+    sampled_configs_ok(f, &t, 4, 63, pairs_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 6, 12, 6, 3, 2, 0, 1);             /* no padding */
+    sampled_configs_ok(f, &t, 3, 64, pairs_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);             /* 7 x 8 out */
+    sampled_configs_ok(f, &t, 2, 65, pairs_at_4);
+    if (dt_cpu_native_lanes() >= 8)
+        sampled_configs_ok(f, &t, 2, 66, pairs_at_8);
+    f->measure.threads = 2;
+    sampled_configs_ok(f, &t, 3, 67, pairs_form);
+
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PAIRS;
+    p.vec = 16;
+    char *src = NULL;
+    assert_int_equal(dt_codegen_cpu(&p, &src, NULL), 0);
+    assert_null(strstr(src, "PICK(0x"));
+    assert_null(strstr(src, "memcpy("));
+    assert_null(strstr(src, "memset("));
+    /* the whole chunks in a loop; a row of it loads two window rows (one is
+     * carried), two loads a row and channel, three shuffles a row */
+    const char *loop = strstr(src, "for (int j0 = 8; j0 < 32; j0 += 8)");
+    assert_non_null(loop);
+    const char *rows = strstr(loop, "for (int r = 1; r < OH; r++)");
+    assert_non_null(rows);
+    const char *end = strstr(rows, "MST(");
+    int loads = 0, shuffles = 0;
+    for (const char *s = rows; (s = strstr(s, "LD(AT(x")) && s < end; s++)
+        loads++;
+    for (const char *s = rows; (s = strstr(s, "SHUF(a")) && s < end; s++)
+        shuffles += s[6] >= '0' && s[6] <= '9';         /* not the sum's SHUF(acc */
+    assert_int_equal(loads, 8);
+    assert_int_equal(shuffles, 6);
+    free(src);
+
+    dt_error err;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.vec = 1;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "lanes"));
+    p.vec = 16;
+    p.row_block = 9;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "unrolls"));
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);             /* stride 1 */
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PAIRS;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "stride 2"));
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 3, 14, 3, 3, 2, 1, 1);             /* odd channels */
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_PAIRS;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "even channel count"));
+}
+
 static void test_conv2d_random_configs(void **state)
 {
     fixture *f = *state;
@@ -795,6 +882,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pixels_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plane_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pairs_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),

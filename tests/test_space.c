@@ -185,32 +185,35 @@ static void test_parse_printed_knobs(void **state)
     dt_space_free(&s);
 }
 
-/* Where a form reads only some knobs (the CPU plane form of depthwise), a
- * kernel has one valid point: the others at their first option. Random
- * points, neighbours and canonicalisation land there; the same point with
- * another value of an unread knob is invalid. */
-static void test_plane_points_are_canonical(void **state)
+/* Draws `draws` random points of a depthwise space of stride `stride`;
+ * returns how many take `form`, each checked to be its kernel's one point:
+ * the knobs the form does not read (tile_c, and `unread` where not NULL) at
+ * their first option, the same point with another value of one invalid,
+ * canonicalisation and neighbours consistent. */
+static int canonical_draws(int stride, int form_value, const char *unread, int draws)
 {
-    (void)state;
     dt_task t = { .kind = DT_OP_DEPTHWISE_CONV2D, .count = 1,
                   .conv = { .n = 1, .c_in = 24, .h = 14, .w = 14, .c_out = 24, .kh = 3, .kw = 3,
-                            .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
+                            .sh = stride, .sw = stride, .ph = 1, .pw = 1, .dh = 1, .dw = 1 } };
     assert_int_equal(dt_task_finish(&t, NULL), 0);
     dt_space s;
     assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, NULL), 0);
     int form = dt_space_knob(&s, "form"), tile_c = dt_space_knob(&s, "tile_c");
-    assert_true(form >= 0 && tile_c >= 0);
+    int other = unread ? dt_space_knob(&s, unread) : -1;
+    assert_true(form >= 0 && tile_c >= 0 && (!unread || other >= 0));
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 3);
-    int plane = 0;
+    int taken = 0;
     dt_point p, q, near[2 * DT_MAX_KNOBS];
-    for (int i = 0; i < 3000; i++) {
+    for (int i = 0; i < draws; i++) {
         dt_space_random(&s, rng, &p);
         assert_true(dt_space_valid(&s, &p));
-        if (dt_space_get(&s, &p, "form", 0, -1) != DT_CPU_FORM_PLANE)
+        if (dt_space_get(&s, &p, "form", 0, -1) != form_value)
             continue;
-        plane++;
+        taken++;
         assert_int_equal(p.opt[tile_c], 0);
+        if (other >= 0)
+            assert_int_equal(p.opt[other], 0);
         q = p;
         q.opt[tile_c] = 1;                       /* the same kernel under another name */
         assert_false(dt_space_valid(&s, &q));
@@ -224,11 +227,26 @@ static void test_plane_points_are_canonical(void **state)
                 assert_false(dt_space_index(&s, &near[j]) == dt_space_index(&s, &near[k]));
         }
     }
-    /* about a quarter of the draws (a third take the form, three of the
-     * four widths are valid in it), as many as without canonical points */
-    assert_true(plane > 600);
     gsl_rng_free(rng);
     dt_space_free(&s);
+    return taken;
+}
+
+/* Where a form reads only some knobs (the CPU plane and pairs forms of
+ * depthwise), a kernel has one valid point: the others at their first
+ * option. Random points, neighbours and canonicalisation land there; the
+ * same point with another value of an unread knob is invalid. The pairs
+ * form is offered at stride 2 only. */
+static void test_plane_points_are_canonical(void **state)
+{
+    (void)state;
+    /* about a quarter of the draws (a third take the form, three of the
+     * four widths are valid in it), as many as without canonical points */
+    assert_true(canonical_draws(1, DT_CPU_FORM_PLANE, NULL, 3000) > 600);
+    assert_int_equal(canonical_draws(1, DT_CPU_FORM_PAIRS, NULL, 3000), 0);
+    /* at stride 2 a quarter take each form, three widths of four */
+    assert_true(canonical_draws(2, DT_CPU_FORM_PAIRS, "unroll_kw", 3000) > 450);
+    assert_true(canonical_draws(2, DT_CPU_FORM_PLANE, NULL, 3000) > 450);
 }
 
 static void test_features_and_coords(void **state)

@@ -102,6 +102,15 @@ int dt_cpu_native_lanes(void);
 #define DT_CPU_FORM_BLOCKED 0
 #define DT_CPU_FORM_PIXELS 1
 #define DT_CPU_FORM_PLANE 2
+/* PAIRS (depthwise, stride 2 along rows): like PLANE it reads NCHW in place,
+ * but a vector holds VEC / 2 consecutive output columns of two channels
+ * (each 128-bit lane two columns of one, then the same two of the next), so
+ * the even and odd floats of one load per channel are two window columns
+ * and one in-lane shuffle (vshufps) takes them for both channels: no
+ * two-source permute per tap. Output rows go down a chunk of columns with
+ * the window rows they share carried; row_block unrolls that loop; the
+ * tile, order, unroll and pack knobs do not apply. */
+#define DT_CPU_FORM_PAIRS 3
 #define DT_CPU_PIXELS_DEPTHWISE_ORDERS 2
 
 typedef struct dt_cpu_plan {
@@ -112,9 +121,11 @@ typedef struct dt_cpu_plan {
     int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
-    int form;           /* convolutions: DT_CPU_FORM_BLOCKED, _PIXELS or (depthwise) _PLANE */
+    int form;           /* convolutions: DT_CPU_FORM_BLOCKED, _PIXELS; depthwise also _PLANE,
+                         * _PAIRS */
     int row_block;      /* pixels depthwise: output rows per register tile; plane: unroll
-                         * of the loop over middle row groups; else 1 */
+                         * of the loop over middle row groups; pairs: of the loop over
+                         * output rows; else 1 */
     /* convolutions */
     int co_block, oh_block, ow_block, ci_block;
     /* matrix products */
