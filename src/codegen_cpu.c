@@ -1480,22 +1480,49 @@ static bool plane_windows_fit(const dt_cpu_plan *p)
     return true;
 }
 
-static int check_plane(const dt_cpu_plan *p, dt_error *err)
+/* What the plane and pairs forms (`name`) both need: a depthwise task,
+ * vectors of 4 or more lanes, an unroll of 1 to 8 and a window they hold. */
+static int check_inplace(const dt_cpu_plan *p, const char *name, dt_error *err)
 {
     const dt_conv_shape *c = &p->task.conv;
     if (p->task.kind != DT_OP_DEPTHWISE_CONV2D)
-        return dt_error_set(err, DT_EINVAL, "the plane form is for depthwise convolutions");
+        return dt_error_set(err, DT_EINVAL, "the %s form is for depthwise convolutions", name);
     if (p->vec < 4)
-        return dt_error_set(err, DT_EINVAL, "the plane form needs vectors of 4 or more lanes");
+        return dt_error_set(err, DT_EINVAL, "the %s form needs vectors of 4 or more lanes", name);
     if (p->row_block < 1 || p->row_block > 8)
-        return dt_error_set(err, DT_EINVAL, "row block %d: the plane form unrolls 1 to 8 groups",
-                            p->row_block);
+        return dt_error_set(err, DT_EINVAL, "row block %d: the %s form unrolls 1 to 8 row loops",
+                            p->row_block, name);
     if (c->kh > PLANE_MAX_WINDOW || c->kw > PLANE_MAX_WINDOW)
-        return dt_error_set(err, DT_EINVAL, "the plane form takes windows up to %dx%d, not %dx%d",
-                            PLANE_MAX_WINDOW, PLANE_MAX_WINDOW, c->kh, c->kw);
-    if (!plane_rolls(c) && !plane_windows_fit(p))
+        return dt_error_set(err, DT_EINVAL, "the %s form takes windows up to %dx%d, not %dx%d",
+                            name, PLANE_MAX_WINDOW, PLANE_MAX_WINDOW, c->kh, c->kw);
+    return 0;
+}
+
+static int check_plane(const dt_cpu_plan *p, dt_error *err)
+{
+    int rc = check_inplace(p, "plane", err);
+    if (rc)
+        return rc;
+    if (!plane_rolls(&p->task.conv) && !plane_windows_fit(p))
         return dt_error_set(err, DT_EINVAL, "the plane form at vec %d: a tap's lanes span more "
                             "than two vectors", p->vec);
+    return 0;
+}
+
+/* The pairs form also needs stride 2 and no dilation along rows (the even
+ * and odd floats of one load are two window columns) and channels in pairs. */
+static int check_pairs(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int rc = check_inplace(p, "pairs", err);
+    if (rc)
+        return rc;
+    if (c->sw != 2 || c->dw != 1)
+        return dt_error_set(err, DT_EINVAL, "the pairs form needs stride 2 and dilation 1 along "
+                            "rows, not %d and %d", c->sw, c->dw);
+    if (c->c_out % 2 != 0)
+        return dt_error_set(err, DT_EINVAL, "the pairs form needs an even channel count, not %d",
+                            c->c_out);
     return 0;
 }
 
@@ -2180,31 +2207,6 @@ static bool is_identifier(const char *name)
 int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err)
 {
     return dt_codegen_cpu_named(plan, DT_CPU_KERNEL_ENTRY, source, err);
-}
-
-/* The pairs form: depthwise, stride 2 along rows with no column dilation
- * (even and odd floats of one load are two window columns), channels in
- * pairs, 128-bit lanes to shuffle in. */
-static int check_pairs(const dt_cpu_plan *p, dt_error *err)
-{
-    const dt_conv_shape *c = &p->task.conv;
-    if (p->task.kind != DT_OP_DEPTHWISE_CONV2D)
-        return dt_error_set(err, DT_EINVAL, "the pairs form is for depthwise convolutions");
-    if (p->vec < 4)
-        return dt_error_set(err, DT_EINVAL, "the pairs form needs vectors of 4 or more lanes");
-    if (c->sw != 2 || c->dw != 1)
-        return dt_error_set(err, DT_EINVAL, "the pairs form needs stride 2 and dilation 1 along "
-                            "rows, not %d and %d", c->sw, c->dw);
-    if (c->c_out % 2 != 0)
-        return dt_error_set(err, DT_EINVAL, "the pairs form needs an even channel count, not %d",
-                            c->c_out);
-    if (p->row_block < 1 || p->row_block > 8)
-        return dt_error_set(err, DT_EINVAL, "row block %d: the pairs form unrolls 1 to 8 rows",
-                            p->row_block);
-    if (c->kh > PLANE_MAX_WINDOW || c->kw > PLANE_MAX_WINDOW)
-        return dt_error_set(err, DT_EINVAL, "the pairs form takes windows up to %dx%d, not %dx%d",
-                            PLANE_MAX_WINDOW, PLANE_MAX_WINDOW, c->kh, c->kw);
-    return 0;
 }
 
 int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **source,

@@ -395,6 +395,10 @@ static void test_pairs_form(void **state)
         shuffles += s[6] >= '0' && s[6] <= '9';         /* not the sum's SHUF(acc */
     assert_int_equal(loads, 8);
     assert_int_equal(shuffles, 6);
+    /* the last chunk (3 of 8 columns) moves window column 2 out of column 0 */
+    const char *last = strstr(src, "ya + 0 + 32");
+    assert_non_null(last);
+    assert_non_null(strstr(last, "t1_2 = SHUF(t1_0, t1_0"));
     free(src);
 
     dt_error err;
