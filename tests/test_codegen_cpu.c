@@ -241,6 +241,22 @@ static char *plane_source(const dt_task *task, int vec, int unroll)
     return source;
 }
 
+/* The checks the plane and pairs forms share: p (16 lanes) passes, and
+ * fails with 1 lane or an unroll of 9. */
+static void inplace_checks_ok(const dt_cpu_plan *plan)
+{
+    dt_cpu_plan p = *plan;
+    dt_error err;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
+    p.vec = 1;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "lanes"));
+    p.vec = 16;
+    p.row_block = 9;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "unrolls"));
+}
+
 /* The plane form against the reference: rows narrower than a vector (one
  * or two a vector), rows cut into chunks with a partial last one, kernel 5,
  * multiplier 2 and batch 2 where window rows roll down; stride 2 and
@@ -311,14 +327,7 @@ static void test_plane_form(void **state)
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_PLANE;
     p.vec = 16;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
-    p.vec = 1;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    assert_non_null(strstr(err.msg, "lanes"));
-    p.vec = 16;
-    p.row_block = 9;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    assert_non_null(strstr(err.msg, "unrolls"));
+    inplace_checks_ok(&p);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 40, 4, 3, 3, 1, 1);            /* stride 3: 40 floats a tap */
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_PLANE;
@@ -402,14 +411,7 @@ static void test_pairs_form(void **state)
     free(src);
 
     dt_error err;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), 0);
-    p.vec = 1;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    assert_non_null(strstr(err.msg, "lanes"));
-    p.vec = 16;
-    p.row_block = 9;
-    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
-    assert_non_null(strstr(err.msg, "unrolls"));
+    inplace_checks_ok(&p);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);             /* stride 1 */
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_PAIRS;
