@@ -1861,8 +1861,10 @@ static int pairs_out_lane(int vec, int o)
 }
 
 /* The load of window columns 2u, 2u + 1 for the chunk from output column j0:
- * its first input column, and the lanes it reads (inside the row, serving
- * an output column); 0 where j0 < 0 (a chunk of the loop: every lane). */
+ * its first input column (relative to 2 * j0 where j0 < 0, a chunk of the
+ * loop), and the lanes it reads: those inside the row (every lane in the
+ * loop). Lanes past the chunk's last output column are read where they lie
+ * in the row: a moved window column takes them. */
 static unsigned pairs_load(const dt_cpu_plan *p, int j0, int u, int *base)
 {
     const dt_conv_shape *c = &p->task.conv;
@@ -1877,11 +1879,13 @@ static unsigned pairs_load(const dt_cpu_plan *p, int j0, int u, int *base)
     return m;
 }
 
-/* Whether the chunk from column j0 loads whole vectors (every lane of every
- * load inside the row and every column an output). */
+/* Whether the chunk from column j0 can be one of the loop's: every column
+ * an output and every lane of every load inside the row. */
 static bool pairs_chunk_full(const dt_cpu_plan *p, int j0)
 {
     int base;
+    if (j0 + p->vec / 2 > p->task.conv.ow)
+        return false;
     for (int u = 0; u < (p->task.conv.kw + 1) / 2; u++)
         if (pairs_load(p, j0, u, &base) != (1u << p->vec) - 1u)
             return false;
