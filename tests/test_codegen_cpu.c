@@ -241,6 +241,15 @@ static char *plane_source(const dt_task *task, int vec, int unroll)
     return source;
 }
 
+/* How often needle occurs in [from, end). */
+static int occurrences(const char *from, const char *end, const char *needle)
+{
+    int n = 0;
+    for (const char *s = from; (s = strstr(s, needle)) && s < end; s++)
+        n++;
+    return n;
+}
+
 /* The checks the plane and pairs forms share: p (16 lanes) passes, and
  * fails with 1 lane or an unroll of 9. */
 static void inplace_checks_ok(const dt_cpu_plan *plan)
@@ -307,11 +316,7 @@ static void test_plane_form(void **state)
         const char *loop = strstr(src, "for (int q = 1; q < 9; q++)");
         assert_non_null(loop);
         const char *end = strstr(loop, "MST(");
-        int loads = 0, picks = 0;
-        for (const char *s = loop; (s = strstr(s, "MLD(0x")) && s < end; s++)
-            loads++;
-        for (const char *s = loop; (s = strstr(s, "PICK(0x")) && s < end; s++)
-            picks++;
+        int loads = occurrences(loop, end, "MLD(0x"), picks = occurrences(loop, end, "PICK(0x");
         assert_int_equal(loads, unroll ? 3 : 1);
         assert_int_equal(picks, unroll ? 0 : 2);
         free(src);
@@ -397,9 +402,7 @@ static void test_pairs_form(void **state)
     const char *rows = strstr(loop, "for (int r = 1; r < OH; r++)");
     assert_non_null(rows);
     const char *end = strstr(rows, "MST(");
-    int loads = 0, shuffles = 0;
-    for (const char *s = rows; (s = strstr(s, "LD(AT(x")) && s < end; s++)
-        loads++;
+    int loads = occurrences(rows, end, "LD(AT(x"), shuffles = 0;
     for (const char *s = rows; (s = strstr(s, "SHUF(a")) && s < end; s++)
         shuffles += s[6] >= '0' && s[6] <= '9';         /* not the sum's SHUF(acc */
     assert_int_equal(loads, 8);
