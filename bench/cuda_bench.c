@@ -43,8 +43,16 @@
  *                  [--batch 32] [--tasks a,b] [--cv-configs 200]
  *                  [--cv-tasks layer2_3x3,layer3_3x3,layer4_3x3] [--cv-flush off|on|both]
  *                  [--builders N] [--work-dir DIR]
+ *   bin/cuda_bench --prebuild 90 [--cv-tasks ...] [--cv-configs N] [--builders N] --work-dir DIR
+ *
+ * --prebuild needs no GPU: it compiles part c's configs for a Hopper card
+ * (sm_90) into DIR's cache with NVRTC and times nothing; part c on an H100
+ * or H200 with --work-dir DIR then finds them built (NVRTC takes seconds per
+ * kernel, minutes of a short GPU lease per task).
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +70,7 @@
 #include "dtune/space.h"
 #include "dtune/tuner.h"
 #include "dtune/target.h"
+#include "dtune/util.h"
 #include "rank_stats.h"
 
 #include <gsl/gsl_rng.h>
@@ -82,6 +91,7 @@ typedef struct options {
     char cv_tasks[512];              /* part c's tasks, comma-separated */
     char cv_flush[8];                /* part c: "off", "on" or "both" */
     char work_dir[DT_PATH_MAX];
+    int prebuild_cc;                 /* --prebuild CC: build part c's configs, time nothing */
     int trials, batch, cv_configs, builders;
 } options;
 
@@ -759,6 +769,28 @@ typedef struct cv_totals {
     double fixed_s, cv_s;
 } cv_totals;
 
+/* The task's space and its N random configs of the experiment (the same on
+ * every machine: the generator's seed is fixed). */
+static int cv_points(const dt_task *task, int n, dt_space *space, dt_point *points)
+{
+    dt_error err = { 0 };
+    if (dt_target_space_init(space, task, DT_TARGET_CUDA, &err) != 0) {
+        fprintf(stderr, "cuda_bench: %s: %s\n", task->name, err.msg);
+        return -1;
+    }
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng) {
+        fprintf(stderr, "cuda_bench: out of memory\n");
+        dt_space_free(space);
+        return -1;
+    }
+    gsl_rng_set(rng, 42);
+    for (int i = 0; i < n; i++)
+        dt_space_random(space, rng, &points[i]);
+    gsl_rng_free(rng);
+    return 0;
+}
+
 static void cv_task(const options *o, const dt_task *task, const dt_measure_params *base,
                     bool flush, cv_totals *tot)
 {
@@ -778,15 +810,8 @@ static void cv_task(const options *o, const dt_task *task, const dt_measure_para
         fprintf(stderr, "cuda_bench: out of memory\n");
         goto done;
     }
-    if (dt_target_space_init(&space, task, DT_TARGET_CUDA, &err) != 0) {
-        fprintf(stderr, "cuda_bench: %s: %s\n", task->name, err.msg);
+    if (cv_points(task, n, &space, points) != 0)
         goto done;
-    }
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 42);
-    for (int i = 0; i < n; i++)
-        dt_space_random(&space, rng, &points[i]);
-    gsl_rng_free(rng);
     if (dt_measurer_new(&dt_backend_cuda, &fixed, o->work_dir, 1, &mf, &err) ||
         dt_measurer_new(&dt_backend_cuda, &cv, o->work_dir, 1, &mc, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
@@ -856,6 +881,109 @@ static void run_cv(const options *o, const dt_model *model, const dt_measure_par
     printf("  (tau per task above; goal >= 2.5x with tau >= 0.9)\n");
 }
 
+/* ---- --prebuild: part c's cubins compiled without a GPU ------------------------------------ */
+
+/* A Hopper card as the builds see it (CUDA C++ Programming Guide, compute
+ * capability 9.0: 1024 threads a block, 48 KB of shared memory without the
+ * opt-in and 227 KB with it, grids of 65535 in y and z): the H100's and the
+ * H200's limits. */
+static void hopper_device(dt_cuda_device_info *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "compute capability 9.0, not present");
+    d->cc = 90;
+    d->sms = 132;
+    d->max_threads = 1024;
+    d->max_shared = 48 * 1024;
+    d->max_shared_optin = 227 * 1024;
+    d->max_grid_y = d->max_grid_z = 65535;
+}
+
+typedef struct prebuild_job {
+    void *state;
+    const dt_space *space;
+    const dt_point *points;
+    int n;
+    atomic_int next, ok, invalid, other;
+} prebuild_job;
+
+static void *prebuild_worker(void *arg)
+{
+    prebuild_job *j = arg;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+        dt_artifact a;
+        dt_error err = { 0 };
+        if (dt_backend_cuda.build(j->state, j->space, &j->points[i], &a, &err) != 0) {
+            fprintf(stderr, "cuda_bench: build: %s\n", err.msg);
+            atomic_fetch_add(&j->other, 1);
+        } else {
+            atomic_fetch_add(a.result == DT_RESULT_OK        ? &j->ok
+                             : a.result == DT_RESULT_INVALID ? &j->invalid
+                                                             : &j->other, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Compiles part c's configs of every --cv-tasks task into --work-dir's cache
+ * as a measurer on a device of compute capability CC would; a later part c
+ * with that work dir on such a device then only times. */
+static int run_prebuild(const options *o, const dt_model *model, const dt_measure_params *mp)
+{
+    if (o->prebuild_cc != 90) {
+        fprintf(stderr, "cuda_bench: --prebuild knows compute capability 90 (Hopper) only\n");
+        return 2;
+    }
+    dt_cuda_device_info device;
+    hopper_device(&device);
+    dt_backend_params params = { .measure = mp, .work_dir = o->work_dir, .seed = 0 };
+    void *state = NULL;
+    dt_error err = { 0 };
+    if (dt_cuda_open_builder(&device, &params, &state, &err) != 0) {
+        fprintf(stderr, "cuda_bench: %s\n", err.msg);
+        return 1;
+    }
+    int threads = mp->builders > 0 ? mp->builders : 1, rc = 0;
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    dt_point *points = calloc((size_t)o->cv_configs, sizeof *points);
+    char list[sizeof o->cv_tasks];
+    snprintf(list, sizeof list, "%s", o->cv_tasks);
+    char *save = NULL;
+    for (char *name = strtok_r(list, ",", &save); name && tid && points && rc == 0;
+         name = strtok_r(NULL, ",", &save)) {
+        int k = dt_model_find_task(model, name);
+        dt_space space;
+        if (k < 0 || cv_points(&model->tasks[k], o->cv_configs, &space, points) != 0) {
+            fprintf(stderr, "cuda_bench: no configs for task %s\n", name);
+            rc = 2;
+            break;
+        }
+        prebuild_job job = { .state = state, .space = &space, .points = points, .n = o->cv_configs };
+        double start = dt_now_seconds();
+        int started = 0;
+        while (started < threads && pthread_create(&tid[started], NULL, prebuild_worker, &job) == 0)
+            started++;
+        if (started == 0)
+            prebuild_worker(&job);
+        for (int t = 0; t < started; t++)
+            pthread_join(tid[t], NULL);
+        printf("  %-14s %d configs for sm_%d: %d built or cached, %d invalid, %d other (%.0f s, "
+               "%d threads)\n", name, o->cv_configs, o->prebuild_cc, atomic_load(&job.ok),
+               atomic_load(&job.invalid), atomic_load(&job.other), dt_now_seconds() - start,
+               started ? started : 1);
+        fflush(stdout);
+        dt_space_free(&space);
+    }
+    if (!tid || !points) {
+        fprintf(stderr, "cuda_bench: out of memory\n");
+        rc = 1;
+    }
+    free(tid);
+    free(points);
+    dt_backend_cuda.close(state);
+    return rc;
+}
+
 /* ---- command line --------------------------------------------------------------------------- */
 
 static int parse(int argc, char **argv, options *o)
@@ -903,6 +1031,8 @@ static int parse(int argc, char **argv, options *o)
             o->trials = atoi(val);
         else if (strcmp(a, "--batch") == 0 && atoi(val) > 0)
             o->batch = atoi(val);
+        else if (strcmp(a, "--prebuild") == 0 && atoi(val) > 0)
+            o->prebuild_cc = atoi(val);
         else {
             fprintf(stderr, "cuda_bench: unknown option or bad value: %s %s\n", a, val);
             return 2;
@@ -921,7 +1051,7 @@ int main(int argc, char **argv)
         return rc;
     dt_cuda_device_info info;
     dt_error err = { 0 };
-    if (dt_cuda_device_probe(0, &info, &err) != 0) {
+    if (o.prebuild_cc == 0 && dt_cuda_device_probe(0, &info, &err) != 0) {
         printf("cuda_bench: needs an NVIDIA GPU and its driver (%s); nothing measured\n", err.msg);
         return 0;
     }
@@ -934,9 +1064,11 @@ int main(int argc, char **argv)
     dt_config_defaults(&cfg);
     if (o.builders > 0)
         cfg.measure.builders = o.builders;
-    if (strchr(o.parts, 't'))
+    if (o.prebuild_cc)
+        rc = run_prebuild(&o, model, &cfg.measure);
+    else if (strchr(o.parts, 't'))
         rc = run_table(&o, model, &cfg.measure, &info);
-    if (rc == 0 && strchr(o.parts, 'c'))
+    if (rc == 0 && !o.prebuild_cc && strchr(o.parts, 'c'))
         run_cv(&o, model, &cfg.measure);
     dt_model_free(model);
     return rc;

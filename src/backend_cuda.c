@@ -58,6 +58,7 @@ typedef struct cuda_backend {
     int arch;
     bool ptx;
     atomic_ulong tmp_counter;      /* unique temporary names across builders */
+    bool build_only;               /* dt_cuda_open_builder's: no device behind it */
     /* the runner thread's: the measurement process */
     pid_t child;
     int sock;
@@ -85,11 +86,9 @@ static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
     l->max_grid_yz = d->max_grid_y < d->max_grid_z ? d->max_grid_y : d->max_grid_z;
 }
 
+/* Everything but the device probe: b->device is set. */
 static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err)
 {
-    dt_error why;
-    if (dt_cuda_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
-        return dt_error_set(err, DT_ENODEV, "no CUDA device found: %s", why.msg);
     int rc = dt_nvrtc_load(&b->nvrtc, err);
     if (rc)
         return rc;
@@ -107,7 +106,9 @@ static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err
     return runner_path(b->runner_exe, sizeof b->runner_exe, err);
 }
 
-static int cuda_open(const dt_backend_params *params, void **state, dt_error *err)
+/* DEVICE NULL: probe measure.cuda_device. */
+static int open_for(const dt_cuda_device_info *device, const dt_backend_params *params,
+                    void **state, dt_error *err)
 {
     *state = NULL;
     cuda_backend *b = calloc(1, sizeof *b);
@@ -116,13 +117,32 @@ static int cuda_open(const dt_backend_params *params, void **state, dt_error *er
     b->child = -1;
     b->sock = -1;
     atomic_init(&b->tmp_counter, 0);
-    int rc = setup(b, params, err);
+    dt_error why;
+    int rc = 0;
+    b->build_only = device != NULL;
+    if (device)
+        b->device = *device;
+    else if (dt_cuda_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
+        rc = dt_error_set(err, DT_ENODEV, "no CUDA device found: %s", why.msg);
+    if (rc == 0)
+        rc = setup(b, params, err);
     if (rc) {
         free(b);
         return rc;
     }
     *state = b;
     return 0;
+}
+
+static int cuda_open(const dt_backend_params *params, void **state, dt_error *err)
+{
+    return open_for(NULL, params, state, err);
+}
+
+int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
+                         void **state, dt_error *err)
+{
+    return open_for(device, params, state, err);
 }
 
 /* ---- build ------------------------------------------------------------------------ */
@@ -547,6 +567,8 @@ static int cuda_run(void *state, const dt_space *space, const dt_point *point,
                     const dt_artifact *artifact, dt_measure_result *out, dt_error *err)
 {
     cuda_backend *b = state;
+    if (b->build_only)
+        return dt_error_set(err, DT_ENOTSUP, "a CUDA backend opened for building runs nothing");
     memset(out, 0, sizeof *out);
     out->compile_ms = artifact->compile_ms;
     if (artifact->result != DT_RESULT_OK) {

@@ -208,6 +208,70 @@ static void test_runner_entry_rejects_bad_arguments(void **state)
     assert_int_equal(dt_cuda_runner_main(1, (char *[]){ "x", NULL }), 1);
 }
 
+/* A builder opened for a described device compiles into the cache without
+ * one (skips without NVRTC); with a GPU, a measurer on the same work dir
+ * finds what it built and measures it. */
+static void test_builder_without_device(void **state)
+{
+    const dt_nvrtc *nv;
+    if (dt_nvrtc_load(&nv, NULL) != 0)
+        skip();
+    dt_cuda_device_info device;
+    bool present = ((const probe *)*state)->device;
+    if (present)
+        assert_int_equal(dt_cuda_device_probe(0, &device, NULL), 0);
+    else
+        device = (dt_cuda_device_info){ .cc = 90, .sms = 132, .max_threads = 1024,
+                                        .max_shared = 48 << 10, .max_shared_optin = 227 << 10,
+                                        .max_grid_y = 65535, .max_grid_z = 65535 };
+    fixture fx;
+    dt_config_defaults(&fx.cfg);
+    dt_test_tmpdir(fx.dir, sizeof fx.dir);
+    dt_backend_params params = { &fx.cfg.measure, fx.dir, 5 };
+    void *builder = NULL;
+    dt_error err = { 0 };
+    assert_int_equal(dt_cuda_open_builder(&device, &params, &builder, &err), 0);
+    dt_task t = conv_task(DT_OP_CONV2D, 16, 14, 32, 3, 1);
+    dt_space s;
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
+    dt_point p = { 0 };
+    assert_true(dt_space_valid(&s, &p));
+    dt_artifact a, again;
+    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &a, &err), 0);
+    assert_int_equal(a.result, DT_RESULT_OK);
+    assert_int_equal(access(a.path, R_OK), 0);
+    assert_true(a.compile_ms > 0);
+    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_string_equal(again.path, a.path);
+    assert_string_equal(again.detail, "cached");
+    /* it runs nothing */
+    dt_measure_result r;
+    assert_int_equal(dt_backend_cuda.run(builder, &s, &p, &a, &r, &err), DT_ENOTSUP);
+    dt_backend_cuda.close(builder);
+    /* the described device's limits decide what is invalid */
+    dt_cuda_device_info small = device;
+    small.max_shared = small.max_shared_optin = 1;   /* the template stages tiles in shared memory */
+    assert_int_equal(dt_cuda_open_builder(&small, &params, &builder, &err), 0);
+    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_int_equal(again.result, DT_RESULT_INVALID);
+    assert_non_null(strstr(again.detail, "shared memory"));
+    dt_backend_cuda.close(builder);
+    if (present) {
+        fx.backend = NULL;
+        assert_int_equal(dt_backend_cuda.open(&params, &fx.backend, &err), 0);
+        assert_int_equal(dt_backend_cuda.build(fx.backend, &s, &p, &again, &err), 0);
+        assert_string_equal(again.path, a.path);
+        assert_string_equal(again.detail, "cached");
+        measure_point(&fx, &s, &p, &r);
+        assert_int_equal(r.result, DT_RESULT_OK);
+        dt_backend_cuda.close(fx.backend);
+    }
+    dt_space_free(&s);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx.dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- with a device -------------------------------------------------------------------- */
 
 static void check_random_configs(fixture *fx, const dt_task *task, int configs, uint64_t seed)
@@ -590,6 +654,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_process_machinery_with_fake_driver),
         cmocka_unit_test(test_device_ordinal_with_fake_driver),
         cmocka_unit_test(test_worker_device_choice),
+        cmocka_unit_test(test_builder_without_device),
         cmocka_unit_test(test_every_kind_measures),
         cmocka_unit_test(test_failures_are_result_classes),
         cmocka_unit_test(test_flush_l2_and_invalid),

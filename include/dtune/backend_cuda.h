@@ -27,6 +27,7 @@
 #define DTUNE_BACKEND_CUDA_H
 
 #include "dtune/backend.h"
+#include "dtune/cuda_api.h"
 #include "dtune/error.h"
 #include "dtune/model.h"
 
@@ -40,6 +41,14 @@ extern const dt_backend_i dt_backend_cuda;
  * status (0 when the parent closed the socket, 3 after a lost context, 1 on
  * a protocol or start-up failure). */
 int dt_cuda_runner_main(int argc, char **argv);
+
+/* Opens the backend for building only, for a device described by DEVICE
+ * that need not be present (NVRTC needs no GPU): dt_backend_cuda.build then
+ * writes the cubins a measurer on such a device with the same work dir finds
+ * in its cache, so that a short lease of a GPU is not spent on compiles.
+ * Nothing may be run on the state; close it with dt_backend_cuda.close. */
+int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
+                         void **state, dt_error *err);
 
 /* The share of the device's memory one task's tensors may take. */
 #define DT_CUDA_MEMORY_SHARE 0.9
