@@ -25,10 +25,12 @@
 #                    the comma-separated TASKS, cut off after SECONDS (240);
 #                    each task's best config is printed (which knobs won);
 #                    appends to $OUT/cuda_bench_tune.txt
+#   mobilenet [SECONDS [SLOT [TABLE_SECONDS]]]  a tuning run of
+#                    bench/gpu/mobilenet_v2_cuda.yaml for SECONDS (its budget,
+#                    480) in SLOT-second slots (10), then cuda_bench's table
+#                    against its best.json, cut off after TABLE_SECONDS (none)
 #   pipeline         in the background (its own process session): the CV part,
-#                    then a tuning run of bench/gpu/mobilenet_v2_cuda.yaml and
-#                    cuda_bench's table against its best.json; the GPU stays
-#                    busy between calls
+#                    then `mobilenet`; the GPU stays busy between calls
 #   watch SECONDS    the pipeline's log for up to SECONDS (until it ends), then
 #                    everything it has written so far into $OUT (leave the
 #                    copy a margin: SECONDS at most the call's limit less 60)
@@ -148,21 +150,29 @@ cv)
     echo "== cuda_bench CV part (at most $limit s) $*"
     timeout "$limit" "$bundle/run.sh" cuda_bench --parts c --builders 14 "$@" 2>&1 | tee "$out/cuda_bench_cv.txt"
     ;;
+mobilenet)
+    cfg=bench/gpu/mobilenet_v2_cuda.yaml
+    dir=$(sed -n "s/^  dir: *//p" "$cfg")
+    echo "== mobilenet_v2 run (${2:-480} s, ${3:-10}-s slots), then cuda_bench's table"
+    rm -rf "$dir"
+    "$bundle/run.sh" tune -c "$cfg" --budget "${2:-480}" --slot-seconds "${3:-10}" \
+        > "$out/mobilenet_run.out" 2>&1 < /dev/null
+    echo "tune exit $?"
+    tr '\r' '\n' < "$out/mobilenet_run.out" | grep -v '^\s*$' | tail -n 40 > "$out/mobilenet_terminal.txt"
+    rm -f "$out/mobilenet_run.out"
+    tail -n 6 "$out/mobilenet_terminal.txt"
+    tar -C "$(dirname "$dir")" -czf "$out/mobilenet_run.tar.gz" "$(basename "$dir")"
+    timeout "${4:-0}" "$bundle/run.sh" cuda_bench --parts t --model models/mobilenet_v2.yaml \
+        --best "$dir" --builders 14 2>&1 | tee "$out/mobilenet_table.txt"
+    ;;
 pipeline)
     rm -rf "$pipe_dir"
     mkdir -p "$pipe_dir"
     # the same script, detached: CV part, mobilenet_v2 run, its table
     OUT="$pipe_dir" setsid nohup sh -c '
         sh "$0" cv 100000 > "$1/cv.log" 2>&1
-        cfg=bench/gpu/mobilenet_v2_cuda.yaml
-        dir=$(sed -n "s/^  dir: *//p" "$cfg")
-        rm -rf "$dir"
-        "$2/run.sh" tune -c "$cfg" > "$1/mobilenet_run.out" 2>&1 < /dev/null
-        tr "\r" "\n" < "$1/mobilenet_run.out" | grep -v "^\s*$" | tail -n 40 > "$1/mobilenet_terminal.txt"
-        tar -C "$(dirname "$dir")" -czf "$1/mobilenet_run.tar.gz" "$(basename "$dir")"
-        "$2/run.sh" cuda_bench --parts t --model models/mobilenet_v2.yaml --best "$dir" \
-            --builders 14 > "$1/mobilenet_table.txt" 2>&1
-        echo done > "$1/done"' "$0" "$pipe_dir" "$bundle" > /dev/null 2>&1 < /dev/null &
+        sh "$0" mobilenet > "$1/mobilenet.log" 2>&1
+        echo done > "$1/done"' "$0" "$pipe_dir" > /dev/null 2>&1 < /dev/null &
     echo $! > "$pipe_dir/pid"
     echo "pipeline started (pid $(cat "$pipe_dir/pid"))"
     ;;
