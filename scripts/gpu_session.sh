@@ -25,10 +25,12 @@
 #                    the comma-separated TASKS, cut off after SECONDS (240);
 #                    each task's best config is printed (which knobs won);
 #                    appends to $OUT/cuda_bench_tune.txt
-#   mobilenet [SECONDS [SLOT [TABLE_SECONDS]]]  a tuning run of
+#   mobilenet [SECONDS [SLOT [TABLE_SECONDS [resume]]]]  a tuning run of
 #                    bench/gpu/mobilenet_v2_cuda.yaml for SECONDS (its budget,
-#                    480) in SLOT-second slots (10), then cuda_bench's table
-#                    against its best.json, cut off after TABLE_SECONDS (none)
+#                    480, counted from the run's start) in SLOT-second slots
+#                    (10), then cuda_bench's table against its best.json, cut
+#                    off after TABLE_SECONDS (none); `resume` goes on with the
+#                    run folder already there (an earlier lease's, unpacked)
 #   pipeline         in the background (its own process session): the CV part,
 #                    then `mobilenet`; the GPU stays busy between calls
 #   watch SECONDS    the pipeline's log for up to SECONDS (until it ends), then
@@ -154,7 +156,7 @@ mobilenet)
     cfg=bench/gpu/mobilenet_v2_cuda.yaml
     dir=$(sed -n "s/^  dir: *//p" "$cfg")
     echo "== mobilenet_v2 run (${2:-480} s, ${3:-10}-s slots), then cuda_bench's table"
-    rm -rf "$dir"
+    [ "${5:-}" = resume ] || rm -rf "$dir"
     "$bundle/run.sh" tune -c "$cfg" --budget "${2:-480}" --slot-seconds "${3:-10}" \
         > "$out/mobilenet_run.out" 2>&1 < /dev/null
     echo "tune exit $?"
