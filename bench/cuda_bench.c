@@ -883,22 +883,6 @@ static void run_cv(const options *o, const dt_model *model, const dt_measure_par
 
 /* ---- --prebuild: part c's cubins compiled without a GPU ------------------------------------ */
 
-/* A Hopper card as the builds see it (CUDA C++ Programming Guide, compute
- * capability 9.0: 1024 threads a block, 48 KB of shared memory without the
- * opt-in and 227 KB with it, grids of 65535 in y and z): the H100's and the
- * H200's limits. */
-static void hopper_device(dt_cuda_device_info *d)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "compute capability 9.0, not present");
-    d->cc = 90;
-    d->sms = 132;
-    d->max_threads = 1024;
-    d->max_shared = 48 * 1024;
-    d->max_shared_optin = 227 * 1024;
-    d->max_grid_y = d->max_grid_z = 65535;
-}
-
 typedef struct prebuild_job {
     void *state;
     const dt_space *space;
@@ -930,12 +914,13 @@ static void *prebuild_worker(void *arg)
  * with that work dir on such a device then only times. */
 static int run_prebuild(const options *o, const dt_model *model, const dt_measure_params *mp)
 {
-    if (o->prebuild_cc != 90) {
-        fprintf(stderr, "cuda_bench: --prebuild knows compute capability 90 (Hopper) only\n");
+    dt_cuda_device_info device;
+    dt_cuda_device_hopper(&device);
+    if (o->prebuild_cc != device.cc) {
+        fprintf(stderr, "cuda_bench: --prebuild knows compute capability %d (Hopper) only\n",
+                device.cc);
         return 2;
     }
-    dt_cuda_device_info device;
-    hopper_device(&device);
     dt_backend_params params = { .measure = mp, .work_dir = o->work_dir, .seed = 0 };
     void *state = NULL;
     dt_error err = { 0 };

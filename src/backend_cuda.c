@@ -145,6 +145,18 @@ int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_par
     return open_for(device, params, state, err);
 }
 
+void dt_cuda_device_hopper(dt_cuda_device_info *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "compute capability 9.0, not present");
+    d->cc = 90;
+    d->sms = 132;
+    d->max_threads = 1024;
+    d->max_shared = 48 * 1024;
+    d->max_shared_optin = 227 * 1024;
+    d->max_grid_y = d->max_grid_z = 65535;
+}
+
 /* ---- build ------------------------------------------------------------------------ */
 
 /* FNV-1a over the plan's description and the task's shape. */

@@ -221,9 +221,7 @@ static void test_builder_without_device(void **state)
     if (present)
         assert_int_equal(dt_cuda_device_probe(0, &device, NULL), 0);
     else
-        device = (dt_cuda_device_info){ .cc = 90, .sms = 132, .max_threads = 1024,
-                                        .max_shared = 48 << 10, .max_shared_optin = 227 << 10,
-                                        .max_grid_y = 65535, .max_grid_z = 65535 };
+        dt_cuda_device_hopper(&device);
     fixture fx;
     dt_config_defaults(&fx.cfg);
     dt_test_tmpdir(fx.dir, sizeof fx.dir);

@@ -50,6 +50,12 @@ int dt_cuda_runner_main(int argc, char **argv);
 int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
                          void **state, dt_error *err);
 
+/* A Hopper card (the H100, the H200) as builds see it, for
+ * dt_cuda_open_builder: compute capability 9.0, 132 SMs, 1024 threads a
+ * block, 48 KB of shared memory a block without the opt-in and 227 KB with
+ * it, grids of 65535 in y and z (CUDA C++ Programming Guide). */
+void dt_cuda_device_hopper(dt_cuda_device_info *device);
+
 /* The share of the device's memory one task's tensors may take. */
 #define DT_CUDA_MEMORY_SHARE 0.9
 
