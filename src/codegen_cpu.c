@@ -152,6 +152,7 @@ static int check_pixels(const dt_cpu_plan *p, dt_error *err)
 
 static int check_plane(const dt_cpu_plan *p, dt_error *err);
 static int check_pairs(const dt_cpu_plan *p, dt_error *err);
+static int check_slots(const dt_cpu_plan *p, dt_error *err);
 
 static int check_conv(const dt_cpu_plan *p, dt_error *err)
 {
@@ -167,11 +168,13 @@ static int check_conv(const dt_cpu_plan *p, dt_error *err)
         return check_plane(p, err);
     if (p->form == DT_CPU_FORM_PAIRS)
         return check_pairs(p, err);
+    if (p->form == DT_CPU_FORM_SLOTS)
+        return check_slots(p, err);
     if (p->form != DT_CPU_FORM_BLOCKED)
         return dt_error_set(err, DT_EINVAL,
-                            "form %d is not %d (blocked), %d (pixels), %d (plane) or %d (pairs)",
-                            p->form, DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE,
-                            DT_CPU_FORM_PAIRS);
+                            "form %d is not %d (blocked), %d (pixels), %d (plane), %d (pairs) or "
+                            "%d (slots)", p->form, DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS,
+                            DT_CPU_FORM_PLANE, DT_CPU_FORM_PAIRS, DT_CPU_FORM_SLOTS);
     if (p->row_block != 1)
         return dt_error_set(err, DT_EINVAL, "row block %d: the blocked form has none", p->row_block);
     if (p->co_block % p->vec != 0)
@@ -217,7 +220,7 @@ int dt_cpu_plan_check(const dt_cpu_plan *p, dt_error *err)
 static const char *form_name(int form)
 {
     return form == DT_CPU_FORM_PIXELS ? "pixels" : form == DT_CPU_FORM_PLANE ? "plane"
-         : form == DT_CPU_FORM_PAIRS ? "pairs" : "blocked";
+         : form == DT_CPU_FORM_PAIRS ? "pairs" : form == DT_CPU_FORM_SLOTS ? "slots" : "blocked";
 }
 
 /* One-line description of plan, e.g. "co=32(v16x2) ow=14 oh=2 ci=16 order=3 ...". */
@@ -2080,6 +2083,190 @@ static void emit_pairs_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *en
                            "             y + (size_t)co * OH * OW, y + (size_t)(co + 1) * OH * OW);\n");
 }
 
+/* Slots form (codegen_cpu.h): window column s of output column j is input
+ * column 2j + d, d = s - PW, which is slot d mod 2 of the input pair
+ * j + slots_offset(d). A pair's two slots are one pair of lanes of a
+ * full-resolution vector of an input row, so each window row's vectors are
+ * loaded once, unpicked, and multiplied by a weight vector per pair offset
+ * whose even lanes hold the tap of the even slot and odd lanes the tap of
+ * the odd one; each offset accumulates apart. After the window rows the
+ * pairs are summed (one two-source permute per used slot per two vectors)
+ * and each offset's sums are moved to their output columns by its offset
+ * (one two-source permute). A whole output row's accumulators are held. */
+static int slots_offset(int d)
+{
+    return d >= 0 ? d / 2 : -((1 - d) / 2);
+}
+
+typedef struct slots_geometry {
+    int omin, omax, noff; /* pair offsets of the window's taps */
+    int ncols, nv, nps;   /* input columns read a row, their vectors, pair-sum vectors */
+} slots_geometry;
+
+static slots_geometry slots_geometry_of(const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    slots_geometry g;
+    g.omin = slots_offset(-c->pw);
+    g.omax = slots_offset(c->kw - 1 - c->pw);
+    g.noff = g.omax - g.omin + 1;
+    g.ncols = 2 * (c->ow + g.omax);
+    if (g.ncols > c->w)
+        g.ncols = c->w;
+    g.nv = (g.ncols + p->vec - 1) / p->vec;
+    g.nps = (g.nv + 1) / 2;
+    return g;
+}
+
+/* Whether slot (0 even, 1 odd) of pair offset o holds a tap of the window. */
+static bool slots_used(const dt_conv_shape *c, int o, int slot)
+{
+    int s = 2 * o + slot + c->pw;
+    return s >= 0 && s < c->kw;
+}
+
+static int check_slots(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int rc = check_inplace(p, "slots", err);
+    if (rc)
+        return rc;
+    if (c->sw != 2 || c->dw != 1)
+        return dt_error_set(err, DT_EINVAL, "the slots form needs stride 2 and dilation 1 along "
+                            "rows, not %d and %d", c->sw, c->dw);
+    slots_geometry g = slots_geometry_of(p);
+    int acc = g.noff * g.nv, weights = g.noff * c->kh;
+    if (acc + weights > DT_CPU_MAX_ACCUMULATORS)
+        return dt_error_set(err, DT_EINVAL, "the slots form at vec %d holds %d accumulators and "
+                            "%d weight vectors a row, more than %d", p->vec, acc, weights,
+                            DT_CPU_MAX_ACCUMULATORS);
+    return 0;
+}
+
+/* The sums of the used slots' pairs of accumulators a<i>_<2u>, a<i>_<2u+1>
+ * of offset index i: s<i>_<u>. */
+static void emit_slots_pair_sums(dt_buf *b, const dt_cpu_plan *p, const slots_geometry *g)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    for (int i = 0; i < g->noff; i++)
+        for (int u = 0; u < g->nps; u++) {
+            char hi[32];
+            if (2 * u + 1 < g->nv)
+                snprintf(hi, sizeof hi, "a%d_%d", i, 2 * u + 1);
+            else
+                snprintf(hi, sizeof hi, "(vf){ 0 }");
+            emit(b, "        const vf s%d_%d =", i, u);
+            const char *plus = "";
+            for (int slot = 0; slot < 2; slot++) {
+                if (!slots_used(c, g->omin + i, slot))
+                    continue;
+                emit(b, "%s SHUF(a%d_%d, %s", plus, i, 2 * u, hi);
+                for (int l = 0; l < p->vec; l++)
+                    emit(b, ", %d", 2 * l + slot);
+                emit(b, ")");
+                plus = " +";
+            }
+            emit(b, ";\n");
+        }
+}
+
+/* Output columns t*VEC.. of row r: each offset's pair sums moved by it. */
+static void emit_slots_output(dt_buf *b, const dt_cpu_plan *p, const slots_geometry *g, int t)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    emit(b, "        {\n            vf o = (vf){ 0 };\n");
+    for (int i = 0; i < g->noff; i++) {
+        int o = g->omin + i;
+        /* pair t*VEC + l + o: from sum vector t - 1 and t (o < 0) or t and t + 1 */
+        int first = o < 0 ? t - 1 : t;
+        char lo[32], hi[32];
+        if (first >= 0 && first < g->nps)
+            snprintf(lo, sizeof lo, "s%d_%d", i, first);
+        else
+            snprintf(lo, sizeof lo, "(vf){ 0 }");
+        if (first + 1 < g->nps)
+            snprintf(hi, sizeof hi, "s%d_%d", i, first + 1);
+        else
+            snprintf(hi, sizeof hi, "(vf){ 0 }");
+        if (o == 0) {
+            if (t < g->nps)
+                emit(b, "            o += s%d_%d;\n", i, t);
+            continue;
+        }
+        emit(b, "            o += SHUF(%s, %s", lo, hi);
+        for (int l = 0; l < p->vec; l++)
+            emit(b, ", %d", (o < 0 ? p->vec : 0) + l + o);
+        emit(b, ");\n");
+    }
+    int n = c->ow - t * p->vec < p->vec ? c->ow - t * p->vec : p->vec;
+    if (n == p->vec)
+        emit(b, "            ST(y + r * OW + %d, o);\n        }\n", t * p->vec);
+    else
+        emit(b, "            MST(0x%xu, y + r * OW + %d, o);\n        }\n", (1u << n) - 1u,
+             t * p->vec);
+}
+
+static void emit_slots_channel(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    slots_geometry g = slots_geometry_of(p);
+    emit(b, "static inline __attribute__((always_inline)) void slots(const float *restrict x,\n"
+            "    const float *restrict w, float *restrict y)\n{\n");
+    for (int k = 0; k < c->kh; k++)
+        for (int i = 0; i < g.noff; i++) {
+            emit(b, "    const vf c%d_%d = (vf){", k, i);
+            for (int l = 0; l < p->vec; l++) {
+                int slot = l % 2, s = 2 * (g.omin + i) + slot + c->pw;
+                if (slots_used(c, g.omin + i, slot))
+                    emit(b, "%s w[%d]", l ? "," : "", k * c->kw + s);
+                else
+                    emit(b, "%s 0.0f", l ? "," : "");
+            }
+            emit(b, " };\n");
+        }
+    emit(b, "    _Pragma(\"GCC unroll %d\")\n    for (int r = 0; r < OH; r++) {\n", p->row_block);
+    for (int i = 0; i < g.noff; i++)
+        for (int v = 0; v < g.nv; v++)
+            emit(b, "        vf a%d_%d = (vf){ 0 };\n", i, v);
+    for (int k = 0; k < c->kh; k++) {
+        int off = k * c->dh - c->ph;
+        int lo = off, hi = (c->oh - 1) * c->sh + off;
+        if (hi < 0 || lo >= c->h)
+            continue;
+        bool check = lo < 0 || hi >= c->h;
+        const char *ind = check ? "            " : "        ";
+        if (check)
+            emit(b, "        if ((unsigned)(r * %d + %d) < %du) {\n", c->sh, off, c->h);
+        emit(b, "%s{\n%s    const float *xr = x + (r * %d + %d) * W;\n", ind, ind, c->sh, off);
+        for (int v = 0; v < g.nv; v++) {
+            int n = g.ncols - v * p->vec < p->vec ? g.ncols - v * p->vec : p->vec;
+            if (n == p->vec)
+                emit(b, "%s    const vf t%d = LD(xr + %d);\n", ind, v, v * p->vec);
+            else
+                emit(b, "%s    const vf t%d = MLD(0x%xu, xr + %d);\n", ind, v, (1u << n) - 1u,
+                     v * p->vec);
+            for (int i = 0; i < g.noff; i++)
+                emit(b, "%s    a%d_%d += t%d * c%d_%d;\n", ind, i, v, v, k, i);
+        }
+        emit(b, "%s}\n", ind);
+        if (check)
+            emit(b, "        }\n");
+    }
+    emit_slots_pair_sums(b, p, &g);
+    for (int t = 0; t * p->vec < c->ow; t++)
+        emit_slots_output(b, p, &g, t);
+    emit(b, "    }\n}\n\n");
+}
+
+/* Slots form: one channel's plane at a time (emit_slots_channel). */
+static void emit_slots_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entry)
+{
+    emit_inplace_depthwise(b, p, entry, emit_slots_channel,
+                           "    for (int co = 0; co < CO; co++)\n"
+                           "        slots(x + (size_t)(co / MULT) * H * W, w + (size_t)co * KH * KW,\n"
+                           "              y + (size_t)co * OH * OW);\n");
+}
+
 /* ---- dense and batch_matmul ------------------------------------------------------ */
 
 static const char *const mm_order_loops[DT_CPU_MM_ORDERS][4] = {
@@ -2232,6 +2419,8 @@ int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **sour
         emit_plane_depthwise(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D && plan->form == DT_CPU_FORM_PAIRS)
         emit_pairs_depthwise(&b, plan, entry);
+    else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D && plan->form == DT_CPU_FORM_SLOTS)
+        emit_slots_depthwise(&b, plan, entry);
     else if (plan->task.kind == DT_OP_DEPTHWISE_CONV2D)
         (pixels ? emit_pixels_depthwise : emit_depthwise)(&b, plan, entry);
     else

@@ -13,7 +13,8 @@
  *
  * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
  * depthwise DT_CPU_FORM_PLANE, valid where each of its taps fits two vector
- * loads, and DT_CPU_FORM_PAIRS where the rows' stride is 2; see
+ * loads, and DT_CPU_FORM_PAIRS and DT_CPU_FORM_SLOTS where the rows' stride
+ * is 2; see
  * codegen_cpu.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
@@ -22,8 +23,8 @@
  * rows of a pixels register tile (1 in the blocked form). Other spaces have
  * neither. The schema hash (db.h) covers a space's knobs, so a space with
  * them never shares a hash, nor its records, with one without. The plane
- * form reads only `vec`, `unroll_kw` and `tile_rows`, the pairs form `vec`
- * and `tile_rows`; such a point is valid only with the other knobs at their
+ * form reads only `vec`, `unroll_kw` and `tile_rows`, the pairs and slots
+ * forms `vec` and `tile_rows`; such a point is valid only with the other knobs at their
  * first option (canonical_point), so each of its kernels has one index.
  */
 #include <string.h>
@@ -35,7 +36,10 @@ static const int vec_widths[] = { 1, 4, 8, 16 };
 static const int on_off[] = { 0, 1 };
 static const int forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS };
 static const int depthwise_forms[] = { DT_CPU_FORM_BLOCKED, DT_CPU_FORM_PIXELS, DT_CPU_FORM_PLANE,
-                                       DT_CPU_FORM_PAIRS };
+                                       DT_CPU_FORM_PAIRS, DT_CPU_FORM_SLOTS };
+/* The forms at the end of depthwise_forms offered only where the rows'
+ * stride is 2 (offers_strided). */
+#define STRIDED_FORMS 2
 static const int register_rows[] = { 1, 2, 4 };
 static const int conv_orders[] = { 0, 1, 2, 3, 4, 5 };
 static const int depthwise_orders[] = { 0, 1, 2 };
@@ -70,9 +74,10 @@ static bool offers_pixels(const dt_task *t)
            c->c_in <= DT_CPU_PIXELS_MAX_CIN;
 }
 
-/* The pairs form is offered where its check can pass: stride 2 along rows
- * without dilation (so the other depthwise spaces keep their schema). */
-static bool offers_pairs(const dt_task *t)
+/* The pairs and slots forms are offered where their checks can pass: stride
+ * 2 along rows without dilation, an even channel count for pairs (so the
+ * other depthwise spaces keep their schema). */
+static bool offers_strided(const dt_task *t)
 {
     return t->conv.sw == 2 && t->conv.dw == 1 && t->conv.c_out % 2 == 0;
 }
@@ -81,7 +86,8 @@ static int add_form_knob(dt_space *s)
 {
     if (s->task.kind == DT_OP_DEPTHWISE_CONV2D)
         return dt_space_add_choice(s, "form", depthwise_forms,
-                                   NELEMS(depthwise_forms) - (offers_pairs(&s->task) ? 0 : 1));
+                                   NELEMS(depthwise_forms) -
+                                       (offers_strided(&s->task) ? 0 : STRIDED_FORMS));
     return offers_pixels(&s->task) ? dt_space_add_choice(s, "form", forms, NELEMS(forms)) : 0;
 }
 
@@ -135,15 +141,17 @@ static int build_matmul(dt_space *s)
     return 0;
 }
 
-/* The knobs the plane and pairs forms read (codegen_cpu.h); each builds one
- * kernel for every value of the others. */
+/* The knobs the plane, pairs and slots forms read (codegen_cpu.h); each
+ * builds one kernel for every value of the others. */
 static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows", NULL };
 static const char *const pairs_knobs[] = { "form", "vec", "tile_rows", NULL };
 
 /* The knobs a form reads where it ignores the others; NULL where it reads all. */
 static const char *const *form_reads(int form)
 {
-    return form == DT_CPU_FORM_PLANE ? plane_knobs : form == DT_CPU_FORM_PAIRS ? pairs_knobs : NULL;
+    return form == DT_CPU_FORM_PLANE                                   ? plane_knobs
+         : form == DT_CPU_FORM_PAIRS || form == DT_CPU_FORM_SLOTS ? pairs_knobs
+                                                                   : NULL;
 }
 
 static bool reads(const char *const *knobs, const char *name)
@@ -154,7 +162,7 @@ static bool reads(const char *const *knobs, const char *name)
     return false;
 }
 
-/* A plane- or pairs-form point: the knobs the form does not read at their
+/* A plane-, pairs- or slots-form point: the knobs the form does not read at their
  * first option. */
 static void canonical_point(const dt_space *s, dt_point *p)
 {

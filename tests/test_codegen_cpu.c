@@ -429,6 +429,77 @@ static void test_pairs_form(void **state)
     assert_non_null(strstr(err.msg, "even channel count"));
 }
 
+static bool slots_form(const dt_space *space, const dt_point *point)
+{
+    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_SLOTS;
+}
+
+static bool slots_at_4(const dt_space *space, const dt_point *point)
+{
+    return slots_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 4;
+}
+
+/* The slots form against the reference: padding 1 on every side (pair
+ * offsets -1 and 0) with an odd and an even output width, a row wider than
+ * one vector with a partial last one, kernel 5 with padding 2 (offsets -1,
+ * 0 and 1), multiplier 2 and batch 2, no padding (offsets 0 and 1), 4 lanes
+ * (several vectors a row), 2 threads. Its source neither picks taps nor
+ * copies, loads each window row's vectors once a row, and checks its
+ * registers. */
+static void test_slots_form(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);    /* 8 x 8 out */
+    sampled_configs_ok(f, &t, 4, 71, slots_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 35 x 35 out */
+    sampled_configs_ok(f, &t, 4, 72, slots_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);             /* kernel 5, mult. 2 */
+    sampled_configs_ok(f, &t, 4, 73, slots_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 6, 12, 6, 3, 2, 0, 1);             /* no padding */
+    sampled_configs_ok(f, &t, 3, 74, slots_form);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);             /* 7 x 8 out */
+    sampled_configs_ok(f, &t, 2, 75, slots_at_4);
+    f->measure.threads = 2;
+    sampled_configs_ok(f, &t, 3, 76, slots_form);
+
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 70 columns */
+    dt_cpu_plan p;
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_SLOTS;
+    p.vec = 16;
+    char *src = NULL;
+    assert_int_equal(dt_codegen_cpu(&p, &src, NULL), 0);
+    assert_null(strstr(src, "PICK(0x"));
+    assert_null(strstr(src, "memcpy("));
+    assert_null(strstr(src, "memset("));
+    /* 70 of 70 columns in 5 vectors (the last 6 lanes), 2 pair offsets:
+     * 3 window rows x 5 loads, 2 x 5 accumulators a row; 35 outputs in
+     * 3 stores (the last 3 lanes) */
+    const char *rows = strstr(src, "for (int r = 0; r < OH; r++)");
+    assert_non_null(rows);
+    const char *end = src + strlen(src);
+    assert_int_equal(occurrences(rows, end, "= LD(xr + "), 12);
+    assert_int_equal(occurrences(rows, end, "= MLD(0x3fu, xr + 64)"), 3);
+    assert_int_equal(occurrences(rows, end, "vf a1_4 = (vf){ 0 }"), 1);
+    assert_null(strstr(rows, "a2_0"));
+    assert_int_equal(occurrences(rows, end, "+= t"), 30);
+    assert_int_equal(occurrences(rows, end, " ST(y + r * OW + "), 2);
+    assert_int_equal(occurrences(rows, end, "MST(0x7u, y + r * OW + 32, o)"), 1);
+    free(src);
+
+    dt_error err;
+    inplace_checks_ok(&p);
+    p.vec = 4;                                   /* 18 vectors x 2 offsets */
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "accumulators"));
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);             /* stride 1 */
+    dt_cpu_plan_default(&t, 1, &p);
+    p.form = DT_CPU_FORM_SLOTS;
+    p.vec = 16;
+    assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "stride 2"));
+}
+
 static void test_conv2d_random_configs(void **state)
 {
     fixture *f = *state;
@@ -892,6 +963,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_pixels_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plane_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pairs_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slots_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),

@@ -232,11 +232,11 @@ static int canonical_draws(int stride, int form_value, const char *unread, int d
     return taken;
 }
 
-/* Where a form reads only some knobs (the CPU plane and pairs forms of
- * depthwise), a kernel has one valid point: the others at their first
+/* Where a form reads only some knobs (the CPU plane, pairs and slots forms
+ * of depthwise), a kernel has one valid point: the others at their first
  * option. Random points, neighbours and canonicalisation land there; the
  * same point with another value of an unread knob is invalid. The pairs
- * form is offered at stride 2 only. */
+ * and slots forms are offered at stride 2 only. */
 static void test_plane_points_are_canonical(void **state)
 {
     (void)state;
@@ -244,9 +244,11 @@ static void test_plane_points_are_canonical(void **state)
      * four widths are valid in it), as many as without canonical points */
     assert_true(canonical_draws(1, DT_CPU_FORM_PLANE, NULL, 3000) > 600);
     assert_int_equal(canonical_draws(1, DT_CPU_FORM_PAIRS, NULL, 3000), 0);
-    /* at stride 2 a quarter take each form, three widths of four */
-    assert_true(canonical_draws(2, DT_CPU_FORM_PAIRS, "unroll_kw", 3000) > 450);
-    assert_true(canonical_draws(2, DT_CPU_FORM_PLANE, NULL, 3000) > 450);
+    assert_int_equal(canonical_draws(1, DT_CPU_FORM_SLOTS, NULL, 3000), 0);
+    /* at stride 2 a fifth take each form, three widths of four (~450) */
+    assert_true(canonical_draws(2, DT_CPU_FORM_PAIRS, "unroll_kw", 3000) > 350);
+    assert_true(canonical_draws(2, DT_CPU_FORM_SLOTS, "unroll_kw", 3000) > 350);
+    assert_true(canonical_draws(2, DT_CPU_FORM_PLANE, NULL, 3000) > 350);
 }
 
 static void test_features_and_coords(void **state)

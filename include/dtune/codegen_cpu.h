@@ -111,6 +111,15 @@ int dt_cpu_native_lanes(void);
  * the window rows they share carried; row_block unrolls that loop; the
  * tile, order, unroll and pack knobs do not apply. */
 #define DT_CPU_FORM_PAIRS 3
+/* SLOTS (depthwise, stride 2 along rows): reads NCHW in place, one
+ * channel's plane and one whole output row at a time, and picks no tap: an
+ * input row's full-resolution vectors are multiplied as loaded by weight
+ * vectors whose even and odd lanes hold the taps of a pair's two columns,
+ * one accumulator per pair offset of the window; the pairs are summed and
+ * moved to their output columns once a row (codegen_cpu.c). Valid where a
+ * row's accumulators and weights fit the registers; row_block unrolls the
+ * row loop; the tile, order, unroll and pack knobs do not apply. */
+#define DT_CPU_FORM_SLOTS 4
 #define DT_CPU_PIXELS_DEPTHWISE_ORDERS 2
 
 typedef struct dt_cpu_plan {
@@ -122,10 +131,10 @@ typedef struct dt_cpu_plan {
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
     int form;           /* convolutions: DT_CPU_FORM_BLOCKED, _PIXELS; depthwise also _PLANE,
-                         * _PAIRS */
+                         * _PAIRS, _SLOTS */
     int row_block;      /* pixels depthwise: output rows per register tile; plane: unroll
-                         * of the loop over middle row groups; pairs: of the loop over
-                         * output rows; else 1 */
+                         * of the loop over middle row groups; pairs and slots: of the
+                         * loop over output rows; else 1 */
     /* convolutions */
     int co_block, oh_block, ow_block, ci_block;
     /* matrix products */
