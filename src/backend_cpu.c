@@ -492,10 +492,12 @@ static const struct { int lanes, chains; } probe_fma[] = { { 16, 12 }, { 16, 16 
 #define PROBE_STABLE_GAIN 0.005
 #define PROBE_STABLE_ROUNDS 2
 #define PROBE_MAX_ROUNDS 8
-/* The streams: the best of this many runs each (a run is itself micro-batches
- * until the CV rule stops), fewer than the peak's rounds since a run start
- * pays for every one of them. */
-#define STREAM_ROUNDS 2
+/* The streams: the best of up to this many runs each (a run is itself
+ * micro-batches until the CV rule stops), with the peak's stability rule.
+ * Two were too few: on the Zen 4 VM a stream's best of two moved by 14 %
+ * between benches, and dtune's dense layer read 105.6 % of a bound whose
+ * read stream had come out low. */
+#define STREAM_ROUNDS PROBE_MAX_ROUNDS
 /* Accumulators of the read stream (add latency x pipes, with room). */
 #define STREAM_ACCUMULATORS 12
 /* Bytes each thread streams per call at least: a working set that fits a
