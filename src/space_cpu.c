@@ -14,8 +14,7 @@
  * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
  * depthwise DT_CPU_FORM_PLANE, valid where each of its taps fits two vector
  * loads, and DT_CPU_FORM_PAIRS and DT_CPU_FORM_SLOTS where the rows' stride
- * is 2; see
- * codegen_cpu.h) is offered where the blocked form's layout conversions
+ * is 2; see codegen_cpu.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
@@ -24,8 +23,9 @@
  * neither. The schema hash (db.h) covers a space's knobs, so a space with
  * them never shares a hash, nor its records, with one without. The plane
  * form reads only `vec`, `unroll_kw` and `tile_rows`, the pairs and slots
- * forms `vec` and `tile_rows`; such a point is valid only with the other knobs at their
- * first option (canonical_point), so each of its kernels has one index.
+ * forms `vec` and `tile_rows`; such a point is valid only with the other
+ * knobs at their first option (canonical_point), so each of its kernels has
+ * one index.
  */
 #include <string.h>
 
@@ -144,14 +144,16 @@ static int build_matmul(dt_space *s)
 /* The knobs the plane, pairs and slots forms read (codegen_cpu.h); each
  * builds one kernel for every value of the others. */
 static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows", NULL };
-static const char *const pairs_knobs[] = { "form", "vec", "tile_rows", NULL };
+static const char *const strided_knobs[] = { "form", "vec", "tile_rows", NULL };
 
 /* The knobs a form reads where it ignores the others; NULL where it reads all. */
 static const char *const *form_reads(int form)
 {
-    return form == DT_CPU_FORM_PLANE                                   ? plane_knobs
-         : form == DT_CPU_FORM_PAIRS || form == DT_CPU_FORM_SLOTS ? pairs_knobs
-                                                                   : NULL;
+    if (form == DT_CPU_FORM_PLANE)
+        return plane_knobs;
+    if (form == DT_CPU_FORM_PAIRS || form == DT_CPU_FORM_SLOTS)
+        return strided_knobs;
+    return NULL;
 }
 
 static bool reads(const char *const *knobs, const char *name)
@@ -162,8 +164,8 @@ static bool reads(const char *const *knobs, const char *name)
     return false;
 }
 
-/* A plane-, pairs- or slots-form point: the knobs the form does not read at their
- * first option. */
+/* A plane-, pairs- or slots-form point: the knobs the form does not read at
+ * their first option. */
 static void canonical_point(const dt_space *s, dt_point *p)
 {
     const char *const *knobs = form_reads(dt_space_get(s, p, "form", 0, -1));
