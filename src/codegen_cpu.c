@@ -1512,17 +1512,27 @@ static int check_plane(const dt_cpu_plan *p, dt_error *err)
     return 0;
 }
 
-/* The pairs form also needs stride 2 and no dilation along rows (the even
- * and odd floats of one load are two window columns) and channels in pairs. */
-static int check_pairs(const dt_cpu_plan *p, dt_error *err)
+/* The pairs and slots forms also need stride 2 and no dilation along rows
+ * (the even and odd floats of one load are two window columns). */
+static int check_strided(const dt_cpu_plan *p, const char *name, dt_error *err)
 {
     const dt_conv_shape *c = &p->task.conv;
-    int rc = check_inplace(p, "pairs", err);
+    int rc = check_inplace(p, name, err);
     if (rc)
         return rc;
     if (c->sw != 2 || c->dw != 1)
-        return dt_error_set(err, DT_EINVAL, "the pairs form needs stride 2 and dilation 1 along "
-                            "rows, not %d and %d", c->sw, c->dw);
+        return dt_error_set(err, DT_EINVAL, "the %s form needs stride 2 and dilation 1 along "
+                            "rows, not %d and %d", name, c->sw, c->dw);
+    return 0;
+}
+
+/* The pairs form also needs channels in pairs. */
+static int check_pairs(const dt_cpu_plan *p, dt_error *err)
+{
+    const dt_conv_shape *c = &p->task.conv;
+    int rc = check_strided(p, "pairs", err);
+    if (rc)
+        return rc;
     if (c->c_out % 2 != 0)
         return dt_error_set(err, DT_EINVAL, "the pairs form needs an even channel count, not %d",
                             c->c_out);
@@ -2128,12 +2138,9 @@ static bool slots_used(const dt_conv_shape *c, int o, int slot)
 static int check_slots(const dt_cpu_plan *p, dt_error *err)
 {
     const dt_conv_shape *c = &p->task.conv;
-    int rc = check_inplace(p, "slots", err);
+    int rc = check_strided(p, "slots", err);
     if (rc)
         return rc;
-    if (c->sw != 2 || c->dw != 1)
-        return dt_error_set(err, DT_EINVAL, "the slots form needs stride 2 and dilation 1 along "
-                            "rows, not %d and %d", c->sw, c->dw);
     slots_geometry g = slots_geometry_of(p);
     int acc = g.noff * g.nv, weights = g.noff * c->kh;
     if (acc + weights > DT_CPU_MAX_ACCUMULATORS)

@@ -347,45 +347,52 @@ static void test_plane_form(void **state)
     assert_non_null(strstr(err.msg, "windows up to"));
 }
 
-static bool pairs_form(const dt_space *space, const dt_point *point)
+/* strided_forms_ok's choice of point: the form, and the width where > 0 */
+static int wanted_form, wanted_vec;
+
+static bool wanted_point(const dt_space *space, const dt_point *point)
 {
-    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_PAIRS;
+    return dt_space_get(space, point, "form", 0, -1) == wanted_form &&
+           (wanted_vec == 0 || dt_space_get(space, point, "vec", 0, -1) == wanted_vec);
 }
 
-static bool pairs_at_8(const dt_space *space, const dt_point *point)
+/* A stride-2 form (pairs, slots) against the reference, points of it
+ * sampled with seeds from seed up: one chunk a row (with padding on the
+ * left, the right and below), a row wider than a vector with a partial
+ * last one, kernel 5 with padding 2, multiplier 2 and batch 2, no padding;
+ * 4 and 8 lanes; 2 threads. */
+static void strided_forms_ok(fixture *f, int form, unsigned long seed)
 {
-    return pairs_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 8;
+    wanted_form = form;
+    wanted_vec = 0;
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);    /* 8 x 8 out */
+    sampled_configs_ok(f, &t, 4, seed, wanted_point);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 35 x 35 out */
+    sampled_configs_ok(f, &t, 4, seed + 1, wanted_point);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);             /* kernel 5, mult. 2 */
+    sampled_configs_ok(f, &t, 4, seed + 2, wanted_point);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 6, 12, 6, 3, 2, 0, 1);             /* no padding */
+    sampled_configs_ok(f, &t, 3, seed + 3, wanted_point);
+    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);             /* 7 x 8 out */
+    wanted_vec = 4;
+    sampled_configs_ok(f, &t, 2, seed + 4, wanted_point);
+    wanted_vec = 8;
+    if (dt_cpu_native_lanes() >= 8)
+        sampled_configs_ok(f, &t, 2, seed + 5, wanted_point);
+    wanted_vec = 0;
+    f->measure.threads = 2;
+    sampled_configs_ok(f, &t, 3, seed + 6, wanted_point);
 }
 
-static bool pairs_at_4(const dt_space *space, const dt_point *point)
-{
-    return pairs_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 4;
-}
-
-/* The pairs form against the reference: one chunk a row (with padding on
- * the left, the right and below), chunks with a loop of whole ones and a
- * partial last one, kernel 5 with multiplier 2 and batch 2, no padding;
- * 4 and 8 lanes; 2 threads. Its source shuffles in lanes and never picks
- * from two vectors nor copies; its plan checks. */
+/* The pairs form against the reference (strided_forms_ok: chunks with a
+ * loop of whole ones and a partial last one). Its source shuffles in lanes
+ * and never picks from two vectors nor copies; its plan checks. */
 static void test_pairs_form(void **state)
 {
     fixture *f = *state;
-    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);    /* 8 x 8 out */
-    sampled_configs_ok(f, &t, 4, 61, pairs_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 35 x 35 out */
-    sampled_configs_ok(f, &t, 4, 62, pairs_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);             /* kernel 5, mult. 2 */
-    sampled_configs_ok(f, &t, 4, 63, pairs_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 6, 12, 6, 3, 2, 0, 1);             /* no padding */
-    sampled_configs_ok(f, &t, 3, 64, pairs_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);             /* 7 x 8 out */
-    sampled_configs_ok(f, &t, 2, 65, pairs_at_4);
-    if (dt_cpu_native_lanes() >= 8)
-        sampled_configs_ok(f, &t, 2, 66, pairs_at_8);
-    f->measure.threads = 2;
-    sampled_configs_ok(f, &t, 3, 67, pairs_form);
+    strided_forms_ok(f, DT_CPU_FORM_PAIRS, 61);
 
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);
     dt_cpu_plan p;
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_PAIRS;
@@ -429,40 +436,17 @@ static void test_pairs_form(void **state)
     assert_non_null(strstr(err.msg, "even channel count"));
 }
 
-static bool slots_form(const dt_space *space, const dt_point *point)
-{
-    return dt_space_get(space, point, "form", 0, -1) == DT_CPU_FORM_SLOTS;
-}
-
-static bool slots_at_4(const dt_space *space, const dt_point *point)
-{
-    return slots_form(space, point) && dt_space_get(space, point, "vec", 0, -1) == 4;
-}
-
-/* The slots form against the reference: padding 1 on every side (pair
- * offsets -1 and 0) with an odd and an even output width, a row wider than
- * one vector with a partial last one, kernel 5 with padding 2 (offsets -1,
- * 0 and 1), multiplier 2 and batch 2, no padding (offsets 0 and 1), 4 lanes
- * (several vectors a row), 2 threads. Its source neither picks taps nor
- * copies, loads each window row's vectors once a row, and checks its
- * registers. */
+/* The slots form against the reference (strided_forms_ok: pair offsets
+ * -1 and 0 at padding 1, -1, 0 and 1 at kernel 5, 0 and 1 without
+ * padding; several vectors a row at 4 lanes). Its source neither picks
+ * taps nor copies, loads each window row's vectors once a row, and checks
+ * its registers. */
 static void test_slots_form(void **state)
 {
     fixture *f = *state;
-    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1);    /* 8 x 8 out */
-    sampled_configs_ok(f, &t, 4, 71, slots_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 35 x 35 out */
-    sampled_configs_ok(f, &t, 4, 72, slots_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1);             /* kernel 5, mult. 2 */
-    sampled_configs_ok(f, &t, 4, 73, slots_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 6, 12, 6, 3, 2, 0, 1);             /* no padding */
-    sampled_configs_ok(f, &t, 3, 74, slots_form);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);             /* 7 x 8 out */
-    sampled_configs_ok(f, &t, 2, 75, slots_at_4);
-    f->measure.threads = 2;
-    sampled_configs_ok(f, &t, 3, 76, slots_form);
+    strided_forms_ok(f, DT_CPU_FORM_SLOTS, 71);
 
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);             /* 70 columns */
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);      /* 70 columns */
     dt_cpu_plan p;
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_SLOTS;
