@@ -384,6 +384,23 @@ static void strided_forms_ok(fixture *f, int form, unsigned long seed)
     sampled_configs_ok(f, &t, 3, seed + 6, wanted_point);
 }
 
+/* The source of a stride-2 form at 16 lanes for a 35 x 35 output (70
+ * input columns), its plan in p; neither form picks from two vectors nor
+ * copies. */
+static char *strided_source(int form, dt_cpu_plan *p)
+{
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);
+    dt_cpu_plan_default(&t, 1, p);
+    p->form = form;
+    p->vec = 16;
+    char *src = NULL;
+    assert_int_equal(dt_codegen_cpu(p, &src, NULL), 0);
+    assert_null(strstr(src, "PICK(0x"));
+    assert_null(strstr(src, "memcpy("));
+    assert_null(strstr(src, "memset("));
+    return src;
+}
+
 /* The pairs form against the reference (strided_forms_ok: chunks with a
  * loop of whole ones and a partial last one). Its source shuffles in lanes
  * and never picks from two vectors nor copies; its plan checks. */
@@ -392,16 +409,8 @@ static void test_pairs_form(void **state)
     fixture *f = *state;
     strided_forms_ok(f, DT_CPU_FORM_PAIRS, 61);
 
-    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);
     dt_cpu_plan p;
-    dt_cpu_plan_default(&t, 1, &p);
-    p.form = DT_CPU_FORM_PAIRS;
-    p.vec = 16;
-    char *src = NULL;
-    assert_int_equal(dt_codegen_cpu(&p, &src, NULL), 0);
-    assert_null(strstr(src, "PICK(0x"));
-    assert_null(strstr(src, "memcpy("));
-    assert_null(strstr(src, "memset("));
+    char *src = strided_source(DT_CPU_FORM_PAIRS, &p);
     /* the whole chunks in a loop; a row of it loads two window rows (one is
      * carried), two loads a row and channel, three shuffles a row */
     const char *loop = strstr(src, "for (int j0 = 8; j0 < 32; j0 += 8)");
@@ -422,7 +431,7 @@ static void test_pairs_form(void **state)
 
     dt_error err;
     inplace_checks_ok(&p);
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);             /* stride 1 */
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);     /* stride 1 */
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_PAIRS;
     p.vec = 16;
@@ -446,16 +455,8 @@ static void test_slots_form(void **state)
     fixture *f = *state;
     strided_forms_ok(f, DT_CPU_FORM_SLOTS, 71);
 
-    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 69, 4, 3, 2, 1, 1);      /* 70 columns */
     dt_cpu_plan p;
-    dt_cpu_plan_default(&t, 1, &p);
-    p.form = DT_CPU_FORM_SLOTS;
-    p.vec = 16;
-    char *src = NULL;
-    assert_int_equal(dt_codegen_cpu(&p, &src, NULL), 0);
-    assert_null(strstr(src, "PICK(0x"));
-    assert_null(strstr(src, "memcpy("));
-    assert_null(strstr(src, "memset("));
+    char *src = strided_source(DT_CPU_FORM_SLOTS, &p);
     /* 70 of 70 columns in 5 vectors (the last 6 lanes), 2 pair offsets:
      * 3 window rows x 5 loads, 2 x 5 accumulators a row; 35 outputs in
      * 3 stores (the last 3 lanes) */
@@ -476,7 +477,7 @@ static void test_slots_form(void **state)
     p.vec = 4;                                   /* 18 vectors x 2 offsets */
     assert_int_equal(dt_cpu_plan_check(&p, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "accumulators"));
-    t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);             /* stride 1 */
+    dt_task t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 4, 14, 4, 3, 1, 1, 1);     /* stride 1 */
     dt_cpu_plan_default(&t, 1, &p);
     p.form = DT_CPU_FORM_SLOTS;
     p.vec = 16;
