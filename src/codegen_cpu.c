@@ -2150,6 +2150,16 @@ static int check_slots(const dt_cpu_plan *p, dt_error *err)
     return 0;
 }
 
+/* The name of vector <prefix><i>_<u> of a row of n, or a zero vector where
+ * u is outside the row. */
+static void slots_vector(char *buf, size_t len, char prefix, int i, int u, int n)
+{
+    if (u >= 0 && u < n)
+        snprintf(buf, len, "%c%d_%d", prefix, i, u);
+    else
+        snprintf(buf, len, "(vf){ 0 }");
+}
+
 /* The sums of the used slots' pairs of accumulators a<i>_<2u>, a<i>_<2u+1>
  * of offset index i: s<i>_<u>. */
 static void emit_slots_pair_sums(dt_buf *b, const dt_cpu_plan *p, const slots_geometry *g)
@@ -2158,10 +2168,7 @@ static void emit_slots_pair_sums(dt_buf *b, const dt_cpu_plan *p, const slots_ge
     for (int i = 0; i < g->noff; i++)
         for (int u = 0; u < g->nps; u++) {
             char hi[32];
-            if (2 * u + 1 < g->nv)
-                snprintf(hi, sizeof hi, "a%d_%d", i, 2 * u + 1);
-            else
-                snprintf(hi, sizeof hi, "(vf){ 0 }");
+            slots_vector(hi, sizeof hi, 'a', i, 2 * u + 1, g->nv);
             emit(b, "        const vf s%d_%d =", i, u);
             const char *plus = "";
             for (int slot = 0; slot < 2; slot++) {
@@ -2184,22 +2191,16 @@ static void emit_slots_output(dt_buf *b, const dt_cpu_plan *p, const slots_geome
     emit(b, "        {\n            vf o = (vf){ 0 };\n");
     for (int i = 0; i < g->noff; i++) {
         int o = g->omin + i;
-        /* pair t*VEC + l + o: from sum vector t - 1 and t (o < 0) or t and t + 1 */
-        int first = o < 0 ? t - 1 : t;
-        char lo[32], hi[32];
-        if (first >= 0 && first < g->nps)
-            snprintf(lo, sizeof lo, "s%d_%d", i, first);
-        else
-            snprintf(lo, sizeof lo, "(vf){ 0 }");
-        if (first + 1 < g->nps)
-            snprintf(hi, sizeof hi, "s%d_%d", i, first + 1);
-        else
-            snprintf(hi, sizeof hi, "(vf){ 0 }");
         if (o == 0) {
             if (t < g->nps)
                 emit(b, "            o += s%d_%d;\n", i, t);
             continue;
         }
+        /* pair t*VEC + l + o: from sum vector t - 1 and t (o < 0) or t and t + 1 */
+        int first = o < 0 ? t - 1 : t;
+        char lo[32], hi[32];
+        slots_vector(lo, sizeof lo, 's', i, first, g->nps);
+        slots_vector(hi, sizeof hi, 's', i, first + 1, g->nps);
         emit(b, "            o += SHUF(%s, %s", lo, hi);
         for (int l = 0; l < p->vec; l++)
             emit(b, ", %d", (o < 0 ? p->vec : 0) + l + o);
