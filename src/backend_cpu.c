@@ -492,12 +492,6 @@ static const struct { int lanes, chains; } probe_fma[] = { { 16, 12 }, { 16, 16 
 #define PROBE_STABLE_GAIN 0.005
 #define PROBE_STABLE_ROUNDS 2
 #define PROBE_MAX_ROUNDS 8
-/* The streams: the best of up to this many runs each (a run is itself
- * micro-batches until the CV rule stops), with the peak's stability rule.
- * Two were too few: on the Zen 4 VM a stream's best of two moved by 14 %
- * between benches, and dtune's dense layer read 105.6 % of a bound whose
- * read stream had come out low. */
-#define STREAM_ROUNDS PROBE_MAX_ROUNDS
 /* Accumulators of the read stream (add latency x pipes, with room). */
 #define STREAM_ACCUMULATORS 12
 /* Bytes each thread streams per call at least: a working set that fits a
@@ -698,13 +692,18 @@ static int probe_peak(cpu_backend *b, dt_roofline *r)
     return 0;
 }
 
-/* Level l's two streams at b's measure.threads, into l. */
+/* Level l's two streams at b's measure.threads, into l: each the best of
+ * runs (a run is itself micro-batches until the CV rule stops) under the
+ * peak's rounds rule: one slow run would leave the bound loose enough for a
+ * kernel to beat it. */
 static void probe_level(cpu_backend *b, dt_mem_level *l)
 {
     int threads = b->measure.threads < 1 ? 1 : b->measure.threads, which;
     long floats = (long)(l->probe_bytes / sizeof(float));
-    l->read_gbs = fmax(0, best_of_rounds(b, threads, stream_variant, 1, floats, STREAM_ROUNDS, &which));
-    l->rw_gbs = fmax(0, best_of_rounds(b, threads, read_write_variant, 1, floats, STREAM_ROUNDS, &which));
+    l->read_gbs = fmax(0, best_of_rounds(b, threads, stream_variant, 1, floats, PROBE_MAX_ROUNDS,
+                                         &which));
+    l->rw_gbs = fmax(0, best_of_rounds(b, threads, read_write_variant, 1, floats, PROBE_MAX_ROUNDS,
+                                       &which));
 }
 
 /* The index of b's streams timed at a working set of exactly bytes, -1
