@@ -29,13 +29,20 @@ static int seen_failed(void *ctx, const dt_failed_record *r)
     return 0;
 }
 
+static int seen_retime(void *ctx, const dt_retime_record *r)
+{
+    *(size_t *)ctx += (size_t)(r->round > 0);
+    return 0;
+}
+
 int dt_fuzz_log(const uint8_t *data, size_t size)
 {
     char path[128];
     if (dt_fuzz_scratch("tuning.jsonl", data, size, path, sizeof path) != 0)
         return 0;
     size_t touched = 0;
-    dt_tunelog_visitor visitor = { seen_run, seen_measure, seen_slot, &touched, seen_failed };
+    dt_tunelog_visitor visitor = { seen_run, seen_measure, seen_slot, &touched, seen_failed,
+                                   seen_retime };
     dt_tunelog_stats stats;
     dt_error err;
     dt_tunelog_replay(path, &visitor, &stats, &err);

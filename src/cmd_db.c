@@ -322,7 +322,7 @@ static int cmd_import(const db_args *a)
     if (rc)
         return dt_db_free(db), fail(&err);
     importer im = { .db = db, .path = path, .backend = a->backend, .err = &err };
-    dt_tunelog_visitor v = { import_run, import_measure, count_slot, &im, count_failed };
+    dt_tunelog_visitor v = { import_run, import_measure, count_slot, &im, count_failed, NULL };
     rc = dt_tunelog_replay(path, &v, NULL, &err);
     drop_run(&im);
     if (rc == 0)

@@ -392,7 +392,7 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
 static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt_error *err)
 {
     replay_ctx ctx = { .run = r, .path = path, .own_log = own, .check_only = check_only, .err = err };
-    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed };
+    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed, NULL };
     dt_tunelog_stats stats;
     dt_error_clear(err);
     int rc = dt_tunelog_replay(path, &v, &stats, err);

@@ -92,19 +92,24 @@ static const field run_fields[] = {
     OPTIONAL(dt_run_record, "dtune_version", dtune_version),
 };
 
+/* A measurement of one config of one task: the fields measure and retime
+ * records share (their structs name them alike). */
+#define MEASUREMENT_FIELDS(type)                          \
+    FIELD(type, "task", F_STR, task),                     \
+    FIELD(type, "task_index", F_INT, task_index),         \
+    FIELD(type, "config", F_U64, config),                 \
+    OPTIONAL(type, "knobs", knobs),                       \
+    FIELD(type, "result", F_RESULT, m.result),            \
+    FIELD(type, "gflops", F_DBL, m.gflops),               \
+    FIELD(type, "latency_ms", F_MS, m.latency_s),         \
+    FIELD(type, "repeats", F_INT, m.repeats),             \
+    FIELD(type, "cv", F_DBL, m.cv),                       \
+    FIELD(type, "compile_ms", F_DBL, m.compile_ms),       \
+    FIELD(type, "run_ms", F_DBL, m.run_ms),               \
+    OPTIONAL(type, "detail", m.detail)
+
 static const field measure_fields[] = {
-    FIELD(dt_measure_record, "task", F_STR, task),
-    FIELD(dt_measure_record, "task_index", F_INT, task_index),
-    FIELD(dt_measure_record, "config", F_U64, config),
-    OPTIONAL(dt_measure_record, "knobs", knobs),
-    FIELD(dt_measure_record, "result", F_RESULT, m.result),
-    FIELD(dt_measure_record, "gflops", F_DBL, m.gflops),
-    FIELD(dt_measure_record, "latency_ms", F_MS, m.latency_s),
-    FIELD(dt_measure_record, "repeats", F_INT, m.repeats),
-    FIELD(dt_measure_record, "cv", F_DBL, m.cv),
-    FIELD(dt_measure_record, "compile_ms", F_DBL, m.compile_ms),
-    FIELD(dt_measure_record, "run_ms", F_DBL, m.run_ms),
-    OPTIONAL(dt_measure_record, "detail", m.detail),
+    MEASUREMENT_FIELDS(dt_measure_record),
     FIELD(dt_measure_record, "slot", F_INT, slot),
     FIELD(dt_measure_record, "trial", F_INT, trial),
     FIELD(dt_measure_record, "time", F_DBL, time),
@@ -128,6 +133,12 @@ static const field failed_fields[] = {
     FIELD(dt_failed_record, "reference_ms", F_MS, reference_s),
     FIELD(dt_failed_record, "time", F_DBL, time),
     OPTIONAL(dt_failed_record, "timed_on", timed_on),
+};
+
+static const field retime_fields[] = {
+    MEASUREMENT_FIELDS(dt_retime_record),
+    FIELD(dt_retime_record, "round", F_INT, round),
+    FIELD(dt_retime_record, "time", F_DBL, time),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -517,6 +528,13 @@ int dt_tunelog_append_failed(dt_tunelog *log, const dt_failed_record *r, dt_erro
 {
     json_t *obj;
     int rc = encode_record("failed", failed_fields, COUNT(failed_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_retime(dt_tunelog *log, const dt_retime_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("retime", retime_fields, COUNT(retime_fields), r, &obj, err);
     return rc != 0 ? rc : append_object(log, obj, err);
 }
 
@@ -983,6 +1001,17 @@ static int decode_failed(const json_t *obj, const dt_tunelog_visitor *v, const l
     return visit(v->failed(v->ctx, &r), at, err);
 }
 
+static int decode_retime(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                         dt_error *err)
+{
+    dt_retime_record r;
+    memset(&r, 0, sizeof r);
+    int rc = decode_fields(retime_fields, COUNT(retime_fields), obj, &r, at, err);
+    if (rc != 0 || !v || !v->retime)
+        return rc;
+    return visit(v->retime(v->ctx, &r), at, err);
+}
+
 static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
                     dt_error *err)
 {
@@ -1000,8 +1029,10 @@ static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_r
         return decode_run(obj, v, at, err);
     if (strcmp(name, "failed") == 0)
         return decode_failed(obj, v, at, err);
+    if (strcmp(name, "retime") == 0)
+        return decode_retime(obj, v, at, err);
     return dt_error_set(err, DT_EINVAL, "%s:%ld: unknown record type '%s' "
-                        "(expected run, measure, slot or failed)", at->path, at->line, name);
+                        "(expected run, measure, slot, failed or retime)", at->path, at->line, name);
 }
 
 /* ---- replay ------------------------------------------------------------- */

@@ -181,7 +181,7 @@ static int see_slot(void *ctx, const dt_slot_record *r)
 
 static int replay_into(const char *path, seen *s, dt_tunelog_stats *stats, dt_error *err)
 {
-    dt_tunelog_visitor v = { see_run, see_measure, see_slot, s, NULL };
+    dt_tunelog_visitor v = { see_run, see_measure, see_slot, s, NULL, NULL };
     return dt_tunelog_replay(path, &v, stats, err);
 }
 
@@ -619,6 +619,62 @@ static void test_bad_fields_name_line_and_field(void **state)
     }
 }
 
+/* ---- retime records (the run's end) -------------------------------------- */
+
+static int see_retime(void *ctx, const dt_retime_record *r)
+{
+    dt_retime_record *got = ctx;
+    *got = *r;
+    return 0;
+}
+
+/* A retime record reads back field for field; a bad one names its line and
+ * field. */
+static void test_retime_records(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    dt_run_record run;
+    dt_retime_record r, got;
+    memset(&run, 0, sizeof run);
+    memset(&r, 0, sizeof r);
+    memset(&got, 0, sizeof got);
+    snprintf(r.task, sizeof r.task, "layer4_3x3");
+    snprintf(r.knobs, sizeof r.knobs, "tile_co=[8,64] vec=16");
+    r.task_index = 11;
+    r.config = 123456789012ULL;
+    r.m.result = DT_RESULT_OK;
+    r.m.gflops = 117.25;
+    r.m.latency_s = 1.7125e-3;
+    r.m.repeats = 9;
+    r.m.cv = 0.0125;
+    r.m.run_ms = 310.5;
+    r.round = 3;
+    r.time = 1801.25;
+    dt_tunelog *log = open_log(fx->log);
+    assert_int_equal(dt_tunelog_append_run(log, &run, &err), 0);
+    assert_int_equal(dt_tunelog_append_retime(log, &r, &err), 0);
+    dt_tunelog_close(log);
+    dt_tunelog_visitor v = { .retime = see_retime, .ctx = &got };
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_string_equal(got.task, r.task);
+    assert_string_equal(got.knobs, r.knobs);
+    assert_true(got.task_index == 11 && got.config == r.config && got.round == 3);
+    assert_true(got.m.result == DT_RESULT_OK && got.m.gflops == 117.25 && got.m.repeats == 9);
+    assert_true(fabs(got.m.latency_s - r.m.latency_s) < 1e-15 && got.m.cv == 0.0125);
+    assert_true(got.m.run_ms == 310.5 && got.time == 1801.25);
+
+    char text[4096], *at;
+    read_text(fx->log, text, sizeof text);
+    at = strstr(text, "\"round\":3");
+    assert_non_null(at);
+    memcpy(at, "\"ruond\"", 7);
+    write_text(fx->log, "w", text);
+    assert_int_equal(dt_tunelog_replay(fx->log, NULL, NULL, &err), DT_EINVAL);
+    assert_contains(err.msg, ":2:");
+    assert_contains(err.msg, "'round' is missing");
+}
+
 /* ---- a slot record's fitted curves ---------------------------------------- */
 
 /* What a visitor saw of the slot records' fits (the record's array lives
@@ -899,7 +955,7 @@ static void test_threads_append_whole_lines(void **state)
     writer w[2] = { { log, "a", 0 }, { log, "b", 0 } };
     pthread_t t[2];
     int next_trial[2] = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, count_task_order, NULL, next_trial, NULL };
+    dt_tunelog_visitor v = { NULL, count_task_order, NULL, next_trial, NULL, NULL };
     dt_tunelog_stats stats;
     dt_error err;
     for (int i = 0; i < 2; i++)
@@ -992,7 +1048,7 @@ static void test_sigkill_mid_stream_loses_no_acknowledged_record(void **state)
     fixture *fx = *state;
     int fds[2], status = 0, acked;
     crash_check check = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, check_crash_record, NULL, &check, NULL };
+    dt_tunelog_visitor v = { NULL, check_crash_record, NULL, &check, NULL, NULL };
     dt_tunelog_stats stats;
     dt_error err;
     pid_t pid;
@@ -1123,6 +1179,7 @@ int main(void)
         T(test_record_size_limit),
         T(test_garbled_middle_line_is_an_error),
         T(test_bad_fields_name_line_and_field),
+        T(test_retime_records),
         T(test_slot_fits_round_trip),
         T(test_slot_fit_predictions),
         T(test_bad_slot_fits_name_line),

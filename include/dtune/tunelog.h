@@ -106,6 +106,19 @@ typedef struct dt_failed_record {
                                     "" = the run's own process */
 } dt_failed_record;
 
+/* One re-timing of one of a task's best configs at the run's end (see
+ * daemon_retime.c): the task's top configs are measured again side by side,
+ * round after round, and the best median is the task's result. */
+typedef struct dt_retime_record {
+    char task[DT_NAME_MAX];
+    int task_index;
+    uint64_t config;           /* index in the task's space */
+    char knobs[256];           /* human form of the config (optional) */
+    dt_measure_result m;
+    int round;                 /* 1-based */
+    double time;               /* run seconds elapsed when it finished */
+} dt_retime_record;
+
 typedef struct dt_run_record {
     char model[DT_PATH_MAX];
     char target[16];
@@ -147,6 +160,7 @@ int dt_tunelog_append_run(dt_tunelog *log, const dt_run_record *r, dt_error *err
 int dt_tunelog_append_measure(dt_tunelog *log, const dt_measure_record *r, dt_error *err);
 int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *err);
 int dt_tunelog_append_failed(dt_tunelog *log, const dt_failed_record *r, dt_error *err);
+int dt_tunelog_append_retime(dt_tunelog *log, const dt_retime_record *r, dt_error *err);
 void dt_tunelog_close(dt_tunelog *log);
 
 /* Callbacks for replay; any may be NULL. A callback returning non-zero stops
@@ -157,6 +171,7 @@ typedef struct dt_tunelog_visitor {
     int (*slot)(void *ctx, const dt_slot_record *r);
     void *ctx;
     int (*failed)(void *ctx, const dt_failed_record *r);
+    int (*retime)(void *ctx, const dt_retime_record *r);
 } dt_tunelog_visitor;
 
 typedef struct dt_tunelog_stats {
