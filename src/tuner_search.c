@@ -58,6 +58,25 @@ int dt_tuner_best_records(const dt_tuner *t, int *order)
     return valid;
 }
 
+int dt_tuner_top(const dt_tuner *t, int k, dt_point *out)
+{
+    int top[DT_TUNER_TOP_MAX], m = 0;
+    k = k < DT_TUNER_TOP_MAX ? k : DT_TUNER_TOP_MAX;
+    for (int i = 0; i < t->n && k > 0; i++) {
+        if (t->gflops[i] <= 0 || (m == k && t->gflops[i] <= t->gflops[top[m - 1]]))
+            continue;
+        int j = m < k ? m++ : m - 1;
+        while (j > 0 && t->gflops[top[j - 1]] < t->gflops[i]) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = i;
+    }
+    for (int i = 0; i < m; i++)
+        out[i] = t->points[top[i]];
+    return m;
+}
+
 /* ---- proposing ------------------------------------------------------------------------ */
 
 bool dt_tuner_taken(const dt_tuner *t, const dt_point *p)

@@ -136,6 +136,11 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
  * returns 0, or -1 when there is no valid measurement. */
 int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops);
 
+/* The k best valid measured configs (k <= DT_TUNER_TOP_MAX), fastest first,
+ * into out; returns how many (fewer when fewer are valid). */
+#define DT_TUNER_TOP_MAX 64
+int dt_tuner_top(const dt_tuner *t, int k, dt_point *out);
+
 /* The cost model's estimate of the best GFLOPS the task can reach, made
  * when the batch being measured (or the last one) was proposed: the
  * incumbent's measured GFLOPS plus the model's predicted gain of the batch's
