@@ -25,6 +25,7 @@ static const struct { const char *flag, *key, *value; } overrides[] = {
     { "--slot-trials", "budget.slot_trials", "N" },
     { "--max-slots", "budget.max_slots", "N" },
     { "--finish-after", "scheduler.finish_after", "N" },
+    { "--retime", "budget.retime_top", "N" },
     { "--db", "db.path", "PATH|off" },
 };
 

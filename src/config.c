@@ -91,6 +91,11 @@ static const key_def keys[] = {
           "stop after this many slots; 0 = no limit"),
     K_DBL("budget.target_latency_ms", budget.target_latency_ms, 0, 1e9,
           "stop once model latency <= this; 0 = never"),
+    K_INT("budget.retime_top", budget.retime_top, 0, DT_TUNER_TOP_MAX,
+          "at the run's end, each task's this many best configs re-timed side by side, "
+          "the best median kept (time reserved from total_seconds); 0 = none"),
+    K_INT("budget.retime_rounds", budget.retime_rounds, 1, 100,
+          "rounds of that re-timing"),
     K_CHOICE("scheduler.policy", scheduler.policy, dt_scheduler_policy_at, 0,
              "how the next task is picked"),
     K_DBL("scheduler.ucb_c", scheduler.ucb_c, 0, 1e6, "exploration weight C of the UCB1 score (rewards scaled to 0..1)"),
@@ -904,7 +909,8 @@ static void run_defaults(dt_config *cfg)
 {
     cfg->target = DT_TARGET_DEFAULT;
     cfg->seed = 1;
-    cfg->budget = (dt_budget_params){ .total_seconds = 600, .slot_seconds = 10 };
+    cfg->budget = (dt_budget_params){ .total_seconds = 600, .slot_seconds = 10,
+                                      .retime_top = 4, .retime_rounds = 5 };
     snprintf(cfg->output_dir, sizeof cfg->output_dir, "runs/latest");
     snprintf(cfg->server_listen, sizeof cfg->server_listen, "%s", DT_SERVER_DEFAULT_LISTEN);
 }

@@ -65,10 +65,9 @@ static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
     dt_task_run *tr = &r->tasks[k];
     dt_measure_record rec;
     memset(&rec, 0, sizeof rec);
-    snprintf(rec.task, sizeof rec.task, "%s", r->model->tasks[k].name);
+    dt_run_name_point(r, k, p, rec.task, sizeof rec.task, &rec.config, rec.knobs,
+                      sizeof rec.knobs);
     rec.task_index = k;
-    rec.config = dt_space_index(&tr->space, p);
-    dt_space_point_str(&tr->space, p, rec.knobs, sizeof rec.knobs);
     rec.m = *m;
     rec.slot = slot;
     rec.trial = tr->trials + 1;
@@ -80,6 +79,10 @@ static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
     tr->cost_model_gflops = rec.cost_model_gflops;
     dt_run_db_add(r, k, &rec);
     r->measured_now++;
+    if (m->result == DT_RESULT_OK) {
+        r->ok_measurements++;
+        r->ok_run_seconds += m->run_ms * 1e-3;
+    }
     return dt_run_account(r, k, rec.config, m, rec.trial);
 }
 
@@ -90,10 +93,17 @@ typedef struct measure_ctx {
     double deadline;           /* monotonic seconds: the slot's or the budget's end */
 } measure_ctx;
 
-/* Monotonic seconds at which the run's budget is spent. */
+/* The budget's seconds for tuning: the total less what the run's end holds
+ * back for re-timing the best configs. */
+static double tuning_seconds(const dt_run *r)
+{
+    return r->cfg->budget.total_seconds - dt_run_retime_reserve(r);
+}
+
+/* Monotonic seconds at which the run's tuning time is spent. */
 static double budget_end(const dt_run *r)
 {
-    return r->t0 + (r->cfg->budget.total_seconds - r->elapsed_base);
+    return r->t0 + (tuning_seconds(r) - r->elapsed_base);
 }
 
 /* One request of the one-slot loop: to worker 0, then its answer. */
@@ -132,6 +142,16 @@ static int measure_remote(dt_run *r, int task, const dt_space *space, const dt_p
     return done;
 }
 
+/* dt_run_measure_fn: task's points on the run's own measurer or its remote
+ * workers. */
+static int measure_points(dt_run *r, int task, const dt_space *space, const dt_point *points,
+                          int n, dt_measure_result *results, const dt_measure_limit *limit,
+                          dt_error *err)
+{
+    return r->remote ? measure_remote(r, task, space, points, n, results, limit, err)
+                     : dt_measurer_run_until(r->measurer, space, points, n, results, limit, err);
+}
+
 /* dt_measure_fn for the tuners: measure until the slot or the budget ends or
  * a signal asks to stop (the point in flight finishes), then log each result
  * durably. */
@@ -141,8 +161,7 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
     measure_ctx *mc = ctx;
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = &stop_requested };
     dt_run *r = mc->run;
-    int measured = r->remote ? measure_remote(r, mc->task, space, points, n, results, &limit, err)
-                             : dt_measurer_run_until(r->measurer, space, points, n, results, &limit, err);
+    int measured = measure_points(r, mc->task, space, points, n, results, &limit, err);
     dt_transfer *x = r->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
         int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], err);
@@ -183,7 +202,7 @@ static void fill_sched(dt_run *r, dt_sched_task *st)
 
 static double slot_seconds_left(const dt_run *r)
 {
-    double left = r->cfg->budget.total_seconds - dt_run_elapsed(r);
+    double left = tuning_seconds(r) - dt_run_elapsed(r);
     double slot = r->cfg->budget.slot_trials > 0 ? 0 : r->cfg->budget.slot_seconds;
     if (slot <= 0 || slot > left)
         slot = left;
@@ -356,7 +375,7 @@ static int every_task_failed(dt_run *r, dt_error *err)
 
 static bool budget_spent(const dt_run *r)
 {
-    return dt_run_elapsed(r) >= r->cfg->budget.total_seconds;
+    return dt_run_elapsed(r) >= tuning_seconds(r);
 }
 
 /* Every task has a latency: a valid measurement, or failed at its reference. */
@@ -547,6 +566,10 @@ static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
             reason = should_stop(r);
     }
     res->reason = reason;
+    if (rc == 0 && reason != DT_STOP_SIGNAL) {
+        set_phase(r, "re-timing", -1);
+        rc = dt_run_retime(r, measure_points, &stop_requested, err);
+    }
     set_phase(r, "done", -1);
     return rc;
 }

@@ -77,6 +77,8 @@ typedef struct dt_run {
     int logged_slot;           /* highest slot number of the log's measure records: a slot
                                   a killed run left open has one and no slot record */
     int measured_now;
+    int ok_measurements;       /* ok results measured by this process, and their */
+    double ok_run_seconds;     /* run time (the re-timing's reserve) */
     int resumed_records;
     double decision_seconds;   /* scheduling overhead */
     double tuner_overhead;     /* tuner's non-measurement seconds */
@@ -162,6 +164,9 @@ double dt_run_elapsed(const dt_run *r);
 double dt_run_task_latency(const dt_run *r, int k);
 double dt_run_model_latency(const dt_run *r);
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial);
+/* A log record's task name, config index and knobs for task k's point p. */
+void dt_run_name_point(const dt_run *r, int k, const dt_point *p, char *task, size_t task_len,
+                       uint64_t *config, char *knobs, size_t knobs_len);
 /* Whether task k has gone scheduler.finish_after trials without a new best. */
 bool dt_run_task_finished(const dt_run *r, int k);
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms);
@@ -188,6 +193,21 @@ void dt_run_belief_free(dt_run *r);
  * run's end (csv_row false) always rewrites them. Always rewrites best.json
  * and prints the status line. */
 int dt_run_publish(dt_run *r, bool csv_row, dt_error *err);
+
+/* daemon_retime.c: the run's end. The seconds the budget holds back for
+ * re-timing each task's best configs (their mean run time so far times the
+ * configs and rounds to time; 0 when the run will not re-time). */
+double dt_run_retime_reserve(const dt_run *r);
+/* Measures n points of task under limit; returns how many (the first ones)
+ * or a negative DT_E* code. */
+typedef int (*dt_run_measure_fn)(dt_run *r, int task, const dt_space *space,
+                                 const dt_point *points, int n, dt_measure_result *results,
+                                 const dt_measure_limit *limit, dt_error *err);
+/* Re-times each task's budget.retime_top best configs side by side for
+ * budget.retime_rounds rounds through measure, logs every result and makes
+ * each task's best median its result; a stop cuts it and leaves the logged
+ * figures. 0 or the measurer's or the log's error. */
+int dt_run_retime(dt_run *r, dt_run_measure_fn measure, const atomic_int *stop, dt_error *err);
 
 /* Starts the ticker thread: at least once a second it moves the shared
  * state's elapsed time and redraws the terminal's live line, so both tick

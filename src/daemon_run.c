@@ -29,6 +29,15 @@ double dt_run_elapsed(const dt_run *r)
 
 /* ---- bookkeeping of one measurement ----------------------------------------- */
 
+void dt_run_name_point(const dt_run *r, int k, const dt_point *p, char *task, size_t task_len,
+                       uint64_t *config, char *knobs, size_t knobs_len)
+{
+    const dt_task_run *tr = &r->tasks[k];
+    snprintf(task, task_len, "%s", r->model->tasks[k].name);
+    *config = dt_space_index(&tr->space, p);
+    dt_space_point_str(&tr->space, p, knobs, knobs_len);
+}
+
 static int push_curve(dt_task_run *tr, double best)
 {
     if (tr->ncurve == tr->capcurve) {

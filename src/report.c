@@ -314,7 +314,8 @@ static int put(json_t *obj, const char *key, json_t *value)
 
 /* One task's state as a JSON object (best.json's and /status's task rows):
  * name, kind, shape, count, gflop, useful_gflop, best_config (null until tuned), knobs,
- * best_gflops, best_latency_ms, peak_gflops, the bound (bound_ms, its memory
+ * best_gflops, best_latency_ms, logged_best_ms (null unless the run's end re-timed
+ * the task), peak_gflops, the bound (bound_ms, its memory
  * level, its source and the best's share of it), trials, slots, finished. New
  * reference, NULL when out of memory. */
 static json_t *task_json(const dt_task_state *t)
@@ -332,6 +333,8 @@ static json_t *task_json(const dt_task_state *t)
               put(o, "knobs", json_string(tuned ? t->best_knobs : "")) |
               put(o, "best_gflops", number_or_null(t->best_gflops)) |
               put(o, "best_latency_ms", number_or_null(t->best_latency_ms)) |
+              put(o, "logged_best_ms", t->logged_best_ms > 0 ? json_real(t->logged_best_ms)
+                                                             : json_null()) |
               put(o, "peak_gflops", number_or_null(t->peak_gflops)) |
               put(o, "peak_source", json_string(t->peak_gflops <= 0 ? "unknown"
                                                 : t->peak_from_kernel ? "best kernel"
@@ -610,6 +613,9 @@ static int read_task(json_reader *r, json_t *o, int k, dt_task_state *t)
     }
     if (rc == 0 && json_object_get(o, "bound_ms"))
         rc = read_number(r, o, "bound_ms", &t->bound_ms, true, 0);
+    /* optional: best.json of older runs re-timed nothing */
+    if (rc == 0 && json_object_get(o, "logged_best_ms"))
+        rc = read_number(r, o, "logged_best_ms", &t->logged_best_ms, true, 0);
     /* optional: best.json of older runs counts no useful FLOPs */
     if (rc == 0 && json_object_get(o, "useful_gflop"))
         rc = read_number(r, o, "useful_gflop", &t->useful_gflop, true, 0);

@@ -156,6 +156,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.tuner.strategy, "chameleon");
     assert_true(c.tuner.batch_size == 64 && c.tuner.random_fraction == 0.05);
     assert_true(c.tuner.neighbours == 4 && c.tuner.transfer);
+    assert_true(c.budget.retime_top == 4 && c.budget.retime_rounds == 5);
     const dt_ppo_params *p = &c.tuner.ppo;
     assert_true(p->learning_rate == 1e-3 && p->gamma == 0.9 && p->gae_lambda == 0.99);
     assert_true(p->epochs == 3 && p->clip == 0.3 && p->value_coef == 1.0 && p->entropy_coef == 0.1);
@@ -329,7 +330,7 @@ static void test_unknown_key(void **state)
     assert_int_equal(load_text(fx, "model: m.yaml\nbudget:\n  total_seconds: 300\n  slot_secs: 20\n",
                                &c, &err), DT_EINVAL);
     assert_one_message(fx, &err, 4, 3, "unknown key 'slot_secs' in budget (known: total_seconds, "
-                       "slot_seconds, slot_trials, max_slots, target_latency_ms)");
+                       "slot_seconds, slot_trials, max_slots, target_latency_ms, retime_top, retime_rounds)");
     assert_true(c.budget.total_seconds == 300);
     assert_int_equal(load_text(fx, "model: m.yaml\nmodle: x\n", &c, &err), DT_EINVAL);
     assert_one_message(fx, &err, 2, 1, "unknown key 'modle' (known: model, target, backend, seed, "
@@ -377,6 +378,9 @@ static void test_out_of_range(void **state)
     assert_int_equal(load_text(fx, "model: m.yaml\ntuner: {batch_size: 99999999999}\n", &c, &err),
                      DT_EINVAL);
     assert_one_message(fx, &err, 2, 21, "tuner.batch_size: 99999999999 is out of range [1, 65536]");
+    assert_int_equal(load_text(fx, "model: m.yaml\nbudget: {retime_top: 65}\n", &c, &err),
+                     DT_EINVAL);
+    assert_one_message(fx, &err, 2, 22, "budget.retime_top: 65 is out of range [0, 64]");
     assert_int_equal(load_text(fx, "model: m.yaml\nserver: {listen: \"localhost:http\"}\n", &c, &err),
                      DT_EINVAL);
     assert_one_message(fx, &err, 2, 18, "server.listen: 'localhost:http' is not HOST:PORT or off");
@@ -704,7 +708,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 71);
+    assert_int_equal(rows, 73);
     assert_same_config(&c, &defaults);
 }
 

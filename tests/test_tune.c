@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <pty.h>
 #include <sched.h>
 #include <signal.h>
@@ -252,6 +253,170 @@ static void test_budget_stops_and_reports(void **state)
     rc = dt_test_run((char *[]){ "dtune", "best", dir, NULL }, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "best_gflops"));
+}
+
+/* One task's logged and re-timed configs, from a run's log. */
+#define RETIME_MAX 64
+typedef struct retimed {
+    char task[64];
+    int nlogged;
+    long long logged[RETIME_MAX * 64];
+    double logged_gflops[RETIME_MAX * 64], logged_ms[RETIME_MAX * 64];
+    int nre;
+    long long re_config[RETIME_MAX * 8];
+    int re_round[RETIME_MAX * 8];
+    double re_ms[RETIME_MAX * 8];
+} retimed;
+
+static retimed *task_of(retimed *t, int *n, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp(t[i].task, name) == 0)
+            return &t[i];
+    assert_true(*n < 8);
+    snprintf(t[*n].task, sizeof t[*n].task, "%s", name);
+    return &t[(*n)++];
+}
+
+static int read_retimed(const char *log, retimed *t)
+{
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        assert_non_null(rec);
+        const char *type = json_string_value(json_object_get(rec, "type"));
+        bool ok = json_object_get(rec, "result") &&
+                  strcmp(json_string_value(json_object_get(rec, "result")), "ok") == 0;
+        long long config = json_integer_value(json_object_get(rec, "config"));
+        double ms = json_number_value(json_object_get(rec, "latency_ms"));
+        if (strcmp(type, "measure") == 0 && ok) {
+            retimed *r = task_of(t, &n, json_string_value(json_object_get(rec, "task")));
+            assert_true(r->nlogged < RETIME_MAX * 64);
+            r->logged[r->nlogged] = config;
+            r->logged_ms[r->nlogged] = ms;
+            r->logged_gflops[r->nlogged++] = json_number_value(json_object_get(rec, "gflops"));
+        } else if (strcmp(type, "retime") == 0) {
+            retimed *r = task_of(t, &n, json_string_value(json_object_get(rec, "task")));
+            assert_true(ok);   /* the replay surface fails the same points every time */
+            assert_true(r->nre < RETIME_MAX * 8);
+            r->re_config[r->nre] = config;
+            r->re_round[r->nre] = (int)json_integer_value(json_object_get(rec, "round"));
+            r->re_ms[r->nre++] = ms;
+        }
+        json_decref(rec);
+    }
+    fclose(f);
+    return n;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of config's re-timed latencies in r. */
+static double retimed_median(const retimed *r, long long config)
+{
+    double v[8];
+    int m = 0;
+    for (int i = 0; i < r->nre; i++)
+        if (r->re_config[i] == config && m < 8)
+            v[m++] = r->re_ms[i];
+    assert_true(m > 0);
+    qsort(v, (size_t)m, sizeof v[0], by_double);
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+/* At the run's end each task's 4 best logged configs are timed again in 5
+ * rounds (budget.retime_*'s defaults), and best.json's result is the best
+ * median, with the log's fastest beside it; retime_top 0 leaves the logged
+ * result. */
+static void test_end_retimes_the_best_configs(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    int rc = dt_test_run(TUNE(dir, "--budget", "3", "--slot-trials", "8", "--finish-after", "1000000"),
+                         out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "re-timed the best"));
+    static retimed t[8];
+    memset(t, 0, sizeof t);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    int ntasks = read_retimed(path, t);
+    snprintf(path, sizeof path, "%s/best.json", dir);
+    json_error_t jerr;
+    json_t *best = json_load_file(path, 0, &jerr);
+    assert_non_null(best);
+    json_t *rows = json_object_get(best, "tasks");
+    assert_int_equal((int)json_array_size(rows), ntasks);
+    for (int k = 0; k < ntasks; k++) {
+        json_t *row = json_array_get(rows, (size_t)k);
+        retimed *r = task_of(t, &ntasks, json_string_value(json_object_get(row, "name")));
+        int top = r->nlogged < 4 ? r->nlogged : 4;
+        assert_true(top >= 1);
+        assert_int_equal(r->nre, 5 * top);
+        /* the re-timed configs are the top logged ones, each once a round */
+        int fastest = 0;
+        for (int i = 1; i < r->nlogged; i++)
+            if (r->logged_gflops[i] > r->logged_gflops[fastest])
+                fastest = i;
+        for (int i = 0; i < r->nre; i++) {
+            int beaten_by = 0, seen = 0;
+            for (int j = 0; j < r->nlogged; j++) {
+                if (r->logged[j] == r->re_config[i])
+                    seen = j + 1;
+            }
+            assert_true(seen > 0);
+            for (int j = 0; j < r->nlogged; j++)
+                beaten_by += r->logged_gflops[j] > r->logged_gflops[seen - 1];
+            assert_true(beaten_by < top);
+            assert_true(r->re_round[i] == 1 + i / top);
+        }
+        /* the result: the lowest median, with the logged fastest kept beside it */
+        long long config = json_integer_value(json_object_get(row, "best_config"));
+        double ms = json_number_value(json_object_get(row, "best_latency_ms"));
+        assert_true(fabs(ms - retimed_median(r, config)) <= 1e-9 * ms);
+        for (int i = 0; i < r->nre; i++)
+            assert_true(retimed_median(r, r->re_config[i]) >= ms * (1 - 1e-9));
+        double logged = json_number_value(json_object_get(row, "logged_best_ms"));
+        assert_true(fabs(logged - r->logged_ms[fastest]) <= 1e-6 * logged);
+    }
+    json_decref(best);
+    dt_test_remove_tree(dir);
+
+    char cwd[512], cfg[700];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/off.yaml", dir);
+    snprintf(cfg, sizeof cfg, "model: %s/models/tiny.yaml\nbudget: {retime_top: 0}\n", cwd);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(cfg, f);
+    fclose(f);
+    char run_dir[96];
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    rc = dt_test_run((char *[]){ "dtune", "tune", "-c", path, "--backend", "replay", "--strategy",
+                                 "random", "--out", run_dir, "--listen", "off", "--budget", "3",
+                                 "--slot-trials", "8", "--finish-after", "1000000", NULL },
+                     out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_null(strstr(out, "re-timed"));
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
+    assert_int_equal(dt_test_count_lines(path, "\"retime\""), 0);
+    snprintf(path, sizeof path, "%s/best.json", run_dir);
+    char *text = dt_test_slurp(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"logged_best_ms\": null"));
+    free(text);
+    dt_test_remove_tree(dir);
 }
 
 static void test_sigterm_is_graceful(void **state)
@@ -1169,6 +1334,7 @@ int main(void)
         cmocka_unit_test(test_runner_leaves_with_killed_daemon),
         cmocka_unit_test(test_target_latency_stops),
         cmocka_unit_test(test_budget_stops_and_reports),
+        cmocka_unit_test(test_end_retimes_the_best_configs),
         cmocka_unit_test(test_sigterm_is_graceful),
         cmocka_unit_test(test_kill9_and_resume),
         cmocka_unit_test(test_resumed_report_keeps_predictions),

@@ -36,6 +36,9 @@ typedef struct dt_budget_params {
     int slot_trials;           /* one slot in measured trials; 0 = use seconds */
     int max_slots;             /* stop after this many slots; 0 = no limit */
     double target_latency_ms;  /* stop when model latency <= this; 0 = none */
+    int retime_top;            /* at the run's end each task's this many best
+                                  configs are re-timed side by side; 0 = none */
+    int retime_rounds;         /* rounds of that re-timing (median of them) */
 } dt_budget_params;
 
 typedef struct dt_config {
