@@ -79,10 +79,6 @@ static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
     tr->cost_model_gflops = rec.cost_model_gflops;
     dt_run_db_add(r, k, &rec);
     r->measured_now++;
-    if (m->result == DT_RESULT_OK) {
-        r->ok_measurements++;
-        r->ok_run_seconds += m->run_ms * 1e-3;
-    }
     return dt_run_account(r, k, rec.config, m, rec.trial);
 }
 

@@ -28,6 +28,9 @@ typedef struct dt_task_run {
     int trials;                /* measured, every result class */
     double best_gflops;        /* 0 until a valid measurement */
     uint64_t best_index;
+    double min_run_seconds;    /* the runner's least time for an ok measurement (the
+                                  first ones also build the task's reference);
+                                  0 = none yet */
     int last_improvement;      /* trial number of the last new best */
     double warm_latency_ms;    /* latency of the first valid measurement */
     double peak_gflops;        /* dt_roofline_task_peak_gflops: the belief's
@@ -77,8 +80,6 @@ typedef struct dt_run {
     int logged_slot;           /* highest slot number of the log's measure records: a slot
                                   a killed run left open has one and no slot record */
     int measured_now;
-    int ok_measurements;       /* ok results measured by this process, and their */
-    double ok_run_seconds;     /* run time (the re-timing's reserve) */
     int resumed_records;
     double decision_seconds;   /* scheduling overhead */
     double tuner_overhead;     /* tuner's non-measurement seconds */
@@ -195,8 +196,9 @@ void dt_run_belief_free(dt_run *r);
 int dt_run_publish(dt_run *r, bool csv_row, dt_error *err);
 
 /* daemon_retime.c: the run's end. The seconds the budget holds back for
- * re-timing each task's best configs (their mean run time so far times the
- * configs and rounds to time; 0 when the run will not re-time). */
+ * re-timing each task's best configs (each task's least run time of an ok
+ * measurement times the configs and rounds to time; 0 when the run will not
+ * re-time). */
 double dt_run_retime_reserve(const dt_run *r);
 /* Measures n points of task under limit; returns how many (the first ones)
  * or a negative DT_E* code. */
