@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "dtune/util.h"
 
 /* The re-timing's measurements take longer than each task's fastest one,
@@ -99,24 +102,18 @@ static int one_round(dt_run *r, dt_run_measure_fn measure, retime_task *rt, int 
     return 0;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median of config i's ok latencies over rounds, NAN unless most are ok. */
 static double config_median(const retime_task *t, int i, int rounds)
 {
     double v[100];
-    int m = 0;
-    for (int q = 0; q < rounds && m < (int)(sizeof v / sizeof v[0]); q++)
+    size_t m = 0;
+    for (int q = 0; q < rounds && m < sizeof v / sizeof v[0]; q++)
         if (isfinite(t->ms[q * t->n + i]))
             v[m++] = t->ms[q * t->n + i];
-    if (2 * m <= rounds)
+    if (2 * (int)m <= rounds)
         return NAN;
-    qsort(v, (size_t)m, sizeof v[0], by_value);
-    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    gsl_sort(v, 1, m);
+    return gsl_stats_median_from_sorted_data(v, 1, m);
 }
 
 /* Task k's result becomes its best median; returns whether its config changed. */
@@ -165,9 +162,10 @@ int dt_run_retime(dt_run *r, dt_run_measure_fn measure, const atomic_int *stop, 
     for (int k = 0; k < ntasks && rc == 0; k++) {
         if (r->tasks[k].dead)
             continue;
-        rt[k].n = dt_tuner_top(r->tasks[k].tuner, top, rt[k].points);
+        int n = dt_tuner_top(r->tasks[k].tuner, top, rt[k].points);
+        rt[k].n = n > 0 ? n : 0;
         rt[k].ms = rt[k].n ? calloc((size_t)(rt[k].n * rounds), sizeof *rt[k].ms) : NULL;
-        if (rt[k].n && !rt[k].ms)
+        if (n < 0 || (rt[k].n && !rt[k].ms))
             rc = dt_error_set(err, DT_ENOMEM, "out of memory re-timing the best configs");
         configs += rt[k].n;
         tasks += rt[k].n > 0;

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "dtune/util.h"
 
@@ -60,20 +61,15 @@ int dt_tuner_best_records(const dt_tuner *t, int *order)
 
 int dt_tuner_top(const dt_tuner *t, int k, dt_point *out)
 {
-    int top[DT_TUNER_TOP_MAX], m = 0;
-    k = k < DT_TUNER_TOP_MAX ? k : DT_TUNER_TOP_MAX;
-    for (int i = 0; i < t->n && k > 0; i++) {
-        if (t->gflops[i] <= 0 || (m == k && t->gflops[i] <= t->gflops[top[m - 1]]))
-            continue;
-        int j = m < k ? m++ : m - 1;
-        while (j > 0 && t->gflops[top[j - 1]] < t->gflops[i]) {
-            top[j] = top[j - 1];
-            j--;
-        }
-        top[j] = i;
-    }
+    int *order = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *order);
+    if (!order)
+        return DT_ENOMEM;
+    int valid = dt_tuner_best_records(t, order);
+    int m = valid < k ? valid : k;
+    m = m < DT_TUNER_TOP_MAX ? m : DT_TUNER_TOP_MAX;
     for (int i = 0; i < m; i++)
-        out[i] = t->points[top[i]];
+        out[i] = t->points[order[i]];
+    free(order);
     return m;
 }
 

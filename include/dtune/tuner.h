@@ -137,7 +137,7 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
 int dt_tuner_best(const dt_tuner *t, dt_point *p, double *gflops);
 
 /* The k best valid measured configs (k <= DT_TUNER_TOP_MAX), fastest first,
- * into out; returns how many (fewer when fewer are valid). */
+ * into out; returns how many (fewer when fewer are valid), or DT_ENOMEM. */
 #define DT_TUNER_TOP_MAX 64
 int dt_tuner_top(const dt_tuner *t, int k, dt_point *out);
 
