@@ -61,9 +61,10 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
     if (m->result != DT_RESULT_OK)
         snprintf(tr->last_failure, sizeof tr->last_failure, "%s", m->detail);
     bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops;
-    if (m->result == DT_RESULT_OK && m->run_ms > 0 &&
-        (tr->min_run_seconds <= 0 || m->run_ms * 1e-3 < tr->min_run_seconds))
-        tr->min_run_seconds = m->run_ms * 1e-3;
+    double run_s = m->run_ms * 1e-3;
+    if (m->result == DT_RESULT_OK && run_s > 0 &&
+        (tr->min_run_seconds <= 0 || run_s < tr->min_run_seconds))
+        tr->min_run_seconds = run_s;
     if (improved) {
         tr->best_gflops = m->gflops;
         tr->best_index = index;
