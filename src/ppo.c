@@ -17,6 +17,13 @@
  * the four-double vectors below run as AVX registers where the machine has
  * them and as SSE2 pairs where not. Every operation is element-wise and
  * nothing is contracted into an FMA, so every clone gives the same doubles.
+ *
+ * dt_ppo_act keeps each step's forward pass (hidden activations,
+ * probabilities, log-probabilities; the value is in the rollout). Until the
+ * update's first Adam step θ is the one the episode acted with, so the first
+ * minibatch copies those instead of recomputing them: the same doubles, and
+ * a third of the update's forward passes when an episode fits in one
+ * minibatch.
  */
 #include "ppo_internal.h"
 
@@ -52,6 +59,10 @@ struct dt_ppo {
        handed out by dt_ppo_theta, so any forward pass may follow a write */
     double *w1t, *wpt;
     bool transposes_stale, theta_shared;
+    /* each rollout step's forward pass as dt_ppo_act computed it (h, probs,
+       logprobs; its value is in values), and the Adam steps θ had taken then */
+    double *act_h, *act_probs, *act_logprobs;
+    long rollout_adam_steps;
     dt_cancel cancel;
 };
 
@@ -131,9 +142,13 @@ static int alloc_buffers(dt_ppo *p)
     p->dlogits = calloc((size_t)p->nlogits, sizeof(double));
     p->w1t = calloc((size_t)p->hidden * k, sizeof(double));
     p->wpt = calloc((size_t)p->hidden * p->nlogits, sizeof(double));
+    p->act_h = calloc(cap * (size_t)p->hidden, sizeof(double));
+    p->act_probs = calloc(cap * (size_t)p->nlogits, sizeof(double));
+    p->act_logprobs = calloc(cap * (size_t)p->nlogits, sizeof(double));
     return (p->theta && p->grad && p->adam_m && p->adam_v && p->states && p->actions &&
             p->logp && p->values && p->adv && p->ret && p->perm && p->h && p->dh &&
-            p->logits && p->probs && p->logprobs && p->dlogits && p->w1t && p->wpt) ? 0 : DT_ENOMEM;
+            p->logits && p->probs && p->logprobs && p->dlogits && p->w1t && p->wpt &&
+            p->act_h && p->act_probs && p->act_logprobs) ? 0 : DT_ENOMEM;
 }
 
 int dt_ppo_new(const dt_ppo_params *cfg, int nknobs, uint64_t seed, dt_ppo **out, dt_error *err)
@@ -174,6 +189,7 @@ void dt_ppo_free(dt_ppo *p)
     free(p->adv); free(p->ret); free(p->perm);
     free(p->h); free(p->dh); free(p->logits); free(p->probs); free(p->logprobs); free(p->dlogits);
     free(p->w1t); free(p->wpt);
+    free(p->act_h); free(p->act_probs); free(p->act_logprobs);
     free(p);
 }
 
@@ -350,6 +366,11 @@ int dt_ppo_act(dt_ppo *p, const double *state, int *actions)
     for (int k = 0; k < p->nknobs; k++)
         actions[k] = sample_categorical(p->rng, p->probs + DT_PPO_NACTIONS * k);
     int t = p->len++;
+    size_t nh = (size_t)p->hidden, nl = (size_t)p->nlogits;
+    memcpy(p->act_h + t * nh, p->h, nh * sizeof(double));
+    memcpy(p->act_probs + t * nl, p->probs, nl * sizeof(double));
+    memcpy(p->act_logprobs + t * nl, p->logprobs, nl * sizeof(double));
+    p->rollout_adam_steps = p->adam_steps;
     memcpy(p->states + (size_t)t * p->nknobs, state, (size_t)p->nknobs * sizeof(double));
     memcpy(p->actions + (size_t)t * p->nknobs, actions, (size_t)p->nknobs * sizeof(int));
     p->logp[t] = log_prob_of(p, actions);
@@ -443,7 +464,10 @@ static inline __attribute__((always_inline)) void backward(dt_ppo *p, const doub
     }
 }
 
-PPO_CLONES double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad,
+/* The loss of dt_ppo_loss. at_rollout: b's rows are rollout steps and θ is
+ * the θ they were acted with, so each step's forward pass is the one
+ * dt_ppo_act kept (the same doubles) and is copied instead of recomputed. */
+PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout, double *grad,
                               dt_ppo_update_stats *breakdown)
 {
     if (grad)
@@ -454,7 +478,16 @@ PPO_CLONES double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad,
         int t = b->index ? b->index[s] : s;
         const double *state = b->states + (size_t)t * p->nknobs;
         const int *act = b->actions + (size_t)t * p->nknobs;
-        double v = forward(p, state), a = b->advantages[t];
+        double v, a = b->advantages[t];
+        if (at_rollout) {
+            size_t nh = (size_t)p->hidden, nl = (size_t)p->nlogits;
+            memcpy(p->h, p->act_h + (size_t)t * nh, nh * sizeof(double));
+            memcpy(p->probs, p->act_probs + (size_t)t * nl, nl * sizeof(double));
+            memcpy(p->logprobs, p->act_logprobs + (size_t)t * nl, nl * sizeof(double));
+            v = p->values[t];
+        } else {
+            v = forward(p, state);
+        }
         double ratio = exp(log_prob_of(p, act) - b->old_logp[t]);
         double clipped = fmin(fmax(ratio, 1 - eps), 1 + eps);
         double s1 = ratio * a, s2 = clipped * a;
@@ -475,6 +508,11 @@ PPO_CLONES double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad,
         breakdown->entropy = ent;
     }
     return lpi + p->cfg.value_coef * lv - p->cfg.entropy_coef * ent;
+}
+
+double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update_stats *breakdown)
+{
+    return loss(p, b, false, grad, breakdown);
 }
 
 /* --- update ------------------------------------------------------------------ */
@@ -569,7 +607,9 @@ static bool run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
             .n = n, .index = p->perm + start, .states = p->states, .actions = p->actions,
             .old_logp = p->logp, .advantages = p->adv, .returns = p->ret,
         };
-        dt_ppo_loss(p, &b, p->grad, stats);
+        /* until the first Adam step of the update, θ is the rollout's */
+        bool at_rollout = !p->theta_shared && p->adam_steps == p->rollout_adam_steps;
+        loss(p, &b, at_rollout, p->grad, stats);
         adam_step(p);
     }
     return true;

@@ -1,6 +1,7 @@
 /* test_ppo.c — the PPO agent: analytic gradients against central finite
  * differences (clipped and unclipped samples), GAE against a hand-unrolled
- * recursion, the near-uniform first policy, and learning a toy walk. */
+ * recursion, the near-uniform first policy, learning a toy walk, and the
+ * update's reuse of the acting forward passes against recomputing them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,6 +210,48 @@ static void test_learns_toy_walk(void **state)
     dt_ppo_free(p);
 }
 
+/* Episodes of 20, 90 (more than a minibatch) and 3 steps; states and
+ * rewards follow from the step, the episode and the agent's actions. */
+static void drive(dt_ppo *p)
+{
+    enum { K = 3 };
+    const int lengths[3] = {20, 90, 3};
+    double rewards[90];
+    for (int e = 0; e < 3; e++) {
+        dt_ppo_episode_begin(p);
+        for (int t = 0; t < lengths[e]; t++) {
+            double s[K];
+            int a[K];
+            for (int k = 0; k < K; k++)
+                s[k] = fmod(0.37 * t + 0.11 * (k + 1) * (e + 1), 1.0);
+            assert_int_equal(dt_ppo_act(p, s, a), 0);
+            rewards[t] = a[0] - 0.5 * a[1] + 0.25 * a[2] + 0.1 * e;
+        }
+        assert_int_equal(dt_ppo_episode_end(p, rewards, 0.0, NULL), 0);
+    }
+}
+
+/* The update's first minibatch reuses the forward passes dt_ppo_act kept;
+ * an agent whose θ was handed out recomputes every one. Both must end with
+ * the same θ, bit for bit, and it must have moved. */
+static void test_update_reuses_the_acting_forward_exactly(void **state)
+{
+    (void)state;
+    dt_ppo *kept = make_agent(3, 64, 100, 23), *recomputed = make_agent(3, 64, 100, 23);
+    int n = dt_ppo_ntheta(recomputed);
+    double *start = malloc((size_t)n * sizeof *start);
+    assert_non_null(start);
+    memcpy(start, dt_ppo_theta(recomputed), (size_t)n * sizeof *start);
+    drive(kept);
+    drive(recomputed);
+    const double *a = dt_ppo_theta(kept), *b = dt_ppo_theta(recomputed);
+    assert_memory_equal(a, b, (size_t)n * sizeof *a);
+    assert_memory_not_equal(a, start, (size_t)n * sizeof *a);
+    free(start);
+    dt_ppo_free(kept);
+    dt_ppo_free(recomputed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_rejects_bad_config),
         cmocka_unit_test(test_update_stops_when_cancelled),
         cmocka_unit_test(test_learns_toy_walk),
+        cmocka_unit_test(test_update_reuses_the_acting_forward_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
