@@ -47,13 +47,17 @@
  * in WORK_DIR/pieces and read back instead of run again when the settings and
  * this binary are the same; --stop-after S starts no piece after S seconds and
  * exits with status 3, and the same command goes on later. The tables are
- * printed once every piece is there.
+ * printed once every piece is there. --variants LIST runs only the listed
+ * variants (pieces of the others are read when kept, never run); without
+ * every variant there is no R, so it prints each run's trials, wall seconds
+ * and overhead instead (a quick look at the overhead on a real backend).
+ * --k-min N sets adaptive sampling's smallest k (a kept piece names it).
  *
  *   bin/tuner_bench [--backend replay|cpu] [--model models/resnet18.yaml]
  *                   [--tasks a,b,c,d] [--trials N] [--seeds N] [--first-seed N] [--batch N]
  *                   [--strategies chameleon,autotvm,random]
- *                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N]
- *                   [--sequential [--resume] [--stop-after S]]
+ *                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N] [--k-min N]
+ *                   [--sequential [--resume] [--stop-after S] [--variants LIST]]
  */
 #include <errno.h>
 #include <ftw.h>
@@ -70,6 +74,7 @@
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/ppo.h"
+#include "dtune/sampling.h"
 #include "dtune/space.h"
 #include "dtune/transfer.h"
 #include "dtune/tuner.h"
@@ -88,6 +93,7 @@ static const double near_share[NNEAR] = { 0.95, 0.98, 0.99 };
 /* --sequential */
 #define SEQ_TASKS 4            /* tasks of each kind, tuned in order */
 #define NVARIANTS 4
+#define ALL_VARIANTS "chameleon,chameleon+transfer,autotvm,autotvm+transfer"
 #define NTARGETS 2
 static const double target_share[NTARGETS] = { 0.95, 0.98 };
 
@@ -103,6 +109,8 @@ typedef struct options {
     bool resume;               /* --sequential: keep each finished piece, reuse kept ones */
     double stop_after;         /* --sequential: start no piece after this many seconds (0: none) */
     int ppo_episodes;          /* --ppo-episodes: chameleon's episodes a round (0: the default) */
+    int k_min;                 /* --k-min: adaptive sampling's smallest k (0: the default) */
+    char variants[128];        /* --sequential --variants: the variants run (default all) */
 } options;
 
 /* The trace of one tuning run: best-so-far and wall clock after each trial. */
@@ -137,8 +145,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: tuner_bench [--backend replay|cpu] [--model PATH] [--tasks a,b,...]\n"
                "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
                "                   [--strategies LIST]\n"
-               "                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N]\n"
-               "                   [--sequential [--resume] [--stop-after SECONDS]]\n");
+               "                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N] [--k-min N]\n"
+               "                   [--sequential [--resume] [--stop-after SECONDS] [--variants LIST]]\n");
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -148,6 +156,7 @@ static int parse_options(int argc, char **argv, options *o)
     snprintf(o->model, sizeof o->model, "models/resnet18.yaml");
     snprintf(o->tasks, sizeof o->tasks, "layer1_3x3,layer2_3x3,layer3_3x3,layer4_3x3");
     snprintf(o->strategies, sizeof o->strategies, "chameleon,autotvm,random");
+    snprintf(o->variants, sizeof o->variants, "%s", ALL_VARIANTS);
     snprintf(o->work_dir, sizeof o->work_dir, "/tmp/dtune-tuner-bench");
     o->trials = -1;
     o->seeds = 3;
@@ -182,15 +191,27 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--sim-measure-seconds") == 0) o->sim_seconds = atof(v);
         else if (strcmp(a, "--stop-after") == 0) o->stop_after = atof(v);
         else if (strcmp(a, "--ppo-episodes") == 0) o->ppo_episodes = atoi(v);
+        else if (strcmp(a, "--k-min") == 0) o->k_min = atoi(v);
+        else if (strcmp(a, "--variants") == 0) snprintf(o->variants, sizeof o->variants, "%s", v);
         else return -1;
     }
     if (o->trials < 0)
         o->trials = strcmp(o->backend, "replay") == 0 ? 1000 : 256;
     if (o->trials < 1 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->first_seed < 1 || o->batch < 1 ||
-        o->sim_seconds < 0 || o->stop_after < 0 || o->ppo_episodes < 0 || (o->resume && !o->sequential) ||
+        o->sim_seconds < 0 || o->stop_after < 0 || o->ppo_episodes < 0 || o->k_min < 0 || (o->resume && !o->sequential) ||
+        (!o->sequential && strcmp(o->variants, ALL_VARIANTS) != 0) ||
         (o->stop_after > 0 && !o->resume))
         return -1;
     return 0;
+}
+
+/* Whether name is one of the comma-separated list's entries. */
+static bool listed(const char *list, const char *name)
+{
+    char padded[160], needle[48];
+    snprintf(padded, sizeof padded, ",%s,", list);
+    snprintf(needle, sizeof needle, ",%s,", name);
+    return strstr(padded, needle) != NULL;
 }
 
 /* ---- one tuning run ---------------------------------------------------------------- */
@@ -470,6 +491,8 @@ static void bench_config(const options *o, dt_config *cfg)
     dt_config_defaults(cfg);
     if (o->ppo_episodes > 0)
         cfg->tuner.ppo.episodes = o->ppo_episodes;
+    if (o->k_min > 0)
+        cfg->tuner.sampling.k_min = o->k_min;
 }
 
 /* The header lines both modes share: what the options changed. */
@@ -480,6 +503,9 @@ static void print_settings(const options *o)
     if (o->ppo_episodes > 0)
         printf("chameleon's PPO episodes a round: %d (default %d)\n", o->ppo_episodes,
                dt_ppo_params_default().episodes);
+    if (o->k_min > 0)
+        printf("chameleon's adaptive sampling k_min: %d (default %d)\n", o->k_min,
+               dt_sampling_params_default().k_min);
 }
 
 static void print_header(const options *o)
@@ -774,8 +800,8 @@ static int piece_header(const options *o, const sequence *sq, char *buf, size_t 
     if (stat("/proc/self/exe", &st) != 0)
         return dt_error_set(err, DT_EIO, "cannot stat /proc/self/exe: %s", strerror(errno));
     snprintf(buf, len, "tuner_bench piece %d backend=%s trials=%d batch=%d sim=%.17g episodes=%d "
-             "binary=%lld-%lld model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials, o->batch,
-             o->sim_seconds, o->ppo_episodes,
+             "k_min=%d binary=%lld-%lld model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials,
+             o->batch, o->sim_seconds, o->ppo_episodes, o->k_min,
              (long long)st.st_size, (long long)st.st_mtime, sq->model, sq->tasks[0], sq->tasks[1],
              sq->tasks[2], sq->tasks[3]);
     return 0;
@@ -903,11 +929,30 @@ static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i 
     return rc;
 }
 
+/* With --variants, the runs there are without R (which needs every
+ * variant's finals): per task and listed variant, each seed's trials, wall
+ * seconds and non-measurement share. */
+static void print_overheads(const options *o, const sequence *sq,
+                            seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
+{
+    printf("\n%s (variants %s only: no R, so no trials to R)\n\n"
+           "| task         | variant            | seed | trials | wall s | overhead |\n"
+           "|---|---|---|---|---|---|\n", sq->model, o->variants);
+    for (int t = 0; t < SEQ_TASKS; t++)
+        for (int v = 0; v < NVARIANTS; v++)
+            for (int i = 0; i < o->seeds; i++) {
+                const seq_run *r = &runs[t][v][i];
+                if (r->trials > 0)
+                    printf("| %-12s | %-18s | %4d | %6d | %6.1f | %7.2f%% |\n", sq->tasks[t],
+                           variants[v].name, o->first_seed + i, r->trials, r->wall, 100 * r->overhead);
+            }
+}
+
 /* Every variant and seed tunes the sequence's tasks in order (one store per
  * variant and seed); then, per task, R and each run's reach are measured. */
 static int run_sequence(const options *o, const dt_config *cfg, int q, double started,
                         seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS], seq_summary *s, int *left,
-                        dt_error *err)
+                        int *skipped, dt_error *err)
 {
     const sequence *sq = &sequences[q];
     const dt_backend_i *backend = find_backend(o->backend, err);
@@ -951,6 +996,10 @@ static int run_sequence(const options *o, const dt_config *cfg, int q, double st
             }
             if (rc || kept)
                 continue;
+            if (!listed(o->variants, variants[v].name)) {
+                (*skipped)++;
+                continue;
+            }
             if (o->stop_after > 0 && dt_now_seconds() - started > o->stop_after) {
                 (*left)++;
                 continue;
@@ -959,7 +1008,9 @@ static int run_sequence(const options *o, const dt_config *cfg, int q, double st
             if (!rc && o->resume)
                 rc = piece_save(path, header, piece, err);
         }
-    if (rc || *left > 0)
+    if (!rc && *left == 0 && *skipped > 0)
+        print_overheads(o, sq, runs);
+    if (rc || *left > 0 || *skipped > 0)
         goto out;
     printf("\n%s\n\n| task         | variant            | trials to 95%% R | wall s | "
            "trials to 98%% R | wall s | overhead | R GFLOPS |\n|---|---|---|---|---|---|---|---|\n", sq->model);
@@ -1002,17 +1053,27 @@ static int run_sequential(const options *o, int *left, dt_error *err)
            REMEASURE_INCUMBENT, REMEASURE_INCUMBENT,
            o->sim_seconds > 0 ? ", with simulated measurement seconds" : "");
     print_settings(o);
+    char list[sizeof o->variants];
+    snprintf(list, sizeof list, "%s", o->variants);
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        int v = 0;
+        while (v < NVARIANTS && strcmp(variants[v].name, name) != 0)
+            v++;
+        if (v == NVARIANTS)
+            return dt_error_set(err, DT_EINVAL, "--variants: no variant '%s' (%s)", name, ALL_VARIANTS);
+    }
     seq_run (*runs)[NVARIANTS][MAX_SEEDS] = calloc(SEQ_TASKS, sizeof *runs);
     seq_summary *s = calloc(1, sizeof *s);
     int rc = runs && s ? 0 : dt_error_set(err, DT_ENOMEM, "out of memory");
     *left = 0;
+    int skipped = 0;
     for (int q = 0; !rc && q < NSEQUENCES; q++) {
         memset(runs, 0, SEQ_TASKS * sizeof *runs);
-        rc = run_sequence(o, &cfg, q, started, runs, s, left, err);
+        rc = run_sequence(o, &cfg, q, started, runs, s, left, &skipped, err);
         free_runs(runs);
         fflush(stdout);
     }
-    if (!rc && *left == 0)
+    if (!rc && *left == 0 && skipped == 0)
         print_seq_summary(s, o->trials);
     free(runs);
     free(s);
@@ -1023,11 +1084,7 @@ static int run_sequential(const options *o, int *left, dt_error *err)
 
 static bool strategy_wanted(const options *o, int k)
 {
-    char list[160];
-    snprintf(list, sizeof list, ",%s,", o->strategies);
-    char needle[40];
-    snprintf(needle, sizeof needle, ",%s,", strategy_names[k]);
-    return strstr(list, needle) != NULL;
+    return listed(o->strategies, strategy_names[k]);
 }
 
 /* Each strategy traces into its own buffers, so A* can be looked up afterwards. */
