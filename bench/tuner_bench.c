@@ -935,7 +935,7 @@ static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i 
 static void print_overheads(const options *o, const sequence *sq,
                             seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
 {
-    printf("\n%s (variants %s only: no R, so no trials to R)\n\n"
+    printf("\n%s (--variants %s: R needs every variant, so no trials to R)\n\n"
            "| task         | variant            | seed | trials | wall s | overhead |\n"
            "|---|---|---|---|---|---|\n", sq->model, o->variants);
     for (int t = 0; t < SEQ_TASKS; t++)
