@@ -110,6 +110,8 @@ typedef struct options {
     double stop_after;         /* --sequential: start no piece after this many seconds (0: none) */
     int ppo_episodes;          /* --ppo-episodes: chameleon's episodes a round (0: the default) */
     int k_min;                 /* --k-min: adaptive sampling's smallest k (0: the default) */
+    int per_config;            /* --episodes-per-config: chameleon's episodes per config the
+                                  previous round measured (-1: the default; 0: off) */
     char variants[128];        /* --sequential --variants: the variants run (default all) */
 } options;
 
@@ -146,6 +148,7 @@ static void usage(FILE *f)
                "                   [--trials N] [--seeds N] [--first-seed N] [--batch N]\n"
                "                   [--strategies LIST]\n"
                "                   [--sim-measure-seconds S] [--work-dir DIR] [--ppo-episodes N] [--k-min N]\n"
+               "                   [--episodes-per-config N]\n"
                "                   [--sequential [--resume] [--stop-after SECONDS] [--variants LIST]]\n");
 }
 
@@ -162,6 +165,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->seeds = 3;
     o->first_seed = 1;
     o->batch = 64;
+    o->per_config = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -192,6 +196,11 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--stop-after") == 0) o->stop_after = atof(v);
         else if (strcmp(a, "--ppo-episodes") == 0) o->ppo_episodes = atoi(v);
         else if (strcmp(a, "--k-min") == 0) o->k_min = atoi(v);
+        else if (strcmp(a, "--episodes-per-config") == 0) {
+            o->per_config = atoi(v);
+            if (o->per_config < 0)
+                return -1;
+        }
         else if (strcmp(a, "--variants") == 0) snprintf(o->variants, sizeof o->variants, "%s", v);
         else return -1;
     }
@@ -493,6 +502,8 @@ static void bench_config(const options *o, dt_config *cfg)
         cfg->tuner.ppo.episodes = o->ppo_episodes;
     if (o->k_min > 0)
         cfg->tuner.sampling.k_min = o->k_min;
+    if (o->per_config >= 0)
+        cfg->tuner.ppo.episodes_per_config = o->per_config;
 }
 
 /* The header lines both modes share: what the options changed. */
@@ -506,6 +517,9 @@ static void print_settings(const options *o)
     if (o->k_min > 0)
         printf("chameleon's adaptive sampling k_min: %d (default %d)\n", o->k_min,
                dt_sampling_params_default().k_min);
+    if (o->per_config >= 0)
+        printf("chameleon's PPO episodes per config the previous round measured: %d (default %d)\n",
+               o->per_config, dt_ppo_params_default().episodes_per_config);
 }
 
 static void print_header(const options *o)
@@ -603,6 +617,7 @@ typedef struct seq_run {
     int ninc, trials;
     size_t cap;
     double wall, overhead;
+    long long scored;          /* configs the search had the cost model score */
     int reach[NTARGETS];       /* trials until the incumbent re-measures >= share x R */
     double reach_wall[NTARGETS];
 } seq_run;
@@ -669,6 +684,7 @@ static int seq_tune(const options *o, const dt_config *cfg, const dt_backend_i *
         run->trials = st.trials;
         run->wall = transfer_seconds + st.wall_seconds + o->sim_seconds * st.trials;
         run->overhead = run->wall > 0 ? (transfer_seconds + st.overhead_seconds) / run->wall : 0;
+        run->scored = st.scored;
     }
     dt_tuner_free(t);
     dt_measurer_free(c.measurer);
@@ -788,7 +804,7 @@ static const dt_backend_i *find_backend(const char *name, dt_error *err)
 
 /* ---- pieces (--resume): one variant and seed of a sequence, kept once it finishes ------ */
 
-#define PIECE_VERSION 1
+#define PIECE_VERSION 2
 #define PIECE_HEADER_MAX (DT_PATH_MAX + 512)
 
 /* What a kept piece must match to be reused: the settings, the sequence and
@@ -800,8 +816,8 @@ static int piece_header(const options *o, const sequence *sq, char *buf, size_t 
     if (stat("/proc/self/exe", &st) != 0)
         return dt_error_set(err, DT_EIO, "cannot stat /proc/self/exe: %s", strerror(errno));
     snprintf(buf, len, "tuner_bench piece %d backend=%s trials=%d batch=%d sim=%.17g episodes=%d "
-             "k_min=%d binary=%lld-%lld model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials,
-             o->batch, o->sim_seconds, o->ppo_episodes, o->k_min,
+             "k_min=%d per_config=%d binary=%lld-%lld model=%s tasks=%s,%s,%s,%s", PIECE_VERSION, o->backend, o->trials,
+             o->batch, o->sim_seconds, o->ppo_episodes, o->k_min, o->per_config,
              (long long)st.st_size, (long long)st.st_mtime, sq->model, sq->tasks[0], sq->tasks[1],
              sq->tasks[2], sq->tasks[3]);
     return 0;
@@ -824,7 +840,8 @@ static int piece_save(const char *path, const char *header, seq_run *const runs[
     fprintf(f, "%s\n", header);
     for (int t = 0; t < SEQ_TASKS; t++) {
         const seq_run *r = runs[t];
-        fprintf(f, "task %d %d %.17g %.17g %d\n", t, r->trials, r->wall, r->overhead, r->ninc);
+        fprintf(f, "task %d %d %.17g %.17g %lld %d\n", t, r->trials, r->wall, r->overhead, r->scored,
+                r->ninc);
         for (int i = 0; i < r->ninc; i++)
             fprintf(f, "%d %.17g %llu %.17g\n", r->inc[i].trial, r->inc[i].seconds,
                     (unsigned long long)r->inc[i].index, r->inc[i].gflops);
@@ -861,10 +878,11 @@ static int piece_load(const char *path, const char *header, seq_run *runs[SEQ_TA
         seq_run *r = runs[t];
         int task, n;
         lineno++;
-        if (!fgets(line, sizeof line, f) || sscanf(line, "task %d %d %lf %lf %d", &task, &r->trials, &r->wall,
-                                                   &r->overhead, &n) != 5 || task != t || n < 0 ||
-            n > r->trials) {
-            rc = dt_error_set(err, DT_EPARSE, "%s:%d: expected 'task %d TRIALS WALL OVERHEAD INCUMBENTS'",
+        if (!fgets(line, sizeof line, f) ||
+            sscanf(line, "task %d %d %lf %lf %lld %d", &task, &r->trials, &r->wall, &r->overhead,
+                   &r->scored, &n) != 6 || task != t || n < 0 || n > r->trials || r->scored < 0) {
+            rc = dt_error_set(err, DT_EPARSE,
+                              "%s:%d: expected 'task %d TRIALS WALL OVERHEAD SCORED INCUMBENTS'",
                               path, lineno, t);
             break;
         }
@@ -931,20 +949,22 @@ static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i 
 
 /* With --variants, the runs there are without R (which needs every
  * variant's finals): per task and listed variant, each seed's trials, wall
- * seconds and non-measurement share. */
+ * seconds, non-measurement share and configs scored a trial (the search's
+ * work, the same on every machine and load). */
 static void print_overheads(const options *o, const sequence *sq,
                             seq_run runs[SEQ_TASKS][NVARIANTS][MAX_SEEDS])
 {
     printf("\n%s (--variants %s: R needs every variant, so no trials to R)\n\n"
-           "| task         | variant            | seed | trials | wall s | overhead |\n"
-           "|---|---|---|---|---|---|\n", sq->model, o->variants);
+           "| task         | variant            | seed | trials | wall s | overhead | scored a trial |\n"
+           "|---|---|---|---|---|---|---|\n", sq->model, o->variants);
     for (int t = 0; t < SEQ_TASKS; t++)
         for (int v = 0; v < NVARIANTS; v++)
             for (int i = 0; i < o->seeds; i++) {
                 const seq_run *r = &runs[t][v][i];
                 if (r->trials > 0)
-                    printf("| %-12s | %-18s | %4d | %6d | %6.1f | %7.2f%% |\n", sq->tasks[t],
-                           variants[v].name, o->first_seed + i, r->trials, r->wall, 100 * r->overhead);
+                    printf("| %-12s | %-18s | %4d | %6d | %6.1f | %7.2f%% | %14.0f |\n", sq->tasks[t],
+                           variants[v].name, o->first_seed + i, r->trials, r->wall, 100 * r->overhead,
+                           (double)r->scored / r->trials);
             }
 }
 

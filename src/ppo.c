@@ -87,7 +87,8 @@ dt_ppo_params dt_ppo_params_default(void)
 {
     return (dt_ppo_params){
         .learning_rate = 1e-3, .gamma = 0.9, .gae_lambda = 0.99, .epochs = 3, .clip = 0.3,
-        .value_coef = 1.0, .entropy_coef = 0.1, .episodes = 128, .max_steps = 500, .hidden = 64,
+        .value_coef = 1.0, .entropy_coef = 0.1, .episodes = 128, .episodes_per_config = 0,
+        .max_steps = 500, .hidden = 64,
     };
 }
 
@@ -98,6 +99,9 @@ static int check_config(const dt_ppo_params *cfg, int nknobs, dt_error *err)
     if (cfg->hidden < 1 || cfg->max_steps < 1 || cfg->epochs < 1 || cfg->episodes < 1)
         return dt_error_set(err, DT_EINVAL, "ppo: hidden %d, max_steps %d, epochs %d, episodes %d "
                             "must be positive", cfg->hidden, cfg->max_steps, cfg->epochs, cfg->episodes);
+    if (cfg->episodes_per_config < 0)
+        return dt_error_set(err, DT_EINVAL, "ppo: episodes_per_config %d must be >= 0",
+                            cfg->episodes_per_config);
     if (!(cfg->learning_rate > 0) || !(cfg->clip > 0) || cfg->gamma < 0 || cfg->gamma > 1 ||
         cfg->gae_lambda < 0 || cfg->gae_lambda > 1 || cfg->value_coef < 0 || cfg->entropy_coef < 0)
         return dt_error_set(err, DT_EINVAL, "ppo: learning rate and clip must be > 0, gamma and "

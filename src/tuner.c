@@ -493,6 +493,7 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
     dt_tuner_stats *s = stats ? stats : &local;
     memset(s, 0, sizeof *s);
     double started = dt_now_seconds();
+    long long scored = t->scored;
     t->run_budget = b;
     t->run_started = started;
     int rc = 0;
@@ -530,6 +531,7 @@ int dt_tuner_run(dt_tuner *t, const dt_tuner_budget *b, dt_measure_fn measure, v
             break;                 /* the measure function ended the batch early */
     }
     t->run_budget = NULL;
+    s->scored = t->scored - scored;
     s->wall_seconds = dt_now_seconds() - started;
     return rc;
 }

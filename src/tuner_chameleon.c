@@ -6,7 +6,12 @@
  * it measures k_min spread-out configs rather than a full random batch).
  *
  * A round (one batch): `episodes` episodes, alternately starting from one of
- * the best measured configs and from a random valid config. Each step the
+ * the best measured configs and from a random valid config. With
+ * episodes_per_config set, a round runs that many episodes per config the
+ * previous round measured, when that is fewer: the explorer's cost per round
+ * is fixed while adaptive sampling decides how many configs a round measures
+ * (at a knee of 4 and no neighbour left, 4), so without it small rounds pay
+ * the full search for few measurements. Each step the
  * agent picks decrement / stay / increment per knob; a move past a knob's
  * first or last option leaves the knob where it is, and a move onto an
  * invalid config is refused (the config stays). The episode ends after
@@ -62,6 +67,8 @@ typedef struct scored {
 typedef struct cham_state {
     dt_ppo *agent;
     int episodes, max_steps;
+    int episodes_per_config;
+    int last_round;            /* configs the previous round proposed; 0: none yet */
     dt_point *traj;            /* max_steps */
     double *traj_scores, *rewards;
     int pool_cap, pool_n;      /* every unmeasured config visited this round */
@@ -102,6 +109,7 @@ static int cham_create(dt_tuner *t, void **state, dt_error *err)
     dt_ppo_set_cancel(c->agent, &t->cancel);
     c->episodes = t->cfg.ppo.episodes;
     c->max_steps = t->cfg.ppo.max_steps;
+    c->episodes_per_config = t->cfg.ppo.episodes_per_config;
     long long pool_cap = (long long)c->episodes * c->max_steps;
     c->pool_cap = pool_cap < CHAM_POOL_MAX ? (int)pool_cap : CHAM_POOL_MAX;
     c->cands_cap = DT_TUNER_POOL_PER_BATCH * t->cfg.batch_size;
@@ -252,13 +260,24 @@ static int best_candidates(cham_state *c)
     return m;
 }
 
+/* This round's episodes: `episodes`, or episodes_per_config for each config
+ * the previous round proposed when that is fewer. */
+static int round_episodes(const cham_state *c)
+{
+    if (c->episodes_per_config == 0 || c->last_round == 0)
+        return c->episodes;
+    long long e = (long long)c->episodes_per_config * c->last_round;
+    return e < c->episodes ? (int)e : c->episodes;
+}
+
 static int explore(cham_state *c, dt_tuner *t, dt_error *err)
 {
     int valid = dt_tuner_best_records(t, c->order);
     int top = valid < CHAM_TOP_STARTS ? valid : CHAM_TOP_STARTS;
     c->pool_n = 0;
     dt_sampling_set_clear(&c->seen);
-    for (int e = 0; e < c->episodes; e++) {
+    int episodes = round_episodes(c);
+    for (int e = 0; e < episodes; e++) {
         if (dt_tuner_time_up(t))
             return dt_error_set(err, DT_ECANCELED, "chameleon: stopped between PPO episodes");
         dt_point start;
@@ -329,6 +348,7 @@ static int cham_propose(void *state, dt_tuner *t, int max, dt_point *out, int *n
     int sampled = *n;
     if (!rc)
         rc = incumbent_neighbours(t, local, out, n, err);
+    c->last_round = *n;
     return rc ? rc : take(t, out + sampled, *n - sampled, err);
 }
 
@@ -349,6 +369,7 @@ static int cham_propose_untrained(void *state, dt_tuner *t, int max, dt_point *o
     int rc = dt_sampling_select(t->sampler, c->cands, m, &t->measured, max, out, n, NULL, err);
     if (dry && *n == m)
         t->exhausted = true;    /* every valid point left is in this batch */
+    c->last_round = *n;
     return rc ? rc : take(t, out, *n, err);
 }
 

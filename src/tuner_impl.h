@@ -93,6 +93,7 @@ struct dt_tuner {
     double *batch_scores;      /* batch_size: the cost model's scores of t->batch */
     double *record_scores;     /* cap: its scores of the records */
     double cost_model_gflops;  /* dt_tuner_cost_model_gflops; 0 = none */
+    long long scored;          /* configs dt_tuner_score was asked for, memo hits included */
     /* the budget of the dt_tuner_run in progress (NULL outside one) */
     const dt_tuner_budget *run_budget;
     double run_started;
@@ -120,14 +121,16 @@ int dt_tuner_random_points(dt_tuner *t, int max, dt_point *out);
 /* The cost model's scores of n points (higher is faster): the tuner's own
  * model, plus the prior's discounted scores under transfer, or the prior's
  * alone before the own model's first fit. Callable when dt_tuner_model_ready.
- * Returns 0, DT_ENOMEM or DT_ELIB. */
+ * The search's requests: n is added to t->scored. Returns 0, DT_ENOMEM or
+ * DT_ELIB. */
 int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err);
 
 /* The transfer prior's scores of n points into t->prior_out (its feature
  * workspaces grown as needed). Returns 0, DT_ENOMEM or DT_ELIB. */
 int dt_tuner_prior_scores(dt_tuner *t, const dt_point *points, int n, dt_error *err);
 
-/* dt_tuner_score of every record, in record order (t->n scores). */
+/* dt_tuner_score of every record, in record order (t->n scores); not
+ * counted in t->scored. */
 int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err);
 
 /* Whether dt_tuner_score means something: the own model or a prior is in. */

@@ -205,7 +205,7 @@ bool dt_tuner_model_ready(const dt_tuner *t)
     return t->prior || dt_costmodel_trained(t->model);
 }
 
-int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
+static int score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
 {
     if (!t->prior)
         return memo_scores(t, false, points, n, scores, err);
@@ -220,9 +220,15 @@ int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, d
     return 0;
 }
 
+int dt_tuner_score(dt_tuner *t, const dt_point *points, int n, double *scores, dt_error *err)
+{
+    t->scored += n;
+    return score(t, points, n, scores, err);
+}
+
 int dt_tuner_score_records(dt_tuner *t, double *scores, dt_error *err)
 {
     if (!t->prior)
         return dt_costmodel_predict(t->model, t->features, t->n, scores, err);
-    return dt_tuner_score(t, t->points, t->n, scores, err);
+    return score(t, t->points, t->n, scores, err);
 }

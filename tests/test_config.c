@@ -161,6 +161,7 @@ static void test_defaults(void **state)
     assert_true(p->learning_rate == 1e-3 && p->gamma == 0.9 && p->gae_lambda == 0.99);
     assert_true(p->epochs == 3 && p->clip == 0.3 && p->value_coef == 1.0 && p->entropy_coef == 0.1);
     assert_true(p->episodes == 128 && p->max_steps == 500 && p->hidden == 64);
+    assert_true(p->episodes_per_config == 0);
     assert_true(c.tuner.sampling.knee_threshold == 2.5 && c.tuner.sampling.k_min == 8);
     assert_string_equal(c.tuner.cost_model.objective, "rank:pairwise");
     assert_true(c.tuner.cost_model.threads == 1 && c.tuner.cost_model.max_depth == 3);
@@ -216,7 +217,8 @@ static const char full_config[] =
     "  batch_size: 48\n"
     "  random_fraction: 0.15\n"
     "  ppo: {learning_rate: 3.5e-4, gamma: 0.97, gae_lambda: 0.93, epochs: 5, clip: 0.15,\n"
-    "        value_coef: 0.55, entropy_coef: 0.015, episodes: 33, max_steps: 77, hidden: 96}\n"
+    "        value_coef: 0.55, entropy_coef: 0.015, episodes: 33, max_steps: 77, hidden: 96,\n"
+    "        episodes_per_config: 5}\n"
     "  sampling: {knee_threshold: 3.25, k_min: 6}\n"
     "  cost_model: {objective: reg:squarederror, threads: 3, max_depth: 6, eta: 0.125, rounds: 250}\n"
     "measure:\n"
@@ -267,7 +269,7 @@ static void test_full_config(void **state)
     assert_true(p->learning_rate == 3.5e-4 && p->gamma == 0.97 && p->gae_lambda == 0.93);
     assert_true(p->epochs == 5 && p->clip == 0.15 && p->value_coef == 0.55);
     assert_true(p->entropy_coef == 0.015 && p->episodes == 33 && p->max_steps == 77);
-    assert_true(p->hidden == 96);
+    assert_true(p->hidden == 96 && p->episodes_per_config == 5);
     assert_true(c.tuner.sampling.knee_threshold == 3.25 && c.tuner.sampling.k_min == 6);
     const dt_costmodel_params *cm = &c.tuner.cost_model;
     assert_string_equal(cm->objective, "reg:squarederror");
@@ -599,6 +601,7 @@ static void test_defaults_are_the_modules(void **state)
     assert_true(c.tuner.cost_model.rounds == t.cost_model.rounds);
     assert_true(c.measure.cv_threshold == m.cv_threshold && c.measure.builders == m.builders);
     assert_true(dt_ppo_params_default().clip == t.ppo.clip);
+    assert_true(c.tuner.ppo.episodes_per_config == t.ppo.episodes_per_config);
     assert_true(dt_sampling_params_default().knee_threshold == t.sampling.knee_threshold);
     assert_true(dt_costmodel_params_default().eta == t.cost_model.eta);
     assert_string_equal(c.db.path, dt_db_params_default().path);
@@ -708,7 +711,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 73);
+    assert_int_equal(rows, 74);
     assert_same_config(&c, &defaults);
 }
 

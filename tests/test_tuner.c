@@ -32,6 +32,7 @@ static const dt_space_opts every_width = { .cpu_max_vec = 16 };
 #define REACH_TRIALS 256
 #define SLOT_TRIALS 16
 #define LAST_MAX 64
+#define ORDER_MAX 512
 
 /* The measure callback's context: replay plus checks on every batch. */
 typedef struct bench {
@@ -43,6 +44,7 @@ typedef struct bench {
     int first_batch;        /* size of the first batch measured */
     int fail_with;          /* non-zero: return this error */
     dt_point last[LAST_MAX];  /* the last batch measured (its first LAST_MAX) */
+    uint64_t order[ORDER_MAX];  /* config indices in measurement order (the first ORDER_MAX) */
     int last_n;
     atomic_int *stop;       /* non-NULL: set after each batch */
 } bench;
@@ -56,7 +58,10 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
     assert_true(n >= 1 && n <= b->max_batch);
     for (int i = 0; i < n; i++) {
         assert_true(dt_space_valid(space, &points[i]));
-        assert_int_equal(dt_sampling_set_add(&b->seen, dt_space_index(space, &points[i])), 1);
+        uint64_t idx = dt_space_index(space, &points[i]);
+        assert_int_equal(dt_sampling_set_add(&b->seen, idx), 1);
+        if (b->trials + i < ORDER_MAX)
+            b->order[b->trials + i] = idx;
         dt_replay_measure(space, &points[i], REPLAY_SEED, b->nonce++, &results[i]);
     }
     if (b->batches++ == 0)
@@ -435,6 +440,50 @@ static void test_chameleon_measures_incumbent_neighbours(void **state)
     dt_space_free(&space);
 }
 
+/* Chameleon with tuner.ppo.episodes_per_config: a round runs that many
+ * episodes per config the previous round measured when that is fewer than
+ * tuner.ppo.episodes. Set so high that it never is, the run is the one with
+ * it off (the same configs in the same order, the same walk steps scored);
+ * at 2 a round of 8 configs runs 16 episodes, not 128, and the search asks
+ * the cost model for far fewer configs. */
+static void test_chameleon_episodes_follow_the_round(void **state)
+{
+    (void)state;
+    const int dims[3] = {16, 14, 24};
+    dt_space space;
+    make_space(&space, DT_OP_CONV2D, dims);
+    const int per_config[3] = {0, 1000, 2};
+    enum { TRIALS = 40 };
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        uint64_t order[3][TRIALS];
+        long long scored[3];
+        for (int v = 0; v < 3; v++) {
+            dt_tuner_params cfg;
+            cfg = dt_tuner_params_default();
+            cfg.ppo.episodes_per_config = per_config[v];
+            dt_tuner *t = NULL;
+            assert_int_equal(dt_tuner_new(&space, &cfg, seed, &t, NULL), 0);
+            bench b;
+            bench_init(&b, &space, cfg.batch_size);
+            dt_tuner_budget budget = {.trials = TRIALS};
+            dt_tuner_stats st;
+            assert_int_equal(dt_tuner_run(t, &budget, replay_measure, &b, &st, NULL), 0);
+            assert_int_equal(b.trials, TRIALS);
+            memcpy(order[v], b.order, sizeof order[v]);
+            scored[v] = st.scored;
+            print_message("seed %llu episodes_per_config %d: %lld configs scored\n",
+                          (unsigned long long)seed, per_config[v], st.scored);
+            dt_sampling_set_free(&b.seen);
+            dt_tuner_free(t);
+        }
+        assert_true(scored[0] > 0);
+        assert_memory_equal(order[0], order[1], sizeof order[0]);
+        assert_true(scored[1] == scored[0]);
+        assert_true(4 * scored[2] < scored[0]);
+    }
+    dt_space_free(&space);
+}
+
 static void test_unknown_strategy(void **state)
 {
     (void)state;
@@ -464,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_every_strategy_exhausts_tiny_space),
         cmocka_unit_test(test_resume_stop_and_errors),
         cmocka_unit_test(test_chameleon_measures_incumbent_neighbours),
+        cmocka_unit_test(test_chameleon_episodes_follow_the_round),
         cmocka_unit_test(test_unknown_strategy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,7 +48,8 @@ typedef struct dt_ppo_params {
     double clip;               /* PPO clip range */
     double value_coef;         /* weight of the critic loss */
     double entropy_coef;       /* weight of the entropy bonus */
-    int episodes;              /* per round */
+    int episodes;              /* per round at most */
+    int episodes_per_config;   /* per config the previous round measured; 0: always episodes */
     int max_steps;             /* per episode */
     int hidden;                /* hidden units of the actor-critic */
 } dt_ppo_params;

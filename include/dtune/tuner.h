@@ -123,6 +123,9 @@ typedef struct dt_tuner_stats {
     double overhead_seconds;   /* everything but the measure callback */
     double measure_seconds;    /* inside the measure callback */
     int improved;              /* new bests found in this call (0 = none) */
+    long long scored;          /* configs the search asked the cost model to score (a
+                                  chameleon walk step, an annealing move; the same on
+                                  every machine, unlike the seconds) */
 } dt_tuner_stats;
 
 /* Runs the task until the budget is spent or every valid point is measured.
