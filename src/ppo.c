@@ -87,7 +87,7 @@ dt_ppo_params dt_ppo_params_default(void)
 {
     return (dt_ppo_params){
         .learning_rate = 1e-3, .gamma = 0.9, .gae_lambda = 0.99, .epochs = 3, .clip = 0.3,
-        .value_coef = 1.0, .entropy_coef = 0.1, .episodes = 128, .episodes_per_config = 0,
+        .value_coef = 1.0, .entropy_coef = 0.1, .episodes = 128, .episodes_per_config = 16,
         .max_steps = 500, .hidden = 64,
     };
 }

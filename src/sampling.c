@@ -188,7 +188,7 @@ struct dt_sampling {
 
 dt_sampling_params dt_sampling_params_default(void)
 {
-    return (dt_sampling_params){ .knee_threshold = 2.5, .k_min = 8 };
+    return (dt_sampling_params){ .knee_threshold = 2.5, .k_min = 4 };
 }
 
 static int alloc_workspace(dt_sampling *s)

@@ -161,8 +161,8 @@ static void test_defaults(void **state)
     assert_true(p->learning_rate == 1e-3 && p->gamma == 0.9 && p->gae_lambda == 0.99);
     assert_true(p->epochs == 3 && p->clip == 0.3 && p->value_coef == 1.0 && p->entropy_coef == 0.1);
     assert_true(p->episodes == 128 && p->max_steps == 500 && p->hidden == 64);
-    assert_true(p->episodes_per_config == 0);
-    assert_true(c.tuner.sampling.knee_threshold == 2.5 && c.tuner.sampling.k_min == 8);
+    assert_true(p->episodes_per_config == 16);
+    assert_true(c.tuner.sampling.knee_threshold == 2.5 && c.tuner.sampling.k_min == 4);
     assert_string_equal(c.tuner.cost_model.objective, "rank:pairwise");
     assert_true(c.tuner.cost_model.threads == 1 && c.tuner.cost_model.max_depth == 3);
     assert_true(c.tuner.cost_model.eta == 0.3 && c.tuner.cost_model.rounds == 100);

@@ -36,6 +36,7 @@ static dt_sampling *make_sampler(const dt_space *space, int max_candidates, int 
 {
     dt_sampling_params cfg;
     cfg = dt_sampling_params_default();
+    cfg.k_min = 8;   /* the planted knees below are sized for it */
     dt_sampling *s = NULL;
     assert_int_equal(dt_sampling_new(space, &cfg, max_candidates, max_batch, 2024, &s, NULL), 0);
     return s;

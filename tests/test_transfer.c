@@ -133,6 +133,7 @@ static dt_tuner *new_tuner(const dt_space *space, const char *strategy, bool tra
     cfg.transfer = transfer;
     cfg.ppo.episodes = 16;
     cfg.ppo.max_steps = 64;
+    cfg.sampling.k_min = FIRST_ROUND;   /* chameleon's first round without a prior */
     dt_tuner *t = NULL;
     dt_error err;
     int rc = dt_tuner_new(space, &cfg, seed, &t, &err);
