@@ -623,6 +623,12 @@ static void install_signals(struct sigaction *old_int, struct sigaction *old_ter
     signal(SIGPIPE, SIG_IGN);
 }
 
+static void restore_signals(const struct sigaction *old_int, const struct sigaction *old_term)
+{
+    sigaction(SIGINT, old_int, NULL);
+    sigaction(SIGTERM, old_term, NULL);
+}
+
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
 {
     return dt_daemon_run_remote(cfg, NULL, res, err);
@@ -632,20 +638,24 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
                          dt_daemon_result *res, dt_error *err)
 {
     memset(res, 0, sizeof *res);
+    /* Before the set-up, which can be long (a big model's tuners, the
+     * database, transfer): a signal during it ends the run at the warm-up's
+     * first check, like one at any later point, never by the default action. */
+    struct sigaction old_int, old_term;
+    install_signals(&old_int, &old_term);
     dt_run *r = NULL;
-    int rc = dt_run_open(cfg, remote, &r, err);
-    if (rc)
+    int rc = dt_run_open(cfg, remote, &stop_requested, &r, err);
+    if (rc) {
+        restore_signals(&old_int, &old_term);
         return rc;
+    }
     if (remote && remote->now)
         r->t0 = remote->now(remote->ctx);   /* the run's clock is the remote's */
     res->resumed_records = r->resumed_records;
-    struct sigaction old_int, old_term;
-    install_signals(&old_int, &old_term);
     dt_run_ticker_start(r);
     rc = remote && remote->workers > 1 ? dt_run_slots(r, &slot_steps, &res->reason, err) : main_loop(r, res, err);
     dt_run_ticker_stop(r);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    restore_signals(&old_int, &old_term);
     res->slots = r->slot;
     res->measurements = r->measured_now;
     res->elapsed = dt_run_elapsed(r);

@@ -99,9 +99,10 @@ typedef struct dt_run {
 } dt_run;
 
 /* Opens the run of cfg measured by remote (NULL: by its own measurer; see
- * dt_daemon_run_remote). */
-int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, dt_run **out,
-                dt_error *err);
+ * dt_daemon_run_remote). A stop (*stop set) ends a wait for the run
+ * directory's lock with an error. */
+int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atomic_int *stop,
+                dt_run **out, dt_error *err);
 
 /* The parts of dt_run_open an MPI worker shares with rank 0 (it measures
  * rank 0's tasks in the same spaces): every task's space, r->tasks

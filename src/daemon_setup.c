@@ -460,7 +460,7 @@ static pid_t lock_owner(int fd)
     return (pid_t)atol(text);
 }
 
-static int take_lock(dt_run *r, int fd, const char *path, dt_error *err)
+static int take_lock(dt_run *r, int fd, const char *path, const atomic_int *stop, dt_error *err)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
@@ -474,6 +474,9 @@ static int take_lock(dt_run *r, int fd, const char *path, dt_error *err)
             "(pid %d, gone) to exit before timing anything\n", r->run_dir, (int)owner);
     double until = dt_now_seconds() + LOCK_WAIT_S;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (atomic_load(stop))
+            return dt_error_set(err, DT_EFAIL, "%s: stopped while waiting for the previous run's "
+                                "process (pid %d)", r->run_dir, (int)owner);
         if (errno != EWOULDBLOCK || dt_now_seconds() > until)
             return dt_error_set(err, DT_EFAIL, "%s: still locked after %.0f s by a process of the "
                                 "previous run (see `fuser %s`)", r->run_dir, LOCK_WAIT_S, path);
@@ -484,7 +487,7 @@ static int take_lock(dt_run *r, int fd, const char *path, dt_error *err)
     return 0;
 }
 
-static int lock_run_dir(dt_run *r, dt_error *err)
+static int lock_run_dir(dt_run *r, const atomic_int *stop, dt_error *err)
 {
     char path[DT_PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/lock", r->run_dir);
@@ -496,7 +499,7 @@ static int lock_run_dir(dt_run *r, dt_error *err)
     close(fd);
     if (r->lock_fd < 0)
         return dt_error_set(err, DT_EIO, "%s: %s", path, strerror(errno));
-    int rc = take_lock(r, r->lock_fd, path, err);
+    int rc = take_lock(r, r->lock_fd, path, stop, err);
     if (rc)
         return rc;
     char pid[32];
@@ -564,8 +567,8 @@ static int open_server(dt_run *r, dt_error *err)
     return rc;
 }
 
-int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, dt_run **out,
-                dt_error *err)
+int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atomic_int *stop,
+                dt_run **out, dt_error *err)
 {
     *out = NULL;
     dt_run *r = calloc(1, sizeof *r);
@@ -580,7 +583,7 @@ int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, dt_run **o
     r->lock_fd = -1;
     int rc = dt_mkdir_p(r->run_dir, err);
     if (rc == 0)
-        rc = lock_run_dir(r, err);
+        rc = lock_run_dir(r, stop, err);
     r->t0 = dt_now_seconds();       /* waiting for a previous run's process is no tuning time */
     if (rc == 0)
         rc = dt_model_load_target(cfg->model, cfg->target, &r->model, err);

@@ -44,10 +44,10 @@ static void write_config(const char *dir, const char *extra, char *cfg, size_t l
                                         dir, extra), 0);
 }
 
-/* How long a resnet18 run may take to its first slots, with room for a
- * sanitizer and a loaded machine (the waits end as soon as the run gets
- * there). */
-#define RESNET18_START_MS 20000
+/* How long a run of these tests may take to its first slots (resnet18's
+ * the longest), with room for a sanitizer and a loaded machine (the waits
+ * end as soon as the run gets there). */
+#define RUN_START_MS 20000
 
 /* True when the text of path starts with before (nothing written was lost). */
 static void assert_log_kept(const char *path, const char *before)
@@ -209,19 +209,29 @@ static void test_every_task_failed_is_exit_1(void **state)
 
 /* A policy network of 65536 hidden units makes every PPO episode and update
  * long: SIGTERM still ends the run at once (the long steps check the stop
- * flag), everything written, exit 0; and the budget holds. */
+ * flag), everything written, exit 0; and the budget holds. Rollouts of 100
+ * steps keep the set-up small: each task's tuner allocates max_steps ×
+ * hidden activations, and ThreadSanitizer's calloc writes every byte. */
+#define LONG_STEPS_TUNER "tuner: {strategy: chameleon, ppo: {hidden: 65536, max_steps: 100}}\n"
+
 static void test_sigterm_and_budget_in_long_tuner_steps(void **state)
 {
     (void)state;
     char dir[64], cfg[128], log[128], text_path[128];
     dt_test_tmpdir(dir, sizeof dir);
-    write_config(dir, "tuner: {strategy: chameleon, ppo: {hidden: 65536}}\n", cfg, sizeof cfg);
+    write_config(dir, LONG_STEPS_TUNER, cfg, sizeof cfg);
     snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
     snprintf(text_path, sizeof text_path, "%s/stdout.txt", dir);
     pid_t pid = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "600",
                                           "--slot-seconds", "30", NULL }, text_path);
-    for (int waited = 0; waited < 20000 && dt_test_count_lines(log, "\"slot\":0,") == 0; waited += 50)
+    int waited = 0;
+    for (; waited < RUN_START_MS && dt_test_count_lines(log, "\"slot\":0,") == 0; waited += 50)
         sleep_ms(50);
+    if (waited >= RUN_START_MS) {
+        kill(pid, SIGKILL);
+        dt_test_wait(pid);
+        fail_msg("no record of slot 0 after %d ms", RUN_START_MS);
+    }
     sleep_ms(1500);  /* inside the first slot's PPO exploration */
     double t0 = wall_now();
     kill(pid, SIGTERM);
@@ -238,7 +248,7 @@ static void test_sigterm_and_budget_in_long_tuner_steps(void **state)
     /* the budget: a fresh directory, 6 s of it */
     char dir2[64];
     dt_test_tmpdir(dir2, sizeof dir2);
-    write_config(dir2, "tuner: {strategy: chameleon, ppo: {hidden: 65536}}\n", cfg, sizeof cfg);
+    write_config(dir2, LONG_STEPS_TUNER, cfg, sizeof cfg);
     t0 = wall_now();
     rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "6", "--slot-seconds", "2", NULL },
                      out, sizeof out);
@@ -745,15 +755,10 @@ static void test_second_run_on_a_locked_dir_is_refused(void **state)
  * process after a kill -9): the resume says it waits, and times nothing
  * until the lock is free. Here the test holds the lock for 1.5 s, as an
  * orphaned runner would, with a dead daemon's pid in the file. */
-static void test_resume_waits_for_the_old_measurement_process(void **state)
+/* Holds the run directory's lock as an orphaned runner would, with a dead
+ * daemon's pid in the file; returns the descriptor (close it to let go). */
+static int hold_lock_of_a_gone_run(const char *lock)
 {
-    (void)state;
-    char dir[64], cfg[128], log[128], lock[128];
-    dt_test_tmpdir(dir, sizeof dir);
-    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
-    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
-    snprintf(lock, sizeof lock, "%s/run/lock", dir);
-    char *before = short_run(cfg, log);
     pid_t gone = fork();
     if (gone == 0)
         _exit(0);
@@ -765,6 +770,19 @@ static void test_resume_waits_for_the_old_measurement_process(void **state)
     int len = snprintf(pid, sizeof pid, "%d\n", (int)gone);
     assert_int_equal(ftruncate(fd, 0), 0);
     assert_int_equal(pwrite(fd, pid, (size_t)len, 0), len);
+    return fd;
+}
+
+static void test_resume_waits_for_the_old_measurement_process(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], lock[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(lock, sizeof lock, "%s/run/lock", dir);
+    char *before = short_run(cfg, log);
+    int fd = hold_lock_of_a_gone_run(lock);
     char text[128];
     snprintf(text, sizeof text, "%s/resume.txt", dir);
     double t0 = wall_now();
@@ -786,6 +804,47 @@ static void test_resume_waits_for_the_old_measurement_process(void **state)
     assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > measured_before);
     assert_true(took >= 1.4);
     assert_log_kept(log, before);
+    free(said);
+    free(before);
+}
+
+/* SIGTERM while the resume waits for that lock (in the set-up, before any
+ * slot): the wait ends at once with a message naming it, exit 1, the log
+ * exactly as it was. */
+static void test_sigterm_while_waiting_for_the_lock(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128], lock[128], text[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    snprintf(lock, sizeof lock, "%s/run/lock", dir);
+    snprintf(text, sizeof text, "%s/resume.txt", dir);
+    char *before = short_run(cfg, log);
+    int fd = hold_lock_of_a_gone_run(lock);
+    pid_t resume = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", NULL }, text);
+    bool waiting = false;
+    for (int waited = 0; waited < 20000 && !waiting; waited += 50) {
+        sleep_ms(50);
+        char *said = dt_test_slurp(text);
+        waiting = said && strstr(said, "waiting for the measurement process of the previous run");
+        free(said);
+    }
+    double t0 = wall_now();
+    kill(resume, SIGTERM);
+    int rc = dt_test_wait(resume);
+    double took = wall_now() - t0;
+    close(fd);
+    char *said = dt_test_slurp(text);
+    print_message("SIGTERM while waiting for the lock: exit %d after %.2f s\n", rc, took);
+    assert_true(waiting);
+    if (rc != 1 || !strstr(said, "stopped while waiting for the previous run's process"))
+        fail_msg("exit %d: %s", rc, said);
+    assert_true(took < 5.0);
+    char *after = dt_test_slurp(log);
+    assert_non_null(after);
+    assert_string_equal(after, before);     /* nothing lost, nothing measured */
+    free(after);
     free(said);
     free(before);
 }
@@ -846,7 +905,7 @@ static void test_log_deleted_or_replaced_during_run(void **state)
     char *argv[] = { "dtune", "tune", "-c", cfg, "--model", "models/resnet18.yaml", "--budget", "120",
                      "--slot-trials", "4", "--finish-after", "1000000", NULL };
     pid_t pid = dt_test_spawn(argv, text);
-    for (int waited = 0; waited < RESNET18_START_MS && dt_test_count_lines(log, "\"slot\"") < 3;
+    for (int waited = 0; waited < RUN_START_MS && dt_test_count_lines(log, "\"slot\"") < 3;
          waited += 50)
         sleep_ms(50);
     char *before = dt_test_slurp(log);
@@ -865,7 +924,7 @@ static void test_log_deleted_or_replaced_during_run(void **state)
     free(before);
     /* replaced */
     pid = dt_test_spawn(argv, text);
-    for (int waited = 0; waited < RESNET18_START_MS && !strstr((said = dt_test_slurp(text)) ? said : "", "resuming");
+    for (int waited = 0; waited < RUN_START_MS && !strstr((said = dt_test_slurp(text)) ? said : "", "resuming");
          waited += 50) {
         free(said);
         sleep_ms(50);
@@ -993,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_compile_cache_is_bounded),
         cmocka_unit_test(test_second_run_on_a_locked_dir_is_refused),
         cmocka_unit_test(test_resume_waits_for_the_old_measurement_process),
+        cmocka_unit_test(test_sigterm_while_waiting_for_the_lock),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }
