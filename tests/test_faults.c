@@ -751,10 +751,6 @@ static void test_second_run_on_a_locked_dir_is_refused(void **state)
     assert_true(after > before);
 }
 
-/* The lock held by a process of a run whose daemon is gone (its measurement
- * process after a kill -9): the resume says it waits, and times nothing
- * until the lock is free. Here the test holds the lock for 1.5 s, as an
- * orphaned runner would, with a dead daemon's pid in the file. */
 /* Holds the run directory's lock as an orphaned runner would, with a dead
  * daemon's pid in the file; returns the descriptor (close it to let go). */
 static int hold_lock_of_a_gone_run(const char *lock)
@@ -773,6 +769,9 @@ static int hold_lock_of_a_gone_run(const char *lock)
     return fd;
 }
 
+/* The lock held by a process of a run whose daemon is gone (its measurement
+ * process after a kill -9): the resume says it waits, and times nothing
+ * until the lock is free. Here the test holds the lock for 1.5 s. */
 static void test_resume_waits_for_the_old_measurement_process(void **state)
 {
     (void)state;
@@ -824,7 +823,7 @@ static void test_sigterm_while_waiting_for_the_lock(void **state)
     int fd = hold_lock_of_a_gone_run(lock);
     pid_t resume = dt_test_spawn((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", NULL }, text);
     bool waiting = false;
-    for (int waited = 0; waited < 20000 && !waiting; waited += 50) {
+    for (int waited = 0; waited < RUN_START_MS && !waiting; waited += 50) {
         sleep_ms(50);
         char *said = dt_test_slurp(text);
         waiting = said && strstr(said, "waiting for the measurement process of the previous run");
