@@ -470,15 +470,23 @@ static inline __attribute__((always_inline)) void backward(dt_ppo *p, const doub
 
 /* The loss of dt_ppo_loss. at_rollout: b's rows are rollout steps and θ is
  * the θ they were acted with, so each step's forward pass is the one
- * dt_ppo_act kept (the same doubles) and is copied instead of recomputed. */
+ * dt_ppo_act kept (the same doubles) and is copied instead of recomputed.
+ * cut (NULL: never): the cancel hook is asked before each step, since one
+ * step of a wide network streams its whole policy head and gradient (65536
+ * hidden units: ~60 MB, milliseconds; a minibatch of them, most of a
+ * second); when it says stop, *cut is set and the loss and grad are partial. */
 PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout, double *grad,
-                              dt_ppo_update_stats *breakdown)
+                              dt_ppo_update_stats *breakdown, bool *cut)
 {
     if (grad)
         memset(grad, 0, (size_t)p->nparams * sizeof *grad);
     double eps = p->cfg.clip, scale = 1.0 / b->n;
     double lpi = 0, lv = 0, ent = 0;
     for (int s = 0; s < b->n; s++) {
+        if (cut && dt_cancel_now(&p->cancel)) {
+            *cut = true;
+            return NAN;
+        }
         int t = b->index ? b->index[s] : s;
         const double *state = b->states + (size_t)t * p->nknobs;
         const int *act = b->actions + (size_t)t * p->nknobs;
@@ -516,7 +524,7 @@ PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout,
 
 double dt_ppo_loss(dt_ppo *p, const dt_ppo_batch *b, double *grad, dt_ppo_update_stats *breakdown)
 {
-    return loss(p, b, false, grad, breakdown);
+    return loss(p, b, false, grad, breakdown, NULL);
 }
 
 /* --- update ------------------------------------------------------------------ */
@@ -599,13 +607,12 @@ void dt_ppo_set_cancel(dt_ppo *p, const dt_cancel *c)
     p->cancel = c ? *c : (dt_cancel){ 0 };
 }
 
-/* One pass over the rollout in shuffled minibatches; false when cancelled. */
+/* One pass over the rollout in shuffled minibatches; false when cancelled
+ * (a minibatch cut short takes no Adam step). */
 static bool run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
 {
     shuffle(p->rng, p->perm, p->len);
     for (int start = 0; start < p->len; start += DT_PPO_MINIBATCH) {
-        if (dt_cancel_now(&p->cancel))
-            return false;
         int n = p->len - start < DT_PPO_MINIBATCH ? p->len - start : DT_PPO_MINIBATCH;
         dt_ppo_batch b = {
             .n = n, .index = p->perm + start, .states = p->states, .actions = p->actions,
@@ -613,7 +620,10 @@ static bool run_epoch(dt_ppo *p, dt_ppo_update_stats *stats)
         };
         /* until the first Adam step of the update, θ is the rollout's */
         bool at_rollout = !p->theta_shared && p->adam_steps == p->rollout_adam_steps;
-        loss(p, &b, at_rollout, p->grad, stats);
+        bool cut = false;
+        loss(p, &b, at_rollout, p->grad, stats, &cut);
+        if (cut)
+            return false;
         adam_step(p);
     }
     return true;

@@ -208,8 +208,9 @@ static void test_every_task_failed_is_exit_1(void **state)
 /* ---- item 2: budget and SIGTERM in every phase ----------------------------- */
 
 /* A policy network of 65536 hidden units makes every PPO episode and update
- * long: SIGTERM still ends the run at once (the long steps check the stop
- * flag), everything written, exit 0; and the budget holds. Rollouts of 100
+ * long: SIGTERM still ends the run at once (the walk asks before each forward
+ * pass, the update before each step's backward pass), everything written,
+ * exit 0; and the budget holds to those steps' milliseconds. Rollouts of 100
  * steps keep the set-up small: each task's tuner allocates max_steps ×
  * hidden activations, and ThreadSanitizer's calloc writes every byte. */
 #define LONG_STEPS_TUNER "tuner: {strategy: chameleon, ppo: {hidden: 65536, max_steps: 100}}\n"

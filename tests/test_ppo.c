@@ -133,6 +133,33 @@ static void test_update_stops_when_cancelled(void **state)
     dt_ppo_free(p);
 }
 
+/* The hook is asked before every step of a minibatch, not only between
+ * minibatches: 40 steps make one minibatch an epoch, so a stop asked at the
+ * eleventh step ends the update inside the first one, and that minibatch
+ * takes no Adam step (the policy is the one that acted). */
+static void test_update_stops_inside_a_minibatch(void **state)
+{
+    (void)state;
+    dt_ppo *p = make_agent(3, 16, 40, 5);
+    const double s[3] = {0.21, 0.62, 0.93};
+    double rewards[40];
+    int a[3], first[3];
+    int allowed = 10;
+    dt_cancel c = { cancel_after, &allowed };
+    dt_ppo_set_cancel(p, &c);
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(dt_ppo_act(p, s, a), 0);
+        if (i == 0)
+            memcpy(first, a, sizeof first);
+        rewards[i] = 0.37 * (i % 3) + 0.1 * a[0];
+    }
+    double before = dt_ppo_log_prob(p, s, first);
+    assert_int_equal(dt_ppo_episode_end(p, rewards, 0, NULL), DT_ECANCELED);
+    assert_int_equal(allowed, -1);   /* asked 11 times: the eleventh said stop */
+    assert_true(dt_ppo_log_prob(p, s, first) == before);
+    dt_ppo_free(p);
+}
+
 static void test_first_policy_is_near_uniform(void **state)
 {
     (void)state;
@@ -260,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_first_policy_is_near_uniform),
         cmocka_unit_test(test_rejects_bad_config),
         cmocka_unit_test(test_update_stops_when_cancelled),
+        cmocka_unit_test(test_update_stops_inside_a_minibatch),
         cmocka_unit_test(test_learns_toy_walk),
         cmocka_unit_test(test_update_reuses_the_acting_forward_exactly),
     };
