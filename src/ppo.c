@@ -472,9 +472,9 @@ static inline __attribute__((always_inline)) void backward(dt_ppo *p, const doub
  * the θ they were acted with, so each step's forward pass is the one
  * dt_ppo_act kept (the same doubles) and is copied instead of recomputed.
  * cut (NULL: never): the cancel hook is asked before each step, since one
- * step of a wide network streams its whole policy head and gradient (65536
- * hidden units: ~60 MB, milliseconds; a minibatch of them, most of a
- * second); when it says stop, *cut is set and the loss and grad are partial. */
+ * step of a wide network streams its whole policy head and gradient (at
+ * 65536 hidden units tens of MB, milliseconds; a minibatch of them, most of
+ * a second); when it says stop, *cut is set and the loss and grad are partial. */
 PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout, double *grad,
                               dt_ppo_update_stats *breakdown, bool *cut)
 {
