@@ -64,6 +64,7 @@ struct dt_ppo {
     double *act_h, *act_probs, *act_logprobs;
     long rollout_adam_steps;
     dt_cancel cancel;
+    int ask_every;   /* steps of an update between asks of cancel (DT_PPO_ASK_PARAMS) */
 };
 
 /* Views into a parameter-shaped vector. */
@@ -169,6 +170,8 @@ int dt_ppo_new(const dt_ppo_params *cfg, int nknobs, uint64_t seed, dt_ppo **out
     p->hidden = cfg->hidden;
     p->nlogits = DT_PPO_NACTIONS * nknobs;
     p->nparams = p->hidden * nknobs + p->hidden + p->nlogits * p->hidden + p->nlogits + p->hidden + 1;
+    int every = DT_PPO_ASK_PARAMS / p->nparams;
+    p->ask_every = every < 1 ? 1 : every > DT_PPO_MINIBATCH ? DT_PPO_MINIBATCH : every;
     p->cap = cfg->max_steps;
     p->rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!p->rng || alloc_buffers(p)) {
@@ -471,10 +474,11 @@ static inline __attribute__((always_inline)) void backward(dt_ppo *p, const doub
 /* The loss of dt_ppo_loss. at_rollout: b's rows are rollout steps and θ is
  * the θ they were acted with, so each step's forward pass is the one
  * dt_ppo_act kept (the same doubles) and is copied instead of recomputed.
- * cut (NULL: never): the cancel hook is asked before each step, since one
- * step of a wide network streams its whole policy head and gradient (at
- * 65536 hidden units tens of MB, milliseconds; a minibatch of them, most of
- * a second); when it says stop, *cut is set and the loss and grad are partial. */
+ * cut (NULL: never): the cancel hook is asked before every ask_every-th
+ * step, since one step of a wide network streams its whole policy head and
+ * gradient (at 65536 hidden units tens of MB, milliseconds; a minibatch of
+ * them, most of a second); when it says stop, *cut is set and the loss and
+ * grad are partial. */
 PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout, double *grad,
                               dt_ppo_update_stats *breakdown, bool *cut)
 {
@@ -483,7 +487,7 @@ PPO_CLONES static double loss(dt_ppo *p, const dt_ppo_batch *b, bool at_rollout,
     double eps = p->cfg.clip, scale = 1.0 / b->n;
     double lpi = 0, lv = 0, ent = 0;
     for (int s = 0; s < b->n; s++) {
-        if (cut && dt_cancel_now(&p->cancel)) {
+        if (cut && s % p->ask_every == 0 && dt_cancel_now(&p->cancel)) {
             *cut = true;
             return NAN;
         }

@@ -7,6 +7,13 @@
 
 #include "dtune/ppo.h"
 
+/* An update asks its cancel hook once per this many parameters' worth of
+ * steps (a step's backward pass streams the whole policy head and its
+ * gradient): before every step of a network this wide or wider, before
+ * each minibatch's first step only of one 64 times narrower (the default
+ * 64 hidden units), where an ask per step would cost more than the step. */
+#define DT_PPO_ASK_PARAMS (1 << 18)
+
 /* Log-probability of actions at state under the current policy. */
 double dt_ppo_log_prob(dt_ppo *p, const double *state, const int *actions);
 

@@ -133,14 +133,16 @@ static void test_update_stops_when_cancelled(void **state)
     dt_ppo_free(p);
 }
 
-/* The hook is asked before every step of a minibatch, not only between
- * minibatches: 40 steps make one minibatch an epoch, so a stop asked at the
- * eleventh step ends the update inside the first one, and that minibatch
- * takes no Adam step (the policy is the one that acted). */
+/* A wide network's update asks the hook before every step, not only
+ * between minibatches: 40 steps make one minibatch an epoch, so a stop asked
+ * at the eleventh step ends the update inside the first one, and that
+ * minibatch takes no Adam step (the policy is the one that acted). A narrow
+ * network's update asks once a minibatch: three times for three epochs. */
 static void test_update_stops_inside_a_minibatch(void **state)
 {
     (void)state;
-    dt_ppo *p = make_agent(3, 16, 40, 5);
+    dt_ppo *p = make_agent(3, 32768, 40, 5);
+    assert_true(dt_ppo_ntheta(p) >= DT_PPO_ASK_PARAMS);
     const double s[3] = {0.21, 0.62, 0.93};
     double rewards[40];
     int a[3], first[3];
@@ -157,6 +159,15 @@ static void test_update_stops_inside_a_minibatch(void **state)
     assert_int_equal(dt_ppo_episode_end(p, rewards, 0, NULL), DT_ECANCELED);
     assert_int_equal(allowed, -1);   /* asked 11 times: the eleventh said stop */
     assert_true(dt_ppo_log_prob(p, s, first) == before);
+    dt_ppo_free(p);
+
+    p = make_agent(3, 16, 40, 5);
+    allowed = 1000;
+    dt_ppo_set_cancel(p, &c);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(dt_ppo_act(p, s, a), 0);
+    assert_int_equal(dt_ppo_episode_end(p, rewards, 0, NULL), 0);
+    assert_int_equal(allowed, 1000 - 3);
     dt_ppo_free(p);
 }
 

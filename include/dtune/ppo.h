@@ -96,11 +96,13 @@ typedef struct dt_ppo_update_stats {
 int dt_ppo_episode_end(dt_ppo *p, const double *rewards, double last_value,
                        dt_ppo_update_stats *stats);
 
-/* Asked before each step of every minibatch of an update (one step of a
- * wide network takes milliseconds, a minibatch of them can take most of a
- * second); when it says stop, the update ends there: the Adam steps of the
- * minibatches already done are kept, the cut minibatch takes none, and
- * dt_ppo_episode_end returns DT_ECANCELED. c is copied; NULL removes it. */
+/* Asked during an update before each minibatch, and in a wide network
+ * before each step of it (one step of 65536 hidden units takes
+ * milliseconds, a minibatch of them most of a second; the stride follows
+ * the network's size). When it says stop, the update ends there: the Adam
+ * steps of the minibatches already done are kept, the cut minibatch takes
+ * none, and dt_ppo_episode_end returns DT_ECANCELED. c is copied; NULL
+ * removes it. */
 void dt_ppo_set_cancel(dt_ppo *p, const dt_cancel *c);
 
 /* --- Pieces exposed for tests ---------------------------------------------- */
