@@ -9,9 +9,10 @@
 
 /* An update asks its cancel hook once per this many parameters' worth of
  * steps (a step's backward pass streams the whole policy head and its
- * gradient): before every step of a network this wide or wider, before
- * each minibatch's first step only of one 64 times narrower (the default
- * 64 hidden units), where an ask per step would cost more than the step. */
+ * gradient): before every step of a network with at least this many
+ * parameters, only before each minibatch's first step of one with at most
+ * a 64th of them (the default 64 hidden units hold a few thousand), where
+ * an ask per step would cost a few percent of the step. */
 #define DT_PPO_ASK_PARAMS (1 << 18)
 
 /* Log-probability of actions at state under the current policy. */
