@@ -562,21 +562,20 @@ static bool same_shape(const dt_task *a, const dt_task *b)
     return memcmp(&a->mm, &b->mm, sizeof a->mm) == 0;
 }
 
-/* Merges t into the task of the same shape or appends it; DT_EINVAL when the merged count would pass DT_MODEL_INT_MAX. */
-static int add_task(dt_model *m, const dt_task *t)
+int dt_model_add_task(dt_model *m, const dt_task *t)
 {
     for (int i = 0; i < m->ntasks; i++) {
         if (same_shape(&m->tasks[i], t)) {
             if ((int64_t)m->tasks[i].count + t->count > DT_MODEL_INT_MAX)
                 return DT_EINVAL;
             m->tasks[i].count += t->count;
-            return 0;
+            return i;
         }
     }
     if (dt_resize(&m->tasks, (size_t)m->ntasks + 1, sizeof *m->tasks) != 0)
         return DT_ENOMEM;
     m->tasks[m->ntasks++] = *t;
-    return 0;
+    return m->ntasks - 1;
 }
 
 static const yaml_node_t *map_get(reader *rd, const yaml_node_t *map, const char *key)
@@ -603,7 +602,9 @@ static int check_top_keys(reader *rd, const yaml_node_t *root)
 /* Adds op (parsed into t) to the model's tasks. */
 static int add_op(reader *rd, dt_model *m, const yaml_node_t *op, const dt_task *t)
 {
-    int rc = add_task(m, t);
+    int rc = dt_model_add_task(m, t);
+    if (rc >= 0)
+        return 0;
     if (rc == DT_EINVAL)
         return fail_at(rd, op, "op %s has the shape of an earlier op; their counts add up to more than %d",
                        t->name, DT_MODEL_INT_MAX);

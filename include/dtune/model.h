@@ -96,6 +96,11 @@ int dt_model_load_within(const char *path, const dt_model_memory *memory, dt_mod
 
 void dt_model_free(dt_model *model);
 
+/* Merges t into m's task of the same kind and geometry (adding its count)
+ * or appends a copy of it. Returns the task's index, DT_EINVAL (the merged count would
+ * pass DT_MODEL_INT_MAX; m unchanged) or DT_ENOMEM. */
+int dt_model_add_task(dt_model *m, const dt_task *t);
+
 /* Index of the task called name, or -1. */
 int dt_model_find_task(const dt_model *model, const char *name);
 
