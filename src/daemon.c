@@ -551,8 +551,17 @@ static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
     return rc;
 }
 
+/* A resume whose log ends at or past the budget (its latest record of any
+ * kind: measure, slot, failure or re-timing) measures nothing, not even the
+ * re-timing: the run it continues spent the budget. */
+static bool spent_before_start(const dt_run *r)
+{
+    return r->elapsed_base >= r->cfg->budget.total_seconds;
+}
+
 static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
 {
+    bool spent = spent_before_start(r);
     int rc = warm_up(r, err);
     set_phase(r, "tuning", -1);
     dt_stop_reason reason = rc ? DT_STOP_NONE : should_stop(r);
@@ -562,7 +571,7 @@ static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
             reason = should_stop(r);
     }
     res->reason = reason;
-    if (rc == 0 && reason != DT_STOP_SIGNAL) {
+    if (rc == 0 && reason != DT_STOP_SIGNAL && !spent) {
         set_phase(r, "re-timing", -1);
         rc = dt_run_retime(r, measure_points, &stop_requested, err);
     }

@@ -389,10 +389,25 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
     return 0;
 }
 
+/* A re-timing's record counts only for the run's elapsed time: the run
+ * spent that time, and a resume starts after it. */
+static int replay_retime(void *ctx, const dt_retime_record *rec)
+{
+    replay_ctx *rc = ctx;
+    rc->line++;
+    if (!rc->own_log)
+        return 0;
+    if (check_time(rc, rec->time))
+        return DT_EINVAL;
+    if (rec->time > rc->run->elapsed_base)
+        rc->run->elapsed_base = rec->time;
+    return 0;
+}
+
 static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt_error *err)
 {
     replay_ctx ctx = { .run = r, .path = path, .own_log = own, .check_only = check_only, .err = err };
-    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed, NULL };
+    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed, replay_retime };
     dt_tunelog_stats stats;
     dt_error_clear(err);
     int rc = dt_tunelog_replay(path, &v, &stats, err);
