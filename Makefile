@@ -119,8 +119,8 @@ test: setup
 
 # ---- fuzzing: clang's libFuzzer under ASan + UBSan (make fuzz) ----------------
 # Only this target needs clang (scripts/setup.sh --fuzz installs it); the
-# corpus replay in `make test` is built with $(CC). README "Limits and
-# safety" says how to run the fuzzers.
+# corpus replay in `make test` is built with $(CC). CONTRIBUTING.md ("Fuzzing")
+# says how to run the fuzzers.
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build-fuzz
 FUZZ_NAMES := config model log http

@@ -1,6 +1,6 @@
 #!/bin/sh
-# dynatune_variants.sh [TRACES...] — the dynatune variant table of README's
-# scheduler section: each variant of dynatune's belief replayed by
+# dynatune_variants.sh [TRACES...] — the dynatune variant table of
+# docs/evaluation/scheduler.md: each variant of dynatune's belief replayed by
 # `bin/sched_bench --lomo` (hazard and prior tables fitted on the other
 # models' traces) on bench/traces/*.csv (or the traces given), one summary
 # row per variant: time share of the exact optimum to (1 + eps) L* (median
@@ -22,7 +22,7 @@ row() {  # LABEL FLAGS...
 }
 
 traces=$*
-charts=$(mktemp -d)   # the replays' charts are not the README's
+charts=$(mktemp -d)   # the replays' charts are not the evaluation's
 trap 'rm -rf "$charts"' EXIT
 machine=$(grep -h -m1 '^# machine:' "$1" | sed 's/^# machine: //')
 echo "# dynatune variants, sched_bench --lomo (tables fitted on the other models' traces), traces: $traces"

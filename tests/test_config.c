@@ -715,7 +715,10 @@ static void test_print_keys(void **state)
     assert_same_config(&c, &defaults);
 }
 
-/* ---- README's copy of the table ------------------------------------------------------ */
+/* ---- the user's guide's copy of the table -------------------------------------------- */
+
+/* The file that holds the config.yaml table, under a heading "## config.yaml". */
+#define CONFIG_TABLE_DOC "docs/config.md"
 
 /* The text between the next pair of backticks after *p, into buf; *p moves
  * past it. False when there is none before the cell ends. */
@@ -731,11 +734,11 @@ static bool next_quoted(const char **p, char *buf, size_t len)
     return true;
 }
 
-/* One README row "| `a.b.c` / `d` | `1` / `2` | ...": each key (later ones
+/* One row of the guide's table "| `a.b.c` / `d` | `1` / `2` | ...": each key (later ones
  * beside the first, in its section) set to its written default leaves the
  * defaults unchanged. Returns how many keys the row documents (0 for a row
  * of `section.*`, which documents no default by key). */
-static int check_readme_row(const char *row, const dt_config *defaults, char covered[][128],
+static int check_doc_row(const char *row, const dt_config *defaults, char covered[][128],
                             int ncovered)
 {
     char key[64], first[64], value[128], full[128];
@@ -757,18 +760,18 @@ static int check_readme_row(const char *row, const dt_config *defaults, char cov
             continue;   /* "(required)" */
         dt_config c = *defaults;
         if (dt_config_set(&c, full, strcmp(value, "\"\"") == 0 ? "" : value, &err) != 0)
-            fail_msg("README: %s = %s: %s", full, value, err.msg);
+            fail_msg(CONFIG_TABLE_DOC ": %s = %s: %s", full, value, err.msg);
         char *got = printed(&c);
         if (strcmp(got, want) != 0)
-            fail_msg("README: %s = %s is not its default", full, value);
+            fail_msg(CONFIG_TABLE_DOC ": %s = %s is not its default", full, value);
         free(got);
     }
     free(want);
     return n;
 }
 
-/* A choice key's README row names every name of its module's table. */
-static void check_readme_names(const char *row)
+/* A choice key's row in the guide names every name of its module's table. */
+static void check_doc_names(const char *row)
 {
     static const struct { const char *key; dt_name_at_fn names; } choices[] = {
         { "target", dt_target_at },
@@ -783,18 +786,18 @@ static void check_readme_names(const char *row)
     for (size_t c = 0; c < sizeof choices / sizeof choices[0]; c++)
         for (int i = 0; strcmp(key, choices[c].key) == 0 && choices[c].names(i); i++)
             if (!strstr(row, choices[c].names(i)))
-                fail_msg("README's row of %s does not name %s", key, choices[c].names(i));
+                fail_msg(CONFIG_TABLE_DOC "'s row of %s does not name %s", key, choices[c].names(i));
 }
 
-/* README's config.yaml table agrees with the defaults, names every key (a
+/* The guide's config.yaml table (CONFIG_TABLE_DOC) agrees with the defaults, names every key (a
  * `section.*` row covers its section) and every choice's names. */
-static void test_readme_table(void **state)
+static void test_config_doc_table(void **state)
 {
     char line[1024], covered[128][128], stars[8][64];
     int ncovered = 0, nstars = 0;
     dt_config defaults;
     dt_config_defaults(&defaults);
-    FILE *f = fopen("README.md", "r");
+    FILE *f = fopen(CONFIG_TABLE_DOC, "r");
     assert_non_null(f);
     while (fgets(line, sizeof line, f) && strncmp(line, "## config.yaml", 14) != 0)
         ;
@@ -802,8 +805,8 @@ static void test_readme_table(void **state)
         if (strncmp(line, "| `", 3) != 0)
             continue;
         assert_true(ncovered < 120);
-        int n = check_readme_row(line, &defaults, covered, ncovered);
-        check_readme_names(line);
+        int n = check_doc_row(line, &defaults, covered, ncovered);
+        check_doc_names(line);
         if (n == 0 && nstars < 8)
             sscanf(line, "| `%63[^*]", stars[nstars++]);
         ncovered += n;
@@ -817,7 +820,7 @@ static void test_readme_table(void **state)
         for (int i = 0; i < nstars && !found; i++)
             found = strncmp(stars[i], key, strlen(stars[i])) == 0;
         if (!found)
-            fail_msg("README's config.yaml table has no row for %s", key);
+            fail_msg(CONFIG_TABLE_DOC "'s config.yaml table has no row for %s", key);
     }
     free(table);
 }
@@ -940,7 +943,7 @@ int main(void)
         cmocka_unit_test(test_db_path),
         cmocka_unit_test(test_set_and_validate),
         cmocka_unit_test(test_print_keys),
-        cmocka_unit_test(test_readme_table),
+        cmocka_unit_test(test_config_doc_table),
         cmocka_unit_test(test_data_files),
         cmocka_unit_test(test_cmd_check),
     };

@@ -393,18 +393,21 @@ static int walk_paths(const fixture *fx, const char *text, const char *prefix, c
     return n;
 }
 
-/* Every endpoint that README.md, config.yaml's comment and the server's own
- * 404 text name exists. */
+/* The user's guide, which lists the status server's endpoints as `GET /...`. */
+#define ENDPOINTS_DOC "docs/guide.md"
+
+/* Every endpoint that the user's guide, config.yaml's comment and the server's
+ * own 404 text name exists. */
 static void test_documented_endpoints_exist(void **state)
 {
     fixture *fx = *state;
     dt_error err;
     assert_int_equal(dt_report_write_svg(&fx->rs, &err), 0);
     assert_int_equal(dt_report_write_html(&fx->rs, &err), 0);
-    char *readme = dt_test_slurp("README.md"), *config = dt_test_slurp("config.yaml");
-    assert_non_null(readme);
+    char *guide = dt_test_slurp(ENDPOINTS_DOC), *config = dt_test_slurp("config.yaml");
+    assert_non_null(guide);
     assert_non_null(config);
-    assert_true(walk_paths(fx, readme, "`GET ", "README.md") >= 5);
+    assert_true(walk_paths(fx, guide, "`GET ", ENDPOINTS_DOC) >= 5);
     const char *listen = strstr(config, "listen:");
     assert_non_null(listen);
     char line[256];
@@ -415,7 +418,7 @@ static void test_documented_endpoints_exist(void **state)
     assert_int_equal(reply.status, 404);
     assert_true(walk_paths(fx, reply.body, " ", "the 404 text") >= 5);
     dt_server_reply_free(&reply);
-    free(readme);
+    free(guide);
     free(config);
 }
 
