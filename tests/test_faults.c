@@ -273,9 +273,10 @@ static double last_record_time(const char *text)
     return strtod(at + strlen("\"time\":"), NULL);
 }
 
-/* A resume whose budget is already spent measures nothing and says so
- * (resnet18: spaces large enough that 2 s of replay exhausts none). The log
- * holds the time of the last slot, not of the stop, so the resume is given
+/* A resume whose budget is already spent measures nothing, not even the
+ * re-timing, and says so (resnet18: spaces large enough that 2 s of replay
+ * exhausts none). The resume's elapsed time is the log's latest record of
+ * any kind (here the end-of-run re-timing's last), so the resume is given
  * a budget no larger than that time: spent whatever the start-up took. */
 static void test_resume_past_budget_measures_nothing(void **state)
 {
@@ -292,6 +293,7 @@ static void test_resume_past_budget_measures_nothing(void **state)
     char *before = dt_test_slurp(log);
     assert_non_null(before);
     int measured = dt_test_count_lines(log, "\"type\":\"measure\"");
+    int retimed = dt_test_count_lines(log, "\"type\":\"retime\"");
     assert_true(measured > 0);
     double last = last_record_time(before);
     if (last < 1.0)     /* budget.total_seconds is at least 1 */
@@ -304,6 +306,7 @@ static void test_resume_past_budget_measures_nothing(void **state)
     assert_non_null(strstr(out, "budget spent"));
     assert_log_kept(log, before);
     assert_int_equal(dt_test_count_lines(log, "\"type\":\"measure\""), measured);
+    assert_int_equal(dt_test_count_lines(log, "\"type\":\"retime\""), retimed);
     free(before);
 }
 
