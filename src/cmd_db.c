@@ -297,6 +297,7 @@ static int count_line(void *ctx, const void *rec)
 
 static int count_slot(void *ctx, const dt_slot_record *r) { return count_line(ctx, r); }
 static int count_failed(void *ctx, const dt_failed_record *r) { return count_line(ctx, r); }
+static int count_retime(void *ctx, const dt_retime_record *r) { return count_line(ctx, r); }
 
 static int log_path_of(const char *arg, char *path, size_t len, dt_error *err)
 {
@@ -322,9 +323,15 @@ static int cmd_import(const db_args *a)
     if (rc)
         return dt_db_free(db), fail(&err);
     importer im = { .db = db, .path = path, .backend = a->backend, .err = &err };
-    dt_tunelog_visitor v = { import_run, import_measure, count_slot, &im, count_failed, NULL };
-    rc = dt_tunelog_replay(path, &v, NULL, &err);
+    dt_tunelog_visitor v = { import_run, import_measure, count_slot, &im, count_failed, count_retime };
+    dt_tunelog_stats stats;
+    rc = dt_tunelog_replay(path, &v, &stats, &err);
     drop_run(&im);
+    if (rc == 0 && stats.dropped_tail) {
+        const char *why = strstr(stats.tail_message, ": ");   /* after "line N" */
+        im.line = stats.lines + 1;
+        skip(&im, "a torn last record: %s", why ? why + 2 : stats.tail_message);
+    }
     if (rc == 0)
         rc = dt_db_commit(db, &err);
     if (rc) {

@@ -5,13 +5,18 @@
  * append returns; a mutex serialises appends from several threads and an
  * exclusive flock keeps a second process from appending to the same file. A
  * write that fails half-way is cut back off the file, so the next record still
- * starts a clean line. Opening a log whose last line lacks its '\n' (a crash
- * mid-write) cuts that line off: it is the line replay reports as the
- * dropped tail, and leaving it would put garbage in the middle of the file.
+ * starts a clean line. Opening a log whose last line lacks its '\n' either
+ * completes it, when it parses as one whole JSON object (a record whose
+ * write stopped just before its '\n', or a file edited by hand: nothing
+ * measured is dropped), or cuts it off (a crash mid-write: the line replay
+ * reports as the dropped tail; leaving it would put garbage in the middle
+ * of the file).
  *
- * Reading. Lines come from getline. A line that lacks its '\n' (the writer
- * sends the '\n' in the same write, so such a line was never acknowledged)
- * can only be the last one and is the dropped tail; a line that is not a JSON
+ * Reading. Lines come from getline. A line that lacks its '\n' can only be
+ * the last one: it is read as a record when it parses as one whole JSON
+ * object (the same rule the opening applies), else it is the dropped tail
+ * (the writer sends the '\n' in the same write, so such a line was never
+ * acknowledged); a line that is not a JSON
  * object, or is over DT_TUNELOG_RECORD_MAX, is DT_EPARSE naming path:line
  * wherever it stands: it was written whole, so it is damage or a hand edit,
  * not a crash, and nothing measured may be dropped silently. Fields are decoded strictly through
@@ -540,6 +545,19 @@ int dt_tunelog_append_retime(dt_tunelog *log, const dt_retime_record *r, dt_erro
 
 /* ---- reading one line --------------------------------------------------- */
 
+/* Whether a last line without its '\n' (len bytes) is a whole JSON object:
+ * a record that lacks only its newline, kept by reading and opening alike. */
+static bool whole_without_newline(const char *buf, size_t len)
+{
+    if (len == 0 || len > DT_TUNELOG_RECORD_MAX - 1 || dt_json_too_deep(buf, len, DT_INPUT_MAX_DEPTH) >= 0)
+        return false;
+    json_error_t jerr;
+    json_t *obj = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    bool whole = obj && json_is_object(obj);
+    json_decref(obj);
+    return whole;
+}
+
 /* Parses one line (with its '\n') as a JSON object. NULL and a reason in
  * why when it is unfinished or not a JSON object. */
 static json_t *parse_line(const char *buf, size_t len, char *why, size_t whylen)
@@ -606,9 +624,27 @@ static int line_start(int fd, off_t end, off_t *start)
     return 0;
 }
 
-/* Cuts off a last line that lacks its newline: the writer sends record and
- * '\n' in one write, so such a line was never acknowledged (a torn write).
- * Any other bad line is left for replay to refuse: nothing else is deleted. */
+/* Whether the bytes [start, end) of the log are one whole JSON object. */
+static int tail_is_whole(dt_tunelog *log, off_t start, off_t end, bool *whole)
+{
+    *whole = false;
+    if (end - start > DT_TUNELOG_RECORD_MAX)
+        return 0;
+    char *buf = malloc((size_t)(end - start) + 1);
+    if (!buf)
+        return -1;
+    int rc = pread_full(log->fd, buf, (size_t)(end - start), start);
+    if (rc == 0)
+        *whole = whole_without_newline(buf, (size_t)(end - start));
+    free(buf);
+    return rc;
+}
+
+/* A last line that lacks its newline is completed when it is a whole record
+ * (see whole_without_newline) and cut off otherwise: the writer sends record
+ * and '\n' in one write, so such a line was never acknowledged (a torn
+ * write). Any other bad line is left for replay to refuse: nothing else is
+ * deleted. */
 static int trim_tail(dt_tunelog *log, dt_error *err)
 {
     struct stat st;
@@ -622,8 +658,15 @@ static int trim_tail(dt_tunelog *log, dt_error *err)
         return dt_error_set(err, DT_EIO, "%s: cannot read: %s", log->path, strerror(errno));
     if (last == '\n')
         return 0;
-    if (line_start(log->fd, st.st_size - 1, &start) != 0)
+    bool whole;
+    if (line_start(log->fd, st.st_size - 1, &start) != 0 || tail_is_whole(log, start, st.st_size, &whole) != 0)
         return dt_error_set(err, DT_EIO, "%s: cannot read: %s", log->path, strerror(errno));
+    if (whole) {
+        if (dt_write_all(log->fd, "\n", 1) != 0 || fsync_fd(log->fd) != 0)
+            return dt_error_set(err, DT_EIO, "%s: cannot complete the last record with its newline: %s",
+                                log->path, strerror(errno));
+        return 0;
+    }
     if (ftruncate(log->fd, start) != 0 || fsync_fd(log->fd) != 0)
         return dt_error_set(err, DT_EIO, "%s: cannot cut off the unfinished last line: %s",
                             log->path, strerror(errno));
@@ -1050,6 +1093,14 @@ static int replay_stream(FILE *f, const dt_tunelog_visitor *v, dt_tunelog_stats 
     int rc = 0;
     while (rc == 0 && (len = getline(&buf, &cap, f)) >= 0) {
         at->line++;
+        if (buf[len - 1] != '\n' && whole_without_newline(buf, (size_t)len)) {
+            if (dt_grow(&buf, &cap, (size_t)len + 2, 1) != 0) {
+                rc = dt_error_set(err, DT_ENOMEM, "%s:%ld: out of memory", at->path, at->line);
+                break;
+            }
+            buf[len++] = '\n';
+            buf[len] = '\0';
+        }
         if (buf[len - 1] != '\n') {
             st->dropped_tail = true;
             snprintf(st->tail_message, sizeof st->tail_message,

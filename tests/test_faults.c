@@ -462,6 +462,49 @@ static void test_log_tail_torn_or_garbage(void **state)
     free(whole);
 }
 
+/* A last record that lacks only its newline is a record: the resume keeps
+ * it (completing the line), never measures its config again, and gives the
+ * next trial the next number. */
+static void test_last_record_without_newline_is_kept(void **state)
+{
+    (void)state;
+    char dir[64], cfg[128], log[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_config(dir, RANDOM_TUNER, cfg, sizeof cfg);
+    snprintf(log, sizeof log, "%s/run/tuning.jsonl", dir);
+    char *whole = short_run(cfg, log);
+    /* cut the log after its last measurement (a stop between records), then
+     * take that record's newline away */
+    char *last = NULL;
+    for (char *p = whole; (p = strstr(p, "{\"type\":\"measure\"")); p++)
+        last = p;
+    assert_non_null(last);
+    char *end = strchr(last, '\n');
+    assert_non_null(end);
+    *end = '\0';
+    char *key_end = strstr(last, ",\"knobs\"");
+    assert_non_null(key_end);
+    char key[256];
+    snprintf(key, sizeof key, "%.*s,", (int)(key_end - last), last);   /* type, task, index, config */
+    assert_int_equal(dt_test_write_file(log, "%s", whole), 0);
+    int measured = dt_test_count_lines(log, "\"type\":\"measure\"");
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "30", "--slot-trials", "4",
+                                     "--max-slots", "6", NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("resume: exit %d: %s", rc, out);
+    assert_null(strstr(out, "dropped a torn last line"));
+    assert_non_null(strstr(out, "resuming"));
+    char *after = dt_test_slurp(log);
+    assert_non_null(after);
+    size_t kept = strlen(whole);
+    if (strncmp(after, whole, kept) != 0 || after[kept] != '\n')
+        fail_msg("the resume did not keep the last record whole");
+    assert_true(dt_test_count_lines(log, "\"type\":\"measure\"") > measured);
+    assert_int_equal(dt_test_count_lines(log, key), 1);
+    free(after);
+    free(whole);
+}
+
 /* A bad output.warm_start is an error, exit 2, and `dtune check` says exactly
  * what `dtune tune` says: for a file that is not a log and for a log of
  * another space. */
@@ -1044,6 +1087,7 @@ int main(void)
         cmocka_unit_test(test_utf8_names_survive_resume),
         cmocka_unit_test(test_bad_names_are_refused),
         cmocka_unit_test(test_log_tail_torn_or_garbage),
+        cmocka_unit_test(test_last_record_without_newline_is_kept),
         cmocka_unit_test(test_bad_warm_start_check_equals_tune),
         cmocka_unit_test(test_model_overflows_are_refused),
         cmocka_unit_test(test_cuda_knob_index_overflow_is_refused),
