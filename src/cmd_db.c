@@ -118,11 +118,12 @@ static int fail(const dt_error *err)
     return dt_error_exit_status(err->code);
 }
 
-static int open_db(const db_args *a, dt_db **db, dt_error *err)
+/* The database of a, created when absent only for a command that writes. */
+static int open_db(const db_args *a, bool writes, dt_db **db, dt_error *err)
 {
     char path[DT_PATH_MAX];
     int rc = dt_cli_db_path(a->db, a->config, path, sizeof path, err);
-    return rc ? rc : dt_db_open(path, db, err);
+    return rc ? rc : writes ? dt_db_open(path, db, err) : dt_db_open_existing(path, db, err);
 }
 
 static uint64_t seed_of(const db_args *a)
@@ -317,7 +318,7 @@ static int cmd_import(const db_args *a)
         return usage_error("%s", "import needs RUN_DIR or FILE.jsonl");
     int rc = log_path_of(a->arg, path, sizeof path, &err);
     if (rc == 0)
-        rc = open_db(a, &db, &err);
+        rc = open_db(a, true, &db, &err);
     if (rc == 0)
         rc = dt_db_begin(db, &err);
     if (rc)
@@ -354,7 +355,7 @@ static int cmd_stats(const db_args *a)
     dt_db *db = NULL;
     if (a->arg)
         return usage_error("stats takes no argument ('%s')", a->arg);
-    int rc = open_db(a, &db, &err);
+    int rc = open_db(a, false, &db, &err);
     if (rc == 0)
         rc = dt_db_stats(db, stdout, &err);
     dt_db_free(db);
@@ -404,7 +405,7 @@ static int cmd_best(const db_args *a)
         rc = dt_machine_fingerprint(backend_of(a), seed_of(a), dt_measure_params_default().cuda_device,
                                     machine, sizeof machine, &err);
     if (rc == 0)
-        rc = open_db(a, &db, &err);
+        rc = open_db(a, false, &db, &err);
     if (rc == 0)
         print_best(db, model, spaces, machine, dt_target_name(target), &err, &rc);
     dt_db_free(db);
@@ -425,7 +426,7 @@ static int cmd_export_log(const db_args *a)
         fprintf(stderr, "dtune db: %s exists; export-log writes a new file\n", a->out);
         return 2;
     }
-    int rc = open_db(a, &db, &err);
+    int rc = open_db(a, false, &db, &err);
     if (rc == 0)
         rc = dt_db_export_log(db, a->out, &runs, &records, &err);
     dt_db_free(db);

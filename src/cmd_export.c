@@ -175,13 +175,10 @@ static int read_db(const export_args *a, dt_export_params *params, char *source,
         return dt_error_set(err, DT_EINVAL, "unknown target '%s' (%s)", a->target, names);
     }
     rc = dt_cli_db_path(a->db_path, a->config, source, source_len, err);
-    if (rc == 0 && access(source, F_OK) != 0)
-        rc = dt_error_set(err, DT_ENOTFOUND, "%s: no tuning database there (db.path, $%s or "
-                          "--db=PATH names the file)", source, DT_DB_ENV);
     rc = rc ? rc : dt_machine_fingerprint(dt_target_name(params->target), 0,
                                           dt_measure_params_default().cuda_device, machine,
                                           sizeof machine, err);
-    rc = rc ? rc : dt_db_open(source, &db, err);
+    rc = rc ? rc : dt_db_open_existing(source, &db, err);
     params->source = source;
     rc = rc ? rc : dt_export_read_db(db, machine, a->model, params, model, model_len, choices, n, err);
     dt_db_free(db);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -209,11 +210,64 @@ static const char insert_sql[] =
     " time, added) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
     " ?17, ?18, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))";
 
+/* The schema version and the number of tables, read in one statement so
+ * that both come from one snapshot (another process may be creating the
+ * schema meanwhile). */
+static int read_schema(dt_db *db, int *version, int64_t *tables, dt_error *err)
+{
+    static const char sql[] = "SELECT (SELECT user_version FROM pragma_user_version),"
+                              " (SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%')";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK)
+        return sql_error(db, busy(sqlite3_errcode(db->sql)) ? DT_EIO : DT_EINVAL,
+                         "not a dtune database (its schema cannot be read); left as it is", err);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        *tables = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return busy(rc) ? dt_error_set(err, DT_EIO, "%s: locked by another process", db->path)
+                    : sql_error(db, DT_EINVAL, "not a dtune database (its schema cannot be read); left as it is",
+                                err);
+}
+
+/* Before anything is written to the file: it must be empty (a new
+ * database) or dtune's, and whole. A SQLite file of other tables (user
+ * version 0, its own tables) is not dtune's; a damaged one fails SQLite's
+ * quick check. Either is refused and left exactly as it was. */
+static int check_file(dt_db *db, dt_error *err)
+{
+    int version = 0;
+    int64_t tables = 0;
+    int rc = read_schema(db, &version, &tables, err);
+    if (rc)
+        return rc;
+    if (version == 0 && tables > 0)
+        return dt_error_set(err, DT_EINVAL, "%s: a SQLite file of other tables, not a dtune database; left "
+                            "as it is (db.path, $%s or --db=PATH names another file)", db->path, DT_DB_ENV);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->sql, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK)
+        return sql_error(db, DT_EINVAL, "damaged; nothing is written to it", err);
+    rc = sqlite3_step(st);
+    const char *said = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    bool whole = said && strcmp(said, "ok") == 0;
+    if (!whole)
+        dt_error_set(err, busy(rc) ? DT_EIO : DT_EINVAL, "%s: damaged (%s); nothing is written to it", db->path,
+                     said ? said : sqlite3_errmsg(db->sql));
+    sqlite3_finalize(st);
+    return whole ? 0 : (busy(rc) ? DT_EIO : DT_EINVAL);
+}
+
 static int configure(dt_db *db, int version, dt_error *err)
 {
     sqlite3_busy_timeout(db->sql, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(db->sql, 1);
-    int rc = exec_retry(db, "PRAGMA journal_mode = WAL", err);
+    int rc = check_file(db, err);
+    if (rc == 0)
+        rc = exec_retry(db, "PRAGMA journal_mode = WAL", err);
     if (rc == 0)
         rc = exec_retry(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", err);
     if (rc == 0)
@@ -224,7 +278,7 @@ static int configure(dt_db *db, int version, dt_error *err)
     return rc;
 }
 
-int dt_db_open_version(const char *path, int version, dt_db **out, dt_error *err)
+static int open_at(const char *path, int version, bool create, dt_db **out, dt_error *err)
 {
     *out = NULL;
     if (version < 1 || version > DT_DB_SCHEMA_VERSION)
@@ -234,10 +288,16 @@ int dt_db_open_version(const char *path, int version, dt_db **out, dt_error *err
     if (!db)
         return dt_error_set(err, DT_ENOMEM, "out of memory opening %s", path);
     snprintf(db->path, sizeof db->path, "%s", path);
-    int rc = make_folder(path, err);
-    if (rc)
+    int rc = 0;
+    if (!create && access(path, F_OK) != 0) {
+        rc = dt_error_set(err, DT_ENOTFOUND, "%s: no tuning database there (db.path, $%s or --db=PATH names "
+                          "the file; `dtune tune` and `dtune db import` create it)", path, DT_DB_ENV);
         goto fail;
-    if (sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    }
+    if (create && (rc = make_folder(path, err)))
+        goto fail;
+    if (sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL)
+        != SQLITE_OK) {
         rc = db->sql ? sql_error(db, DT_EIO, "cannot open", err)
                      : dt_error_set(err, DT_ENOMEM, "out of memory opening %s", path);
         goto fail;
@@ -252,9 +312,19 @@ fail:
     return rc;
 }
 
+int dt_db_open_version(const char *path, int version, dt_db **out, dt_error *err)
+{
+    return open_at(path, version, true, out, err);
+}
+
 int dt_db_open(const char *path, dt_db **out, dt_error *err)
 {
-    return dt_db_open_version(path, DT_DB_SCHEMA_VERSION, out, err);
+    return open_at(path, DT_DB_SCHEMA_VERSION, true, out, err);
+}
+
+int dt_db_open_existing(const char *path, dt_db **out, dt_error *err)
+{
+    return open_at(path, DT_DB_SCHEMA_VERSION, false, out, err);
 }
 
 void dt_db_free(dt_db *db)

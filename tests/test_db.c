@@ -459,8 +459,89 @@ static void test_cli_bad_input_exits_2(void **state)
     assert_int_equal(db_cmd(f->db, "stats", "extra", NULL), 2);
     assert_int_equal(db_cmd(f->db, "machine", "--target", "tpu"), 2);
     assert_int_equal(db_cmd("off", "stats", NULL, NULL), 2);
+    /* the commands that only read never create the file they are given */
+    const char *readers[] = { "stats", "best", "export-log" };
+    for (int i = 0; i < 3; i++) {
+        char dest[400];
+        snprintf(dest, sizeof dest, "%s/exported.jsonl", f->dir);
+        int rc = i == 2 ? db_cmd(f->db, "export-log", "-o", dest)
+                        : i == 1 ? db_cmd(f->db, "best", "models/tiny.yaml", NULL) : db_cmd(f->db, readers[i], NULL, NULL);
+        if (rc != 2 || !strstr(out, "no tuning database there"))
+            fail_msg("db %s on a missing file: exit %d: %s", readers[i], rc, out);
+        assert_int_not_equal(access(f->db, F_OK), 0);
+    }
+    dt_db *db = NULL;
+    assert_int_equal(dt_db_open(f->db, &db, NULL), 0);
+    dt_db_free(db);
     assert_int_equal(db_cmd(f->db, "stats", NULL, NULL), 0);
     assert_non_null(strstr(out, "no runs yet"));
+}
+
+/* The bytes of a file (malloc'd, *len of them). */
+static char *file_bytes(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    rewind(fp);
+    char *buf = malloc(*len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *len, fp), *len);
+    fclose(fp);
+    return buf;
+}
+
+/* Neither the writing nor the reading commands touch a file that is not a
+ * dtune database, nor one that is damaged: exit 2 naming why, the file
+ * byte for byte as it was. */
+static void expect_left_alone(const char *path, const char *why)
+{
+    size_t n0, n1;
+    char *before = file_bytes(path, &n0), run[300];
+    snprintf(run, sizeof run, "%s", path);
+    *strrchr(run, '/') = '\0';
+    const char *cmds[][2] = { { "stats", NULL }, { "import", run } };   /* import opens the database first */
+    for (int i = 0; i < 2; i++) {
+        int rc = db_cmd(path, cmds[i][0], cmds[i][1], NULL);
+        if (rc != 2 || !strstr(out, why))
+            fail_msg("db %s on %s: exit %d: %s", cmds[i][0], path, rc, out);
+    }
+    dt_db *db = NULL;
+    dt_error err;
+    assert_int_equal(dt_db_open(path, &db, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, why));
+    char *after = file_bytes(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+}
+
+static void test_foreign_or_damaged_file_left_alone(void **state)
+{
+    fixture *f = *state;
+    char foreign[400], damaged[400];
+    snprintf(foreign, sizeof foreign, "%s/foreign.db", f->dir);
+    exec_sql(foreign, "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT);"
+                      "INSERT INTO photos(name) VALUES('a'), ('b');");
+    expect_left_alone(foreign, "not a dtune database");
+
+    /* a dtune database of some pages, the header of one in the middle overwritten */
+    snprintf(damaged, sizeof damaged, "%s/damaged.db", f->dir);
+    dt_db *db = NULL;
+    assert_int_equal(dt_db_open(damaged, &db, NULL), 0);
+    dt_db_free(db);
+    exec_sql(damaged, "PRAGMA journal_mode = DELETE; CREATE TABLE pad(x); "
+                      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
+                      "INSERT INTO pad SELECT hex(randomblob(40)) || i FROM n;");
+    FILE *fp = fopen(damaged, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 4096L * 7, SEEK_SET), 0);
+    for (int i = 0; i < 600; i++)
+        fputc(0x5a ^ i, fp);
+    fclose(fp);
+    expect_left_alone(damaged, "damaged");
 }
 
 /* The config of each measurement in log, in order, for task. */
@@ -637,6 +718,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_export_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_bad_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_bad_input_exits_2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_or_damaged_file_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_at_run_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_runs_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_model_transfers, setup, teardown),

@@ -66,9 +66,17 @@ int dt_db_resolve_path(const dt_db_params *params, char *buf, size_t len, dt_err
 typedef struct dt_db dt_db;
 
 /* Opens (creating it and its folder) the database at path and migrates it
- * to DT_DB_SCHEMA_VERSION. Returns 0, DT_EINVAL (not a dtune database, or a
- * newer schema), DT_EIO or DT_ELIB with a message. Free with dt_db_free. */
+ * to DT_DB_SCHEMA_VERSION: for the commands that write (tune, db import).
+ * A file that is not empty and not a dtune database (other tables), or that
+ * is damaged (SQLite's quick check), is refused before anything is written
+ * to it. Returns 0, DT_EINVAL (not a dtune database, damaged, or a newer
+ * schema), DT_EIO or DT_ELIB with a message. Free with dt_db_free. */
 int dt_db_open(const char *path, dt_db **out, dt_error *err);
+
+/* dt_db_open of a database that must exist already (the commands that only
+ * read: db stats, best, export-log, export --db): a missing file is
+ * DT_ENOTFOUND and nothing is created. */
+int dt_db_open_existing(const char *path, dt_db **out, dt_error *err);
 
 /* dt_db_open that migrates only up to version (<= DT_DB_SCHEMA_VERSION):
  * for tests of the migrations. */
