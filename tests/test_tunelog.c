@@ -1179,6 +1179,11 @@ static void test_best_prints_the_file(void **state)
     run_best(fx->dir, &c, 2, file);            /* a RUN_DIR that is a file */
     assert_int_equal(c.status, 2);
     assert_contains(c.err, "not a directory");
+    write_text(best, "w", "{\"tasks\":[{\"task\":\"conv1\",");   /* edited by hand: never printed */
+    run_best(fx->dir, &c, 2, args);
+    assert_int_equal(c.status, 2);
+    assert_contains(c.err, "not JSON");
+    assert_string_equal(c.out, "");
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
