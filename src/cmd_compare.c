@@ -33,11 +33,16 @@ static void usage(FILE *to)
           "  -h, --help          show this help\n", to);
 }
 
+static bool ends_with(const char *path, const char *suffix)
+{
+    size_t n = strlen(path), k = strlen(suffix);
+    return n >= k && strcmp(path + n - k, suffix) == 0;
+}
+
 /* Whether path names an HTML page (ends in .html). */
 static bool is_html(const char *path)
 {
-    size_t n = strlen(path);
-    return n >= 5 && strcmp(path + n - 5, ".html") == 0;
+    return ends_with(path, ".html");
 }
 
 /* The runs as one self-contained page: the tables and the chart inline. */
@@ -66,6 +71,11 @@ int dt_cmd_compare(int argc, char **argv)
     if (rc != -1)
         return rc;
     int n = argc - i;
+    if (!is_html(out) && !ends_with(out, ".svg")) {
+        fprintf(stderr, "dtune compare: -o %s: the chart is SVG (a FILE ending in .svg) or a page (.html); "
+                "no other format is written\n", out);
+        return 2;
+    }
     if (n < 1 || n > DT_COMPARE_MAX_RUNS) {
         fprintf(stderr, "dtune compare: expects 1 to %d RUN_DIRs, got %d\n", DT_COMPARE_MAX_RUNS, n);
         usage(stderr);

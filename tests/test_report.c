@@ -832,6 +832,10 @@ static void test_compare_command(void **state)
     char *malformed[] = { "compare", "-o", svg, bad, NULL };
     assert_int_equal(dt_test_capture(dt_cmd_compare, 4, malformed, out, sizeof out), 2);
     assert_non_null(strstr(out, "latency.csv:3:9: expected"));
+    char *png[] = { "compare", "-o", "chart.png", seq, dyn, NULL };   /* no format but SVG and HTML */
+    assert_int_equal(dt_test_capture(dt_cmd_compare, 5, png, out, sizeof out), 2);
+    assert_non_null(strstr(out, "-o chart.png"));
+    assert_int_not_equal(access("chart.png", F_OK), 0);
     char *none[] = { "compare", NULL };
     assert_int_equal(dt_test_capture(dt_cmd_compare, 1, none, out, sizeof out), 2);
     assert_non_null(strstr(out, "usage: dtune compare"));
