@@ -63,9 +63,16 @@ static const char *override_key(const char *flag)
 static int load_config(int argc, char **argv, dt_config *cfg)
 {
     const char *path = "config.yaml";
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0)
-            path = argv[i + 1];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-c") && strcmp(argv[i], "--config"))
+            continue;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "dtune tune: missing value after '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        path = argv[++i];
+    }
     dt_error err;
     int rc = dt_config_load_report(path, cfg, false, stderr, &err);
     if (rc)

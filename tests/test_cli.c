@@ -346,6 +346,14 @@ static void test_tune_usage_lists_its_options(void **state)
         seen++;
     }
     assert_true(seen >= 15);
+    /* a config flag last on the line is an error, never ./config.yaml */
+    const char *config_flags[] = { "-c", "--config" };
+    for (int i = 0; i < 2; i++) {
+        int rc = dt_test_run((char *[]){ "dtune", "tune", "--budget", "1", (char *)config_flags[i], NULL }, out,
+                             sizeof out);
+        if (rc != 2 || !strstr(out, "missing value after"))
+            fail_msg("dtune tune --budget 1 %s exited %d: %s", config_flags[i], rc, out);
+    }
 }
 
 /* `dtune export`'s usage errors (the export itself: test_export). */
