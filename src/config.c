@@ -31,6 +31,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -261,9 +262,10 @@ static int parse_double(const key_def *k, const char *text, const char *dir, voi
     char *end;
     assert(k->size == sizeof(double));
     double v = strtod(text, &end);
-    if (end == text || *end || !strchr("+-.0123456789", text[0]) || strpbrk(text, "xX") ||
-        !isfinite(v))
+    if (end == text || *end || !strchr("+-.0123456789", text[0]) || strpbrk(text, "xX"))
         return say(why, len, k, "expected a number, got '%s'", text);
+    if (!isfinite(v))
+        return say(why, len, k, "'%s' is out of range: a number's magnitude is at most %.3g", text, DBL_MAX);
     *(double *)slot = v;
     return 0;
 }

@@ -64,6 +64,9 @@ static int syntax_error(const yaml_parser_t *p, const char *text, size_t len, dt
     if (p->error == YAML_READER_ERROR)
         return problem(why, DT_EPARSE, mark_of_offset(text, len, p->problem_offset),
                        "not YAML text: %s at byte %zu", what, p->problem_offset);
+    if (p->problem_mark.index < len && text[p->problem_mark.index] == '\t')
+        return problem(why, DT_EPARSE, p->problem_mark, "YAML syntax error: a tab; YAML indents with "
+                       "spaces only (%s)", what);
     if (p->context)
         return problem(why, DT_EPARSE, p->problem_mark, "YAML syntax error: %s (%s at %zu:%zu)", what,
                        p->context, p->context_mark.line + 1, p->context_mark.column + 1);

@@ -361,6 +361,10 @@ static void test_wrong_type(void **state)
     assert_one_message(fx, &err, 2, 21, "measure.flush_l2: expected true or false, got '1'");
     assert_int_equal(load_text(fx, "model: m.yaml\nbudget: {total_seconds: }\n", &c, &err), DT_EINVAL);
     assert_one_message(fx, &err, 2, 25, "budget.total_seconds: expected a number, got nothing");
+    assert_int_equal(load_text(fx, "model: m.yaml\nbudget: {total_seconds: 1e999}\n", &c, &err), DT_EINVAL);
+    assert_one_message(fx, &err, 2, 25, "budget.total_seconds: '1e999' is out of range");
+    assert_int_equal(load_text(fx, "model: m.yaml\nbudget:\n\ttotal_seconds: 10\n", &c, &err), DT_EPARSE);
+    assert_one_message(fx, &err, 3, 1, "a tab; YAML indents with spaces only");
 }
 
 static void test_out_of_range(void **state)
