@@ -67,7 +67,8 @@ typedef enum field_kind {
     F_DBL,      /* double */
     F_MS,       /* double seconds in the struct, milliseconds in the log */
     F_RESULT,   /* dt_result_class, by name */
-    F_POSITIVE  /* double, optional: 0 = left out, else a positive finite number */
+    F_POSITIVE, /* double, optional: 0 = left out, else a positive finite number */
+    F_TIME      /* double run seconds, 0 to DT_TUNELOG_TIME_MAX */
 } field_kind;
 
 typedef struct field {
@@ -117,7 +118,7 @@ static const field measure_fields[] = {
     MEASUREMENT_FIELDS(dt_measure_record),
     FIELD(dt_measure_record, "slot", F_INT, slot),
     FIELD(dt_measure_record, "trial", F_INT, trial),
-    FIELD(dt_measure_record, "time", F_DBL, time),
+    FIELD(dt_measure_record, "time", F_TIME, time),
     OPTIONAL_POSITIVE(dt_measure_record, "cost_model_gflops", cost_model_gflops),
 };
 
@@ -126,7 +127,7 @@ static const field slot_fields[] = {
     FIELD(dt_slot_record, "slot", F_INT, slot),
     FIELD(dt_slot_record, "task", F_STR, task),
     FIELD(dt_slot_record, "task_index", F_INT, task_index),
-    FIELD(dt_slot_record, "time", F_DBL, time),
+    FIELD(dt_slot_record, "time", F_TIME, time),
     FIELD(dt_slot_record, "model_latency_ms", F_DBL, model_latency_ms),
     FIELD(dt_slot_record, "decision_ms", F_DBL, decision_ms),
 };
@@ -136,14 +137,14 @@ static const field failed_fields[] = {
     FIELD(dt_failed_record, "task_index", F_INT, task_index),
     FIELD(dt_failed_record, "reason", F_STR, reason),
     FIELD(dt_failed_record, "reference_ms", F_MS, reference_s),
-    FIELD(dt_failed_record, "time", F_DBL, time),
+    FIELD(dt_failed_record, "time", F_TIME, time),
     OPTIONAL(dt_failed_record, "timed_on", timed_on),
 };
 
 static const field retime_fields[] = {
     MEASUREMENT_FIELDS(dt_retime_record),
     FIELD(dt_retime_record, "round", F_INT, round),
-    FIELD(dt_retime_record, "time", F_DBL, time),
+    FIELD(dt_retime_record, "time", F_TIME, time),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -200,6 +201,7 @@ static json_t *encode_field(const field *f, const void *rec)
         return encode_u64(*(const uint64_t *)p);
     case F_DBL:
     case F_POSITIVE:
+    case F_TIME:
         return encode_double(*(const double *)p);
     case F_MS:
         return encode_double(*(const double *)p * 1000.0);
@@ -207,6 +209,11 @@ static json_t *encode_field(const field *f, const void *rec)
         return json_string(dt_result_name(*(const dt_result_class *)p));
     }
     return NULL;
+}
+
+static bool time_ok(double t)
+{
+    return t >= 0 && t <= DT_TUNELOG_TIME_MAX;   /* false for NaN */
 }
 
 /* A value the log cannot hold: a result class out of range, an optional
@@ -221,6 +228,9 @@ static int check_field(const field *f, const void *rec, dt_error *err)
     if (v != 0 && !(v > 0 && isfinite(v)))
         return dt_error_set(err, DT_EINVAL, "field '%s': %g is not a positive finite number",
                             f->name, v);
+    if (f->kind == F_TIME && !time_ok(*(const double *)p))
+        return dt_error_set(err, DT_EINVAL, "field '%s': %g is not a run time of 0 to %g s", f->name,
+                            *(const double *)p, DT_TUNELOG_TIME_MAX);
     return 0;
 }
 
@@ -837,6 +847,13 @@ static int decode_field(const field *f, const json_t *obj, void *rec, const line
     case F_U64:
         return decode_u64(v, (uint64_t *)p) == 0 ? 0
                : field_error(at, f->name, "must be a non-negative integer", err);
+    case F_TIME:
+        if (decode_double(v, (double *)p) != 0 || !time_ok(*(double *)p)) {
+            char what[96];
+            snprintf(what, sizeof what, "must be a run time in seconds, 0 to %g", DT_TUNELOG_TIME_MAX);
+            return field_error(at, f->name, what, err);
+        }
+        return 0;
     case F_DBL:
     case F_MS:
         if (decode_double(v, (double *)p) != 0)
@@ -991,6 +1008,20 @@ static int visit(int rc, const line_ref *at, dt_error *err)
     return rc;
 }
 
+/* An ok result has a positive finite latency and rate; no result has a
+ * negative one (hand-edited records are refused, not believed). */
+static int check_result(const dt_measure_result *m, const line_ref *at, dt_error *err)
+{
+    bool ok = m->result == DT_RESULT_OK;
+    if (m->latency_s < 0 || (ok && !(m->latency_s > 0 && isfinite(m->latency_s))))
+        return field_error(at, "latency_ms", ok ? "of an ok result must be a positive finite number"
+                                                : "must not be negative", err);
+    if (m->gflops < 0 || (ok && !(m->gflops > 0 && isfinite(m->gflops))))
+        return field_error(at, "gflops", ok ? "of an ok result must be a positive finite number"
+                                            : "must not be negative", err);
+    return 0;
+}
+
 static int decode_measure(const json_t *obj, const dt_tunelog_visitor *v,
                           const line_ref *at, dt_error *err)
 {
@@ -998,6 +1029,8 @@ static int decode_measure(const json_t *obj, const dt_tunelog_visitor *v,
     int rc;
     memset(&r, 0, sizeof r);
     rc = decode_fields(measure_fields, COUNT(measure_fields), obj, &r, at, err);
+    if (rc == 0)
+        rc = check_result(&r.m, at, err);
     if (rc != 0 || !v || !v->measure)
         return rc;
     return visit(v->measure(v->ctx, &r), at, err);
@@ -1050,6 +1083,8 @@ static int decode_retime(const json_t *obj, const dt_tunelog_visitor *v, const l
     dt_retime_record r;
     memset(&r, 0, sizeof r);
     int rc = decode_fields(retime_fields, COUNT(retime_fields), obj, &r, at, err);
+    if (rc == 0)
+        rc = check_result(&r.m, at, err);
     if (rc != 0 || !v || !v->retime)
         return rc;
     return visit(v->retime(v->ctx, &r), at, err);

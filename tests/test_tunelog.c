@@ -295,7 +295,7 @@ static void fill_round_trip(dt_run_record run[2], dt_measure_record m[3], dt_slo
     m[1].config = (UINT64_C(1) << 53) + 1;
     m[1].knobs[0] = '\0';
     m[1].cost_model_gflops = 0;   /* no estimate: the field is left out */
-    sample_measure(&m[2], "bmm3", 2, 9, DT_RESULT_OK, INFINITY);
+    sample_measure(&m[2], "bmm3", 2, 9, DT_RESULT_WRONG_OUTPUT, INFINITY);
     m[2].config = UINT64_MAX;
     m[2].m.cv = NAN;
     m[2].m.compile_ms = -0.0;
@@ -509,6 +509,34 @@ static void test_record_without_newline_is_kept(void **state)
     assert_int_equal(got->nmeasure, 3);
     assert_same_measure(&m, &got->measures[2]);
     free(got);
+}
+
+/* Values no run writes are refused on reading, naming the line and the
+ * field: an ok result without a positive latency, a negative latency, a
+ * time past DT_TUNELOG_TIME_MAX. */
+static void test_impossible_values_refused(void **state)
+{
+    fixture *fx = *state;
+    char text[8192];
+    dt_error err;
+    append_samples(fx->log, 1);
+    size_t n = read_text(fx->log, text, sizeof text);
+    assert_true(n > 0);
+    const struct { const char *from, *to, *field; } edits[] = {
+        { "\"latency_ms\":", "\"latency_ms\":-", "latency_ms" },
+        { "\"time\":", "\"time\":1e308,\"x\":", "time" },
+    };
+    for (int i = 0; i < 2; i++) {
+        char *at = strstr(text, edits[i].from);
+        assert_non_null(at);
+        char edited[8400];
+        snprintf(edited, sizeof edited, "%.*s%s%s", (int)(at - text), text, edits[i].to,
+                 at + strlen(edits[i].from));
+        write_text(fx->log, "w", edited);
+        assert_int_equal(dt_tunelog_replay(fx->log, NULL, NULL, &err), DT_EINVAL);
+        assert_contains(err.msg, ":1:");
+        assert_contains(err.msg, edits[i].field);
+    }
 }
 
 /* A garbled last line that has its newline was written whole: damage or a
@@ -1197,6 +1225,7 @@ int main(void)
         T(test_append_rejects_bad_records),
         T(test_truncated_tail_is_dropped_and_cut),
         T(test_record_without_newline_is_kept),
+        T(test_impossible_values_refused),
         T(test_measure_without_estimate_reads),
         T(test_garbled_last_line_is_refused_and_kept),
         T(test_record_size_limit),

@@ -57,6 +57,9 @@
 #include "dtune/result.h"
 
 #define DT_TUNELOG_RECORD_MAX (1 << 20)
+/* A record's "time" (run seconds) is at most this, about three years of
+ * tuning: a larger one was not written by a run. */
+#define DT_TUNELOG_TIME_MAX 1e8
 
 typedef struct dt_measure_record {
     char task[DT_NAME_MAX];
