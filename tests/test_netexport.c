@@ -595,7 +595,8 @@ static void test_library_api_and_bad_weights(void **state)
 
 /* What the export cannot take: a node whose geometry no choice has, a graph
  * the check refuses, a target without a network export, a task named like
- * the network's own symbols; no reader of a network yet. */
+ * the network's own symbols; no reader of a network yet, and the command's
+ * --network without the model file. */
 static void test_refusals(void **state)
 {
     (void)state;
@@ -621,6 +622,10 @@ static void test_refusals(void **state)
     assert_int_equal(dt_netexport_read_graph("models/resnet18.onnx", &read, &err), DT_ENOTSUP);
     assert_null(read);
     assert_non_null(strstr(err.msg, "ONNX"));
+    /* the command's flag: the network comes from the model file */
+    int rc = dt_test_run((char *[]){ "dtune", "export", dir, "--network", NULL }, out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--network reads the network from its model file: -m MODEL.onnx"));
     free(choices);
     dt_graph_free(g);
     assert_int_equal(dt_test_remove_tree(dir), 0);
