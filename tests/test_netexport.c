@@ -5,7 +5,8 @@
  * residual, a ceil_mode max pool, a squeezenet fire module's concat, a
  * depthwise conv with relu6, an average pool, add, act, global average
  * pool, flatten, dense) exported with tuned-style configs (valid points of
- * each task's CPU space), with untuned tasks, and on two OpenMP threads,
+ * each task's CPU space), with untuned tasks, on two OpenMP threads and at
+ * batch 2,
  * built with cc and make alone, run by its own program and compared with
  * the reference executor; the library's API driven by a program of the
  * test's own (wrong weights files refused with a message, no state kept
@@ -177,12 +178,12 @@ static int dense(dt_graph *g, const char *name, int x, int n_out, uint64_t seed)
 }
 
 /* The small network: every op of graph.h, a residual, a fire module's
- * concat, two nodes of one task. Input [1,3,29,27], output [1,10]. */
-static dt_graph *mini_network(void)
+ * concat, two nodes of one task. Input [batch,3,29,27], output [batch,10]. */
+static dt_graph *mini_network(int batch)
 {
     dt_graph *g = dt_graph_new("mini");
     assert_non_null(g);
-    g->input = act4(g, "image", 1, 3, 29, 27);
+    g->input = act4(g, "image", batch, 3, 29, 27);
     int c1 = conv(g, "conv1", g->input, (conv_spec){ 16, 3, 2, 1, false, true, -1, DT_ACT_RELU }, 11);
     int p1 = pool(g, "pool1", DT_GRAPH_MAX_POOL, c1,
                   (dt_pool_attr){ .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ceil_mode = true });
@@ -192,7 +193,7 @@ static dt_graph *mini_network(void)
     int sq = conv(g, "fire.squeeze", b, (conv_spec){ 8, 1, 1, 0, false, true, -1, DT_ACT_RELU }, 14);
     int e1 = conv(g, "fire.expand1", sq, (conv_spec){ 12, 1, 1, 0, false, true, -1, DT_ACT_RELU }, 15);
     int e3 = conv(g, "fire.expand3", sq, (conv_spec){ 12, 3, 1, 1, false, true, -1, DT_ACT_RELU }, 16);
-    int cat = simple(g, "fire.concat", DT_GRAPH_CONCAT, 2, (int[]){ e1, e3 }, 4, (int[]){ 1, 24, 7, 7 });
+    int cat = simple(g, "fire.concat", DT_GRAPH_CONCAT, 2, (int[]){ e1, e3 }, 4, (int[]){ batch, 24, 7, 7 });
     int dw = conv(g, "dw", cat, (conv_spec){ 24, 3, 2, 1, true, true, -1, DT_ACT_RELU6 }, 17);
     int ap = pool(g, "avg", DT_GRAPH_AVG_POOL, dw,
                   (dt_pool_attr){ .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pad_top = 1, .pad_left = 1,
@@ -201,7 +202,7 @@ static dt_graph *mini_network(void)
     int r = simple(g, "relu", DT_GRAPH_ACT, 1, (int[]){ ap }, 0, NULL);
     int sum = simple(g, "add", DT_GRAPH_ADD, 2, (int[]){ ap, r }, 0, NULL);
     int gap = pool(g, "gap", DT_GRAPH_GLOBAL_AVG_POOL, sum, (dt_pool_attr){ 0 });
-    int flat = simple(g, "flatten", DT_GRAPH_FLATTEN, 1, (int[]){ gap }, 2, (int[]){ 1, 24 });
+    int flat = simple(g, "flatten", DT_GRAPH_FLATTEN, 1, (int[]){ gap }, 2, (int[]){ batch, 24 });
     g->output = dense(g, "fc", flat, 10, 18);
     return g;
 }
@@ -468,7 +469,7 @@ static void check_plan(const dt_graph *g, const char *dir)
 static void test_export_tuned(void **state)
 {
     (void)state;
-    dt_graph *g = mini_network();
+    dt_graph *g = mini_network(1);
     int n;
     dt_export_choice *choices = choices_of(g, INT32_MAX, &n, 41);
     assert_int_equal(n, 7);   /* conv_a and conv_b share a task */
@@ -485,12 +486,12 @@ static void test_export_tuned(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
-/* Every task untuned: the reference loops stand in; and half untuned on
- * two OpenMP threads. */
+/* Every task untuned: the reference loops stand in; half untuned on two
+ * OpenMP threads; a batch of two. */
 static void test_export_untuned_and_threads(void **state)
 {
     (void)state;
-    dt_graph *g = mini_network();
+    dt_graph *g = mini_network(1);
     int n;
     dt_export_choice *choices = choices_of(g, 0, &n, 42);
     char dir[64];
@@ -513,6 +514,21 @@ static void test_export_untuned_and_threads(void **state)
     snprintf(cmd, sizeof cmd, "grep -c -- '-fopenmp' %s/Makefile && grep -c 'omp parallel' %s/kernels/*.c",
              dir, dir);
     assert_int_equal(shell(cmd), 0);
+    free(choices);
+    dt_graph_free(g);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+
+    /* batch 2: the concat copies its inputs (a channel slice is no longer contiguous) */
+    g = mini_network(2);
+    choices = choices_of(g, INT32_MAX, &n, 46);
+    dt_test_tmpdir(dir, sizeof dir);
+    params.kernels.measure.threads = 1;
+    if (dt_netexport_write(&params, g, choices, n, dir, &err) != 0)
+        fail_msg("%s", err.msg);
+    snprintf(cmd, sizeof cmd, "grep -c 'concat_part(a' %s/mini_net.c", dir);
+    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(atoi(out), 2);
+    build_and_check(g, dir);
     free(choices);
     dt_graph_free(g);
     assert_int_equal(dt_test_remove_tree(dir), 0);
@@ -546,7 +562,7 @@ static const char api_program[] =
 static void test_library_api_and_bad_weights(void **state)
 {
     (void)state;
-    dt_graph *g = mini_network();
+    dt_graph *g = mini_network(1);
     int n;
     dt_export_choice *choices = choices_of(g, INT32_MAX, &n, 44);
     char dir[64], cmd[2048], path[128];
@@ -600,7 +616,7 @@ static void test_library_api_and_bad_weights(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    dt_graph *g = mini_network();
+    dt_graph *g = mini_network(1);
     int n;
     dt_export_choice *choices = choices_of(g, 0, &n, 45);
     char dir[64];
