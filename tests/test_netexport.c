@@ -6,9 +6,8 @@
  * depthwise conv with relu6, an average pool, add, act, global average
  * pool, flatten, dense) exported with tuned-style configs (valid points of
  * each task's CPU space), with untuned tasks, on two OpenMP threads and at
- * batch 2,
- * built with cc and make alone, run by its own program and compared with
- * the reference executor; the library's API driven by a program of the
+ * batch 2, built with cc and make alone, run by its own program and
+ * compared with the reference executor; the library's API driven by a program of the
  * test's own (wrong weights files refused with a message, no state kept
  * between calls); graphs and choices the export cannot take refused. */
 #include <setjmp.h>
