@@ -21,6 +21,7 @@
 #include "dtune/export.h"
 #include "dtune/machine.h"
 #include "dtune/measure.h"
+#include "dtune/netexport.h"
 #include "dtune/target.h"
 #include "dtune/util.h"
 
@@ -29,6 +30,7 @@ static void usage(FILE *to)
     fputs("usage: dtune export RUN_DIR [-o DIR] [-m MODEL.yaml] [--threads N] [--allow-untuned]\n"
           "       dtune export --db[=PATH] -m MODEL.yaml [-c CONFIG] [--target T] [-o DIR]\n"
           "                    [--threads N] [--allow-untuned]\n"
+          "       dtune export RUN_DIR --network -m MODEL.onnx [-o DIR] ...\n"
           "\n"
           "Writes the best kernel of every task of a run (RUN_DIR/best.json), or with\n"
           "--db the best config the tuning database holds for each task of MODEL.yaml\n"
@@ -51,6 +53,8 @@ static void usage(FILE *to)
           "  --threads N         CPU kernel threads: the run's measure.threads (default 1)\n"
           "  --allow-untuned     export the reference loops for a task without a tuned\n"
           "                      config (failed, or not measured yet) instead of stopping\n"
+          "  --network           the whole network of -m MODEL as a library around the\n"
+          "                      kernels (docs/network-export.md; needs the ONNX import)\n"
           "  -h, --help          show this help\n", to);
 }
 
@@ -60,6 +64,7 @@ typedef struct export_args {
     const char *model;         /* NULL: the run's */
     int threads;
     bool allow_untuned;
+    bool network;              /* --network: the whole network of the model */
     bool db;                   /* --db: from the tuning database */
     const char *db_path;       /* --db=PATH; NULL: the configured one */
     const char *config;        /* -c: db.path from here */
@@ -85,6 +90,8 @@ static int check_args(const export_args *a)
         problem = "-c and --target go with --db";
     else if (!a->db && !a->run_dir)
         problem = "RUN_DIR is missing";
+    else if (a->network && !a->model)
+        problem = "--network reads the network from its model file: -m MODEL.onnx";
     if (!problem)
         return -1;
     fprintf(stderr, "dtune export: %s\n", problem);
@@ -105,6 +112,8 @@ static int parse_args(int argc, char **argv, export_args *a)
             return 0;
         } else if (strcmp(arg, "--allow-untuned") == 0) {
             a->allow_untuned = true;
+        } else if (strcmp(arg, "--network") == 0) {
+            a->network = true;
         } else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
             if (!has_value)
                 return usage_error("missing value after", arg);
@@ -185,6 +194,22 @@ static int read_db(const export_args *a, dt_export_params *params, char *source,
     return rc;
 }
 
+/* --network: the graph of a->model around the kernels of the choices. */
+static int export_network(const export_args *a, const dt_export_params *params,
+                          const dt_export_choice *choices, int n, const char *out_dir, dt_error *err)
+{
+    dt_graph *g = NULL;
+    int rc = dt_netexport_read_graph(a->model, &g, err);
+    dt_netexport_params np = dt_netexport_params_default();
+    np.kernels = *params;
+    rc = rc ? rc : dt_netexport_write(&np, g, choices, n, out_dir, err);
+    if (rc == 0)
+        printf("dtune: exported network %s (%d nodes) to %s\ndtune: build and check it: make -C %s "
+               "test\n", g->name, g->nnodes, out_dir, out_dir);
+    dt_graph_free(g);
+    return rc;
+}
+
 int dt_cmd_export(int argc, char **argv)
 {
     export_args a;
@@ -211,16 +236,20 @@ int dt_cmd_export(int argc, char **argv)
         return 2;
     }
     int len = a.out_dir ? snprintf(out_dir, sizeof out_dir, "%s", a.out_dir)
-              : a.db    ? snprintf(out_dir, sizeof out_dir, "%s_kernels", model)
-                        : snprintf(out_dir, sizeof out_dir, "%s/export", a.run_dir);
+              : a.db    ? snprintf(out_dir, sizeof out_dir, "%s_%s", model, a.network ? "network" : "kernels")
+                        : snprintf(out_dir, sizeof out_dir, "%s/%s", a.run_dir, a.network ? "network" : "export");
     if (len < 0 || (size_t)len >= sizeof out_dir)
         rc = dt_error_set(&err, DT_EINVAL, "%.64s...: path too long", out_dir);
-    rc = rc ? rc : dt_export_write(&params, model, choices, n, out_dir, &err);
+    if (rc == 0)
+        rc = a.network ? export_network(&a, &params, choices, n, out_dir, &err)
+                       : dt_export_write(&params, model, choices, n, out_dir, &err);
     free(choices);
     if (rc) {
         fprintf(stderr, "dtune export: %s\n", err.msg);
         return dt_error_exit_status(rc);
     }
+    if (a.network)
+        return 0;
     printf("dtune: exported %d kernels of %s (%d tuned, %d reference loops) to %s\n", n, model,
            n - untuned, untuned, out_dir);
     fputs("dtune: ", stdout);

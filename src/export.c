@@ -40,9 +40,7 @@ dt_export_params dt_export_params_default(void)
                                .measure = dt_measure_params_default() };
 }
 
-/* name as a C identifier: other characters become '_', a leading digit gets
- * a prefix. */
-static void c_name(const char *name, const char *prefix, char *out, size_t len)
+void export_c_name(const char *name, const char *prefix, char *out, size_t len)
 {
     size_t j = 0;
     if (isdigit((unsigned char)name[0]) || name[0] == '\0')
@@ -404,14 +402,14 @@ int dt_export_write(const dt_export_params *params, const char *name,
     if (strlen(out_dir) >= DT_PATH_MAX)
         return dt_error_set(err, DT_EINVAL, "%.64s...: path too long", out_dir);
     export_job job = { .params = params, .choices = choices, .n = n, .out_dir = out_dir };
-    c_name(name, "m", job.lib, sizeof job.lib);
+    export_c_name(name, "m", job.lib, sizeof job.lib);
     for (size_t i = 0; i <= strlen(job.lib); i++)
         job.upper[i] = (char)toupper((unsigned char)job.lib[i]);
     job.task = calloc((size_t)n, sizeof *job.task);
     if (!job.task)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++)
-        c_name(choices[i].task.name, "t", job.task[i], sizeof job.task[i]);
+        export_c_name(choices[i].task.name, "t", job.task[i], sizeof job.task[i]);
     char kernels[DT_PATH_MAX + 16];
     snprintf(kernels, sizeof kernels, "%s/kernels", out_dir);
     int rc = check_names(&job, err);

@@ -21,6 +21,11 @@ typedef struct export_job {
     char (*task)[EXPORT_NAME_MAX];      /* per choice: TASK as a C name */
 } export_job;
 
+/* name as a C identifier into out (len bytes): other characters become
+ * '_', an empty name or a leading digit gets prefix; the library's NAME
+ * (prefix "m") and each TASK (prefix "t") are made so. */
+void export_c_name(const char *name, const char *prefix, char *out, size_t len);
+
 /* Appends printf-formatted text to b. */
 void export_emit(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
