@@ -73,8 +73,8 @@ int dt_cmd_import(int argc, char **argv)
     dt_buf text = { 0 };
     char comment[DT_PATH_MAX + 128];
     if (rc == 0) {
-        snprintf(comment, sizeof comment, "Imported by `dtune import` from %s: %d tasks, batch %d.", a.onnx,
-                 model->ntasks, model->batch);
+        snprintf(comment, sizeof comment, "Imported by `dtune import` from %s: %d task%s, batch %d.", a.onnx,
+                 model->ntasks, model->ntasks == 1 ? "" : "s", model->batch);
         if (dt_model_format(model, comment, &text) != 0)
             rc = dt_error_set(&err, DT_ENOMEM, "out of memory");
     }
