@@ -1012,9 +1012,11 @@ static int op_global_avg_pool(importer *im)
 /* x to [dims0, rest]: a flatten node from 4-D, the same value from 2-D. */
 static int to_2d(importer *im, int x)
 {
-    const value *xv = &im->values[x];
-    if (xv->ndims == 2)
+    value *xv = &im->values[x];
+    if (xv->ndims == 2) {   /* the same value under a new name: its readers are x's too */
+        xv->uses += uses_of(im, im->node->output[0]) - 1;
         return bind(im, im->node->output[0], x);
+    }
     int dims[2] = { xv->dims[0], (int)(xv->n / (size_t)xv->dims[0]) };
     int k = add_node(im, DT_GRAPH_FLATTEN, 1, &x, 2, dims);
     return k < 0 ? k : 0;
