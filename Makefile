@@ -95,8 +95,8 @@ $(BUILD)/obj/%.o: src/%.c
 $(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
 	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(PKGCFLAGS) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
 
-$(BUILD)/obj/onnx.o: $(BUILD)/gen/onnx.pb-c.h
-$(BUILD)/obj/onnx.o: CPPFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/onnx.o $(BUILD)/obj/onnx_ir.o: $(BUILD)/gen/onnx.pb-c.h
+$(BUILD)/obj/onnx.o $(BUILD)/obj/onnx_ir.o: CPPFLAGS += -I$(BUILD)/gen
 
 # Under ThreadSanitizer, ppo.c is compiled without instrumentation: its
 # network's forward and backward loops belong to one tuner, on one thread,
@@ -152,8 +152,8 @@ $(FUZZ_BUILD)/gen/onnx.pb-c.o: $(FUZZ_BUILD)/gen/onnx.pb-c.c
 	$(FUZZ_CC) $(CPPFLAGS) -I$(FUZZ_BUILD)/gen $(PKGCFLAGS) $(filter-out -Werror,$(FUZZ_CFLAGS)) \
 	    -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BUILD)/obj/onnx.o: $(FUZZ_BUILD)/gen/onnx.pb-c.h
-$(FUZZ_BUILD)/obj/onnx.o: CPPFLAGS += -I$(FUZZ_BUILD)/gen
+$(FUZZ_BUILD)/obj/onnx.o $(FUZZ_BUILD)/obj/onnx_ir.o: $(FUZZ_BUILD)/gen/onnx.pb-c.h
+$(FUZZ_BUILD)/obj/onnx.o $(FUZZ_BUILD)/obj/onnx_ir.o: CPPFLAGS += -I$(FUZZ_BUILD)/gen
 
 $(FUZZ_BUILD)/libdtune.a: $(FUZZ_OBJ)
 	@rm -f $@
