@@ -154,7 +154,8 @@ static int order_nodes(importer *im, const char *input)
         for (size_t o = 0; o < g->node[k]->n_output; o++) {
             const char *out = g->node[k]->output[o];
             int other = out[0] ? dt_onnx_ir_name_get(&im->producers, out, -1) : -1;
-            if (other >= 0 || (out[0] && (strcmp(out, input) == 0 || dt_onnx_ir_name_get(&im->initializers, out, -1) >= 0)))
+            bool initializer = out[0] && dt_onnx_ir_name_get(&im->initializers, out, -1) >= 0;
+            if (other >= 0 || initializer || (out[0] && strcmp(out, input) == 0))
                 return dt_error_set(im->err, DT_EINVAL, "%s: value '%s' is written twice (node '%s' (%s))",
                                     im->path, out, dt_onnx_ir_str(g->node[k]->name), g->node[k]->op_type);
             if (out[0] && dt_onnx_ir_name_put(&im->producers, out, (int)k))
@@ -194,7 +195,8 @@ static int order_nodes(importer *im, const char *input)
     /* a renamed value's readers are its source's */
     for (size_t k = 0; k < root.cap && rc == 0; k++)
         if (root.keys[k])
-            rc = dt_onnx_ir_name_put(&im->uses, root.keys[k], dt_onnx_ir_name_get(&im->uses, g->node[root.vals[k]]->input[0], 0));
+            rc = dt_onnx_ir_name_put(&im->uses, root.keys[k],
+                                     dt_onnx_ir_name_get(&im->uses, g->node[root.vals[k]]->input[0], 0));
     dt_onnx_ir_name_map_free(&root);
     return rc ? dt_onnx_ir_oom(im) : 0;
 }
@@ -408,7 +410,8 @@ static int import_model(importer *im, Onnx__ModelProto *model, dt_graph *g)
     if (!(im->graph = model->graph))
         return dt_error_set(im->err, DT_EINVAL, "%s: the model has no graph", im->path);
     for (size_t k = 0; k < im->graph->n_initializer; k++)
-        if (im->graph->initializer[k]->name && dt_onnx_ir_name_put(&im->initializers, im->graph->initializer[k]->name, (int)k))
+        if (im->graph->initializer[k]->name &&
+            dt_onnx_ir_name_put(&im->initializers, im->graph->initializer[k]->name, (int)k))
             return dt_onnx_ir_oom(im);
     for (size_t k = 0; k < im->graph->n_node; k++)
         if (!im->graph->node[k]->op_type)

@@ -241,7 +241,8 @@ static int constant_value(importer *im, const Onnx__TensorProto *t, const char *
 {
     char label[DT_NAME_MAX + 32];
     snprintf(label, sizeof label, "%s '%s'", what, name);
-    if (t->n_external_data > 0 || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+    if (t->n_external_data > 0 ||
+        (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
         return dt_error_set(im->err, DT_EINVAL, "%s: %s keeps its data in an external file; dtune import "
                             "reads weights stored in the model file (onnx.save_model(m, path, "
                             "save_as_external_data=False))", im->path, label);
@@ -310,12 +311,12 @@ static int act_input(importer *im, size_t i, int ndims)
     const value *x = &im->values[v];
     if (x->kind != VALUE_ACT)
         return dt_onnx_ir_fail(im, DT_EINVAL, "input '%s' is a constant; dtune import takes an activation there "
-                         "(a network computed from one input)", name);
+                               "(a network computed from one input)", name);
     if (ndims && x->ndims != ndims) {
         char shape[96];
         dims_str(x, shape, sizeof shape);
         return dt_onnx_ir_fail(im, DT_EINVAL, "input '%s' has shape %s; %d dimensions are supported", name, shape,
-                         ndims);
+                               ndims);
     }
     return v;
 }
@@ -333,8 +334,8 @@ static int const_input(importer *im, size_t i, value_kind kind, bool required, i
         return k;
     if (im->values[k].kind != kind)
         return dt_onnx_ir_fail(im, DT_EINVAL, "input '%s' must be %s", name,
-                         kind == VALUE_FLOAT ? "a FLOAT constant (an initializer or a Constant node's output)"
-                                             : "an INT64 constant");
+                               kind == VALUE_FLOAT ? "a FLOAT constant (an initializer or a Constant node's output)"
+                               : "an INT64 constant");
     *v = k;
     return 0;
 }
@@ -346,7 +347,7 @@ static int only_first_output(importer *im)
     for (size_t i = 1; i < im->node->n_output; i++)
         if (im->node->output[i][0] && dt_onnx_ir_uses_of(im, im->node->output[i]) > 0)
             return dt_onnx_ir_fail(im, DT_EINVAL, "its output %zu ('%s') is used; dtune import supports only the "
-                             "first", i + 1, im->node->output[i]);
+                                   "first", i + 1, im->node->output[i]);
     return 0;
 }
 
@@ -409,25 +410,42 @@ static int attr_ints(importer *im, const char *name, size_t want, int lo, int *o
     for (size_t i = 0; i < want; i++) {
         if (a->ints[i] < lo || a->ints[i] > DT_MODEL_INT_MAX)
             return dt_onnx_ir_fail(im, DT_EINVAL, "attribute '%s' holds %lld; expected %d to %d", name,
-                             (long long)a->ints[i], lo, DT_MODEL_INT_MAX);
+                                   (long long)a->ints[i], lo, DT_MODEL_INT_MAX);
         out[i] = (int)a->ints[i];
     }
     return 0;
 }
 
-/* auto_pad: NOTSET (pads given) and VALID (none) are read. */
-static int check_auto_pad(importer *im)
+/* pads [top, left, bottom, right] of a window kernel x strides x
+ * dilations over an input in[0] x in[1]: attribute 'pads', or auto_pad's:
+ * VALID none, SAME_UPPER and SAME_LOWER what keeps ceil(in / stride)
+ * outputs, an odd one at the end and at the start. */
+static int read_pads(importer *im, const int *in, const int *kernel, const int *strides, const int *dil, int *pads)
 {
+    int rc = attr_ints(im, "pads", 4, 0, pads);
     const Onnx__AttributeProto *a = attr(im->node, "auto_pad");
-    if (!a)
-        return 0;
+    if (rc || !a)
+        return rc;
     if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
         return dt_onnx_ir_fail(im, DT_EINVAL, "attribute 'auto_pad' must be a string");
-    if ((a->s.len == 6 && memcmp(a->s.data, "NOTSET", 6) == 0) ||
-        (a->s.len == 5 && memcmp(a->s.data, "VALID", 5) == 0))
+    char mode[16];
+    snprintf(mode, sizeof mode, "%.*s", (int)(a->s.len < 15 ? a->s.len : 15), (const char *)a->s.data);
+    bool valid = strcmp(mode, "VALID") == 0, upper = strcmp(mode, "SAME_UPPER") == 0;
+    if (strcmp(mode, "NOTSET") == 0)
         return 0;
-    return dt_onnx_ir_fail(im, DT_EINVAL, "auto_pad '%.*s' is not supported (NOTSET with explicit pads, or VALID)",
-                     (int)a->s.len, (const char *)a->s.data);
+    if (!valid && !upper && strcmp(mode, "SAME_LOWER") != 0)
+        return dt_onnx_ir_fail(im, DT_EINVAL, "auto_pad '%s' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER",
+                               mode);
+    for (int d = 0; d < 2; d++) {
+        int64_t out = ((int64_t)in[d] + strides[d] - 1) / strides[d];
+        int64_t total = valid ? 0 : (out - 1) * strides[d] + (int64_t)(kernel[d] - 1) * dil[d] + 1 - in[d];
+        total = total < 0 ? 0 : total;
+        if (total > DT_MODEL_INT_MAX)
+            return dt_onnx_ir_fail(im, DT_EINVAL, "auto_pad %s needs %lld pads", mode, (long long)total);
+        pads[d] = (int)(upper ? total / 2 : total - total / 2);
+        pads[d + 2] = (int)(total - pads[d]);
+    }
+    return 0;
 }
 
 /* ---- building the list ---------------------------------------------------- */
@@ -482,7 +500,7 @@ static int op_conv(importer *im)
     static const char *const known[] = { "auto_pad", "dilations", "group", "kernel_shape", "pads",
                                          "strides", NULL };
     int x, w, b, rc;
-    if ((rc = check_attrs(im, known)) || (rc = check_auto_pad(im)))
+    if ((rc = check_attrs(im, known)))
         return rc;
     if ((x = act_input(im, 0, 4)) < 0)
         return x;
@@ -491,20 +509,21 @@ static int op_conv(importer *im)
     const value *xv = &im->values[x], *wv = &im->values[w];
     if (wv->ndims != 4)
         return dt_onnx_ir_fail(im, DT_EINVAL, "weight '%s' has %d dimensions; a 2-D convolution's has 4", wv->name,
-                         wv->ndims);
+                               wv->ndims);
     int kernel[2] = { wv->dims[2], wv->dims[3] }, strides[2] = { 1, 1 }, dil[2] = { 1, 1 };
     int pads[4] = { 0, 0, 0, 0 };
     int64_t group;
     if ((rc = attr_ints(im, "kernel_shape", 2, 1, kernel)) || (rc = attr_ints(im, "strides", 2, 1, strides)) ||
-        (rc = attr_ints(im, "dilations", 2, 1, dil)) || (rc = attr_ints(im, "pads", 4, 0, pads)) ||
-        (rc = attr_int(im, "group", 1, &group)))
+        (rc = attr_ints(im, "dilations", 2, 1, dil)) ||
+        (rc = read_pads(im, xv->dims + 2, kernel, strides, dil, pads)) || (rc = attr_int(im, "group", 1, &group)))
         return rc;
     if (kernel[0] != wv->dims[2] || kernel[1] != wv->dims[3])
-        return dt_onnx_ir_fail(im, DT_EINVAL, "kernel_shape %dx%d differs from the weight's %dx%d", kernel[0], kernel[1],
-                         wv->dims[2], wv->dims[3]);
+        return dt_onnx_ir_fail(im, DT_EINVAL, "kernel_shape %dx%d differs from the weight's %dx%d", kernel[0],
+                               kernel[1],
+                               wv->dims[2], wv->dims[3]);
     if (pads[0] != pads[2] || pads[1] != pads[3])
         return dt_onnx_ir_fail(im, DT_EINVAL, "asymmetric pads [%d, %d, %d, %d] (top, left, bottom, right); dtune's "
-                         "convolutions pad both sides alike", pads[0], pads[1], pads[2], pads[3]);
+                               "convolutions pad both sides alike", pads[0], pads[1], pads[2], pads[3]);
     int c_in = xv->dims[1], c_out = wv->dims[0];
     dt_task t = { .kind = DT_OP_CONV2D, .count = 1 };
     if (group == 1 && wv->dims[1] == c_in) {
@@ -513,10 +532,10 @@ static int op_conv(importer *im)
         t.kind = DT_OP_DEPTHWISE_CONV2D;
     } else if (group == 1 || group == c_in) {
         return dt_onnx_ir_fail(im, DT_EINVAL, "weight '%s' has %d input channels per group; the input has %d in "
-                         "%lld group(s)", wv->name, wv->dims[1], c_in, (long long)group);
+                               "%lld group(s)", wv->name, wv->dims[1], c_in, (long long)group);
     } else {
         return dt_onnx_ir_fail(im, DT_EINVAL, "group %lld: dtune takes group 1 and depthwise convolutions (group = "
-                         "input channels = %d)", (long long)group, c_in);
+                               "input channels = %d)", (long long)group, c_in);
     }
     t.conv = (dt_conv_shape){ .n = xv->dims[0], .c_in = c_in, .h = xv->dims[2], .w = xv->dims[3],
                               .c_out = c_out, .kh = kernel[0], .kw = kernel[1], .sh = strides[0],
@@ -526,7 +545,7 @@ static int op_conv(importer *im)
         return dt_onnx_ir_fail(im, DT_EINVAL, "%s", sub.msg);
     if (b >= 0 && (im->values[b].ndims != 1 || im->values[b].dims[0] != c_out))
         return dt_onnx_ir_fail(im, DT_EINVAL, "bias '%s' must have %d values, one per output channel",
-                         im->values[b].name, c_out);
+                               im->values[b].name, c_out);
     int inputs[2] = { x, w }, dims[4] = { t.conv.n, c_out, t.conv.oh, t.conv.ow };
     int k = add_node(im, DT_GRAPH_CONV, 2, inputs, 4, dims);
     if (k < 0)
@@ -580,7 +599,7 @@ static int bias_of(importer *im, int c, int n, float scale)
     bool per_output = cv->n == (size_t)n && (cv->ndims == 1 || (cv->ndims == 2 && cv->dims[0] == 1));
     if (!per_output && cv->n != 1)
         return dt_onnx_ir_fail(im, DT_EINVAL, "bias '%s' must have 1 or %d values ([%d] or [1, %d])", cv->name, n, n,
-                         n);
+                               n);
     if (per_output && cv->ndims == 1 && scale == 1.0f)
         return c;
     char name[DT_NAME_MAX + 8];
@@ -616,7 +635,7 @@ static int op_gemm(importer *im)
     int k = im->values[x].dims[1];
     if (bv->ndims != 2 || bv->dims[trans_b ? 1 : 0] != k)
         return dt_onnx_ir_fail(im, DT_EINVAL, "weight '%s' does not match an input of %d columns (transB = %lld)",
-                         bv->name, k, (long long)trans_b);
+                               bv->name, k, (long long)trans_b);
     int w = trans_b && alpha == 1.0f ? b : 0;
     if (trans_b && alpha != 1.0f) {
         char name[DT_NAME_MAX];
@@ -648,7 +667,7 @@ static int op_matmul(importer *im)
         return rc;
     if (im->values[b].ndims != 2 || im->values[b].dims[0] != im->values[x].dims[1])
         return dt_onnx_ir_fail(im, DT_EINVAL, "MatMul takes an input [M, K] and a constant 2-D weight [K, N]; "
-                         "weight '%s' does not match K = %d", im->values[b].name, im->values[x].dims[1]);
+                               "weight '%s' does not match K = %d", im->values[b].name, im->values[x].dims[1]);
     int w = transposed(im, b, 1.0f);
     return w < 0 ? w : add_dense(im, x, w, -1);
 }
@@ -662,7 +681,7 @@ static int fold_batch_norm(importer *im, int p, const int *bn, float eps)
     for (int i = 0; i < 4; i++)
         if (im->values[bn[i]].n != (size_t)channels)
             return dt_onnx_ir_fail(im, DT_EINVAL, "'%s' has %zu values; the conv before it has %d channels",
-                             im->values[bn[i]].name, im->values[bn[i]].n, channels);
+                                   im->values[bn[i]].name, im->values[bn[i]].n, channels);
     char name[DT_NAME_MAX + 8];
     snprintf(name, sizeof name, "%.50s_bn", im->values[im->nodes[p].inputs[1]].name);
     int w = copy_constant(im, im->nodes[p].inputs[1], name);
@@ -706,8 +725,8 @@ static int op_batch_norm(importer *im)
     int p = fusable_producer(im, x, JOIN_BATCH_NORM);
     if (p < 0 || im->values[x].ndims < 2)
         return dt_onnx_ir_fail(im, DT_EINVAL, "a batch-norm is folded into the Conv or Gemm before it, and '%s' "
-                         "is not the output of one that feeds only this node (with no activation or add "
-                         "between them)", im->values[x].name);
+                               "is not the output of one that feeds only this node (with no activation or add "
+                               "between them)", im->values[x].name);
     return fold_batch_norm(im, p, bn, eps);
 }
 
@@ -754,7 +773,7 @@ static int op_clip(importer *im)
         return rc;
     if (scalar_of(im, lo) != 0.0f || scalar_of(im, hi) != 6.0f)
         return dt_onnx_ir_fail(im, DT_EINVAL, "Clip is read as ReLU6: min must be 0 and max 6 (constants); here "
-                         "min %g, max %g", (double)scalar_of(im, lo), (double)scalar_of(im, hi));
+                               "min %g, max %g", (double)scalar_of(im, lo), (double)scalar_of(im, hi));
     return activation(im, x, DT_ACT_RELU6);
 }
 
@@ -765,7 +784,7 @@ static int add_bias(importer *im, int x, int c)
     int p = fusable_producer(im, x, JOIN_BIAS);
     if (p < 0)
         return dt_onnx_ir_fail(im, DT_EINVAL, "an Add of constant '%s' is read only as the bias of the Conv, Gemm "
-                         "or MatMul right before it", im->values[c].name);
+                               "or MatMul right before it", im->values[c].name);
     const value *cv = &im->values[c];
     int n = im->values[x].dims[1];
     bool conv = im->nodes[p].op == DT_GRAPH_CONV;
@@ -774,7 +793,7 @@ static int add_bias(importer *im, int x, int c)
                        : (cv->ndims == 1 || (cv->ndims == 2 && cv->dims[0] == 1));
     if (!shaped || cv->n != (size_t)n)
         return dt_onnx_ir_fail(im, DT_EINVAL, "constant '%s' is not one value per output %s (%d)", cv->name,
-                         conv ? "channel" : "column", n);
+                               conv ? "channel" : "column", n);
     int b = cv->ndims == 1 ? c : copy_constant(im, c, cv->name);
     if (b < 0)
         return b;
@@ -807,7 +826,7 @@ static int op_add(importer *im)
     dims_str(b, sb, sizeof sb);
     if (strcmp(sa, sb) != 0)
         return dt_onnx_ir_fail(im, DT_EINVAL, "inputs of shapes %s and %s: only an Add of two equal shapes is "
-                         "supported (no broadcasting)", sa, sb);
+                               "supported (no broadcasting)", sa, sb);
     for (int i = 0; i < 2 && in[0] != in[1]; i++) {
         int p = fusable_producer(im, in[i], JOIN_RESIDUAL);
         if (p >= 0) {
@@ -839,20 +858,21 @@ static int op_pool(importer *im, dt_graph_op op)
                                              "pads", "strides", NULL };
     int x, rc, kernel[2] = { 0, 0 }, strides[2] = { 1, 1 }, dil[2] = { 1, 1 }, pads[4] = { 0, 0, 0, 0 };
     int64_t ceil_mode, storage, include_pad;
-    if ((rc = check_attrs(im, op == DT_GRAPH_MAX_POOL ? max_known : avg_known)) || (rc = check_auto_pad(im)) ||
-        (rc = only_first_output(im)) || (rc = attr_ints(im, "kernel_shape", 2, 1, kernel)) ||
-        (rc = attr_ints(im, "strides", 2, 1, strides)) || (rc = attr_ints(im, "dilations", 2, 1, dil)) ||
-        (rc = attr_ints(im, "pads", 4, 0, pads)) || (rc = attr_int(im, "ceil_mode", 0, &ceil_mode)) ||
-        (rc = attr_int(im, "storage_order", 0, &storage)) ||
+    if ((rc = check_attrs(im, op == DT_GRAPH_MAX_POOL ? max_known : avg_known)) || (rc = only_first_output(im)))
+        return rc;
+    if ((x = act_input(im, 0, 4)) < 0)
+        return x;
+    const value *xv = &im->values[x];
+    if ((rc = attr_ints(im, "kernel_shape", 2, 1, kernel)) || (rc = attr_ints(im, "strides", 2, 1, strides)) ||
+        (rc = attr_ints(im, "dilations", 2, 1, dil)) ||
+        (rc = read_pads(im, xv->dims + 2, kernel, strides, dil, pads)) ||
+        (rc = attr_int(im, "ceil_mode", 0, &ceil_mode)) || (rc = attr_int(im, "storage_order", 0, &storage)) ||
         (rc = attr_int(im, "count_include_pad", 0, &include_pad)))
         return rc;
     if (!attr(im->node, "kernel_shape"))
         return dt_onnx_ir_fail(im, DT_EINVAL, "attribute 'kernel_shape' is missing");
     if (dil[0] != 1 || dil[1] != 1 || storage != 0)
         return dt_onnx_ir_fail(im, DT_EINVAL, "dilations and storage_order other than 1 and 0 are not supported");
-    if ((x = act_input(im, 0, 4)) < 0)
-        return x;
-    const value *xv = &im->values[x];
     dt_pool_attr pool = { .kh = kernel[0], .kw = kernel[1], .sh = strides[0], .sw = strides[1],
                           .pad_top = pads[0], .pad_left = pads[1], .pad_bottom = pads[2], .pad_right = pads[3],
                           .ceil_mode = ceil_mode != 0, .count_include_pad = include_pad != 0 };
@@ -862,7 +882,7 @@ static int op_pool(importer *im, dt_graph_op op)
     if (dims[2] < 1 || dims[3] < 1 || pool.pad_top >= pool.kh || pool.pad_bottom >= pool.kh ||
         pool.pad_left >= pool.kw || pool.pad_right >= pool.kw)
         return dt_onnx_ir_fail(im, DT_EINVAL, "window %dx%d, pads [%d, %d, %d, %d] do not fit the %dx%d input",
-                         pool.kh, pool.kw, pads[0], pads[1], pads[2], pads[3], xv->dims[2], xv->dims[3]);
+                               pool.kh, pool.kw, pads[0], pads[1], pads[2], pads[3], xv->dims[2], xv->dims[3]);
     int k = add_node(im, op, 1, &x, 4, dims);
     if (k < 0)
         return k;
@@ -919,7 +939,7 @@ static int op_flatten(importer *im)
         axis += im->values[x].ndims;
     if (axis != 1 || (im->values[x].ndims != 2 && im->values[x].ndims != 4))
         return dt_onnx_ir_fail(im, DT_EINVAL, "Flatten of a %d-D input at axis %lld; only [N, ...] to [N, rest] "
-                         "(axis 1 of a 2-D or 4-D input) is supported", im->values[x].ndims, (long long)axis);
+                               "(axis 1 of a 2-D or 4-D input) is supported", im->values[x].ndims, (long long)axis);
     return to_2d(im, x);
 }
 
@@ -943,7 +963,7 @@ static int op_reshape(importer *im)
     if (sv->n != 2 || want[0] != xv->dims[0] || want[1] < 1 || (size_t)want[0] * (size_t)want[1] != xv->n ||
         (xv->ndims != 2 && xv->ndims != 4))
         return dt_onnx_ir_fail(im, DT_EINVAL, "only a Reshape of a 2-D or 4-D input [N, ...] to 2-D [N, rest] is "
-                         "supported");
+                               "supported");
     return to_2d(im, x);
 }
 
@@ -966,13 +986,13 @@ static int op_concat(importer *im)
             memcpy(dims, v->dims, sizeof dims);
         else if (v->dims[0] != dims[0] || v->dims[2] != dims[2] || v->dims[3] != dims[3])
             return dt_onnx_ir_fail(im, DT_EINVAL, "input '%s' differs from the first in batch, height or width",
-                             v->name);
+                                   v->name);
         else
             dims[1] += v->dims[1];
     }
     if (axis != 1 && axis != -3)
         return dt_onnx_ir_fail(im, DT_EINVAL, "Concat along axis %lld; only channels (axis 1) are supported",
-                         (long long)axis);
+                               (long long)axis);
     int k = add_node(im, DT_GRAPH_CONCAT, (int)n, in, 4, dims);
     return k < 0 ? k : 0;
 }

@@ -180,6 +180,22 @@ static void test_other_ops(void **state)
     dt_graph_free(g);
 }
 
+/* auto_pad SAME_UPPER: the conv pads 1 on each side, the pool once at the
+ * bottom and the right. */
+static void test_auto_pad(void **state)
+{
+    dt_graph *g = load(state, "same_pads.onnx");
+    assert_int_equal(g->nnodes, 2);
+    assert_int_equal(g->nodes[0].attr.kernel.conv.ph, 1);
+    assert_int_equal(g->nodes[0].attr.kernel.conv.oh, 8);
+    const dt_pool_attr *p = &g->nodes[1].attr.pool;
+    assert_int_equal(p->pad_top, 0);
+    assert_int_equal(p->pad_bottom, 1);
+    assert_int_equal(p->pad_right, 1);
+    assert_int_equal(g->tensors[g->output].dims[2], 4);
+    dt_graph_free(g);
+}
+
 static bool same_task(const dt_task *a, const dt_task *b)
 {
     if (a->kind != b->kind || a->count != b->count)
@@ -257,6 +273,7 @@ static void test_refusals(void **state)
         { "opset18.onnx", { "opset 18 of the default ONNX domain", "opsets 11 to 17", NULL } },
         { "group2.onnx", { "node 'grouped' (Conv, opset 13): group 2", "depthwise", NULL } },
         { "asym_pads.onnx", { "node 'padded' (Conv, opset 13): asymmetric pads [0, 0, 1, 1]", NULL, NULL } },
+        { "same_odd.onnx", { "node 'even' (Conv, opset 13): asymmetric pads [1, 1, 0, 0]", NULL, NULL } },
         { "bn_alone.onnx", { "node 'bn' (BatchNormalization, opset 13)", "folded into the Conv", NULL } },
         { "clip_5.onnx", { "node 'clip' (Clip, opset 13)", "min 0, max 5", NULL } },
         { "no_such.onnx", { "no_such.onnx: cannot open ONNX file", NULL, NULL } },
@@ -392,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_batch_norm_folded),
         cmocka_unit_test(test_residual_waits_for_its_producer),
         cmocka_unit_test(test_other_ops),
+        cmocka_unit_test(test_auto_pad),
         cmocka_unit_test(test_import_writes_a_model_file),
         cmocka_unit_test(test_input_shape),
         cmocka_unit_test(test_refusals),

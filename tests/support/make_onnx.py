@@ -95,6 +95,14 @@ def small_models():
         tensor("bg", [3], [1.0, 2.0, 3.0])],
         [1, 8, 15, 15], [1, 3])
 
+    # auto_pad: SAME_UPPER on a 3x3 conv pads 1 each side; on a 3x3 / 2 pool
+    # of 8 it keeps ceil(8 / 2) = 4 outputs with one pad at the end
+    out["same_pads"] = model([
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", auto_pad="SAME_UPPER"),
+        helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+    ], [tensor("w", [4, 3, 3, 3])], [1, 3, 8, 8], [1, 4, 4, 4])
+
     # errors
     simple_conv = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")]
     w3 = [tensor("w", [4, 3, 3, 3])]
@@ -116,6 +124,8 @@ def small_models():
                           [tensor("w", [4, 2, 3, 3])], [1, 4, 8, 8], [1, 4, 6, 6])
     out["asym_pads"] = model([helper.make_node("Conv", ["x", "w"], ["y"], name="padded", pads=[0, 0, 1, 1])],
                              w3, [1, 3, 8, 8], [1, 4, 7, 7])
+    out["same_odd"] = model([helper.make_node("Conv", ["x", "w"], ["y"], name="even", auto_pad="SAME_LOWER")],
+                            [tensor("w", [4, 3, 2, 2])], [1, 3, 8, 8], [1, 4, 8, 8])
     out["bn_alone"] = model([
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("BatchNormalization", ["r", "scale", "beta", "mean", "var"], ["y"], name="bn"),
