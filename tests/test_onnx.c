@@ -235,6 +235,13 @@ static void test_import_writes_a_model_file(void **state)
     assert_int_equal(dt_test_run((char *[]){ "dtune", "models", onnx, NULL }, out, sizeof out), 0);
     assert_non_null(strstr(out, "model ops: 5 tasks"));
     assert_non_null(strstr(out, "expand3x3"));
+    char cfg[512];
+    file_in(state, "ops_config.yaml", cfg, sizeof cfg);
+    assert_int_equal(dt_test_write_file(cfg, "model: ops.onnx\n"), 0);
+    int status = dt_test_run((char *[]){ "dtune", "check", cfg, NULL }, out, sizeof out);
+    if (status != 0)
+        fail_msg("check: exit %d: %s", status, out);
+    assert_non_null(strstr(out, "ok (model ops, 5 tasks, target cpu)"));
 }
 
 /* A dynamic input needs --input-shape, which also sets the batch. */
@@ -276,6 +283,8 @@ static void test_refusals(void **state)
         { "same_odd.onnx", { "node 'even' (Conv, opset 13): asymmetric pads [1, 1, 0, 0]", NULL, NULL } },
         { "bn_alone.onnx", { "node 'bn' (BatchNormalization, opset 13)", "folded into the Conv", NULL } },
         { "clip_5.onnx", { "node 'clip' (Clip, opset 13)", "min 0, max 5", NULL } },
+        { "int8_weight.onnx", { "initializer 'w' is of type INT8", "FLOAT weights", NULL } },
+        { "external.onnx", { "initializer 'w' keeps its data in an external file", NULL, NULL } },
         { "no_such.onnx", { "no_such.onnx: cannot open ONNX file", NULL, NULL } },
         { "truncated.onnx", { "truncated.onnx: not an ONNX model: the protobuf does not parse", NULL, NULL } },
     };

@@ -126,6 +126,13 @@ def small_models():
                              w3, [1, 3, 8, 8], [1, 4, 7, 7])
     out["same_odd"] = model([helper.make_node("Conv", ["x", "w"], ["y"], name="even", auto_pad="SAME_LOWER")],
                             [tensor("w", [4, 3, 2, 2])], [1, 3, 8, 8], [1, 4, 8, 8])
+    int8 = helper.make_tensor("w", TensorProto.INT8, [4, 3, 3, 3], [1] * 108)
+    out["int8_weight"] = model(simple_conv, [int8], [1, 3, 8, 8], [1, 4, 6, 6])
+    external = tensor("w", [4, 3, 3, 3])
+    external.ClearField("float_data")
+    external.data_location = TensorProto.EXTERNAL
+    external.external_data.add(key="location", value="w.bin")
+    out["external"] = model(simple_conv, [external], [1, 3, 8, 8], [1, 4, 6, 6])
     out["bn_alone"] = model([
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("BatchNormalization", ["r", "scale", "beta", "mean", "var"], ["y"], name="bn"),
