@@ -199,9 +199,7 @@ int dt_write_file_replace(const char *path, const void *bytes, size_t len, dt_er
     if (fd < 0)
         return dt_error_set(err, DT_EIO, "%s: cannot create a temporary file beside it: %s", path,
                             strerror(errno));
-    mode_t mask = umask(0);
-    umask(mask);
-    int e = fchmod(fd, 0644 & ~mask) != 0 ? errno : dt_write_all(fd, bytes, len);
+    int e = fchmod(fd, 0644) != 0 ? errno : dt_write_all(fd, bytes, len);   /* mkstemp gives 0600 */
     if (e == 0 && fsync(fd) != 0)
         e = errno;
     if (close(fd) != 0 && e == 0)
