@@ -330,6 +330,8 @@ static void test_tune_and_resume(void **state)
                              out, sizeof out);
         if (rc != 0)
             fail_msg("pass %d: exit %d: %s", pass, rc, out);
+        if (pass == 1 && !strstr(out, "dtune: resuming "))
+            fail_msg("the second run did not resume: %s", out);
     }
     char *text = dt_test_slurp(log);
     assert_non_null(text);
