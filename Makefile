@@ -13,7 +13,10 @@
 
 # ---- settings ---------------------------------------------------------------
 CC       ?= cc
-PKGS     := gsl yaml-0.1 jansson libmicrohttpd xgboost plplot sqlite3
+PKGS     := gsl yaml-0.1 jansson libmicrohttpd xgboost plplot sqlite3 libprotobuf-c
+# The ONNX schema Debian's python3-onnx ships: protoc-c turns it into C in
+# $(BUILD)/gen at build time (src/onnx.c reads model files with it).
+ONNX_PROTO ?= /usr/lib/python3/dist-packages/onnx/onnx.proto
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 CPPFLAGS := -Iinclude -D_GNU_SOURCE -MMD -MP
@@ -57,7 +60,7 @@ endif
 
 # ---- sources ----------------------------------------------------------------
 LIB_SRC   := $(filter-out src/main.c $(if $(MPI_PKG),,$(MPI_SRC)),$(wildcard src/*.c))
-LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/gen/onnx.pb-c.o
 LIB       := $(BUILD)/libdtune.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -82,6 +85,18 @@ build: $(DTUNE)
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) -c $< -o $@
+
+# ONNX's protobuf schema as C, generated (never committed) into the build
+# folder; the generated file is not ours, so -Werror does not apply to it.
+%/gen/onnx.pb-c.c %/gen/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $*/gen
+	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$*/gen $(ONNX_PROTO)
+
+$(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(PKGCFLAGS) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
+
+$(BUILD)/obj/onnx.o $(BUILD)/obj/onnx_ir.o: $(BUILD)/gen/onnx.pb-c.h
+$(BUILD)/obj/onnx.o $(BUILD)/obj/onnx_ir.o: CPPFLAGS += -I$(BUILD)/gen
 
 # Under ThreadSanitizer, ppo.c is compiled without instrumentation: its
 # network's forward and backward loops belong to one tuner, on one thread,
@@ -126,12 +141,19 @@ FUZZ_BUILD := build-fuzz
 FUZZ_NAMES := config model log http
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -O1 -g $(WARN) -pthread $(FUZZ_SAN)
-FUZZ_OBJ   := $(LIB_SRC:src/%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_OBJ   := $(LIB_SRC:src/%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/gen/onnx.pb-c.o
 FUZZ_BIN   := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKGCFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/gen/onnx.pb-c.o: $(FUZZ_BUILD)/gen/onnx.pb-c.c
+	$(FUZZ_CC) $(CPPFLAGS) -I$(FUZZ_BUILD)/gen $(PKGCFLAGS) $(filter-out -Werror,$(FUZZ_CFLAGS)) \
+	    -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/obj/onnx.o $(FUZZ_BUILD)/obj/onnx_ir.o: $(FUZZ_BUILD)/gen/onnx.pb-c.h
+$(FUZZ_BUILD)/obj/onnx.o $(FUZZ_BUILD)/obj/onnx_ir.o: CPPFLAGS += -I$(FUZZ_BUILD)/gen
 
 $(FUZZ_BUILD)/libdtune.a: $(FUZZ_OBJ)
 	@rm -f $@

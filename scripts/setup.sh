@@ -7,10 +7,15 @@ set -eu
 # prometheus: its promtool checks the status server's /metrics in the tests;
 # chromium: the tests load the live page and report.html in a headless browser;
 # openmpi-bin, libopenmpi-dev: one run over many ranks (`mpirun ... dtune tune`),
-# optional at build time (the Makefile builds without them).
+# optional at build time (the Makefile builds without them);
+# protobuf-c-compiler, libprotobuf-c-dev, python3-onnx: `dtune import` reads
+# ONNX with protobuf-c from the onnx.proto python3-onnx ships, and the tests
+# write small ONNX files with it; python3-torch, python3-torchvision: the tests
+# export torchvision's networks to ONNX and import them.
 pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
 libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium
-openmpi-bin libopenmpi-dev"
+openmpi-bin libopenmpi-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-torch
+python3-torchvision"
 if [ "${1:-}" = "--bench" ]; then
     # wrk and jq: scripts/load_cv.sh loads the status server during a run;
     # python3-torch: bench/torch_bench, PyTorch's paths against dtune's kernels.

@@ -28,6 +28,7 @@
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/model.h"
+#include "dtune/model_file.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
 #include "dtune/tunelog.h"
@@ -213,7 +214,7 @@ static int import_run(void *ctx, const dt_run_record *rec)
         skip(im, "run of target '%s', which this dtune does not know; its measurements are skipped", rec->target);
         return 0;
     }
-    if (dt_model_load(rec->model, &im->model, &why) != 0) {
+    if (dt_model_file_load(rec->model, NULL, NULL, &im->model, &why) != 0) {
         skip(im, "run of model %s, which cannot be loaded here (%s); its measurements are skipped",
              rec->model, why.msg);
         im->model = NULL;
@@ -394,7 +395,7 @@ static int cmd_best(const db_args *a)
     dt_model *model = NULL;
     dt_space *spaces = NULL;
     dt_db *db = NULL;
-    int rc = dt_model_load(a->arg, &model, &err);
+    int rc = dt_model_file_load(a->arg, NULL, NULL, &model, &err);
     if (rc == 0 && !(spaces = calloc((size_t)model->ntasks, sizeof *spaces)))
         rc = dt_error_set(&err, DT_ENOMEM, "out of memory");
     if (rc == 0 && (rc = open_spaces(model, target, backend_of(a), spaces, &err)) != 0) {

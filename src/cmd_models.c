@@ -17,7 +17,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: dtune models MODEL.yaml [--target cpu|cuda] [--json]\n"
+    fprintf(f, "usage: dtune models MODEL.yaml|MODEL.onnx [--target cpu|cuda] [--json]\n"
                "Prints one row per tuning task: name, kind, shape, count, GFLOP and the\n"
                "size of its knob space on the target (valid points in brackets when the\n"
                "space is small enough to enumerate). --json: the tasks as one JSON\n"

@@ -78,7 +78,7 @@ typedef struct key_def {
 
 static const key_def keys[] = {
     K_TYPED("model", KT_PATH, model, F_REQUIRED | F_EXISTS,
-            "model file (models/NAME.yaml), relative to this file's folder"),
+            "model file (models/NAME.yaml, or an ONNX network NAME.onnx), relative to this file's folder"),
     K_ENUM("target", target, dt_target_at, "where the kernels run"),
     K_CHOICE("backend", backend, dt_backend_at, F_OR_EMPTY,
              "measurer; \"\" = the target's own, replay = synthetic (tests, benches)"),

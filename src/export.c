@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "dtune/codegen_cpu.h"
+#include "dtune/model_file.h"
 #include "dtune/report.h"
 #include "dtune/runner.h"
 #include "dtune/target.h"
@@ -563,7 +564,7 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
         model_path = path;
     if (rc == 0 && dt_target_parse(rs.target, &params->target) != 0)
         rc = dt_error_set(err, DT_EINVAL, "%s: target '%s' is not one dtune knows", best, rs.target);
-    rc = rc ? rc : dt_model_load(model_path, &model, err);
+    rc = rc ? rc : dt_model_file_load(model_path, NULL, NULL, &model, err);
     if (rc == DT_ENOTFOUND && model_path == path) {
         char why[DT_ERROR_MSG_MAX];
         snprintf(why, sizeof why, "%.800s", err->msg);   /* room for the hint */
@@ -630,7 +631,7 @@ int dt_export_read_db(dt_db *db, const char *machine, const char *model_path,
     *choices = NULL;
     *n_choices = 0;
     dt_model *model = NULL;
-    int rc = dt_model_load(model_path, &model, err);
+    int rc = dt_model_file_load(model_path, NULL, NULL, &model, err);
     if (rc)
         return rc;
     dt_export_choice *list = calloc(model->ntasks > 0 ? (size_t)model->ntasks : 1, sizeof *list);

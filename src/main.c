@@ -18,6 +18,7 @@ static const command commands[] = {
     { "best", dt_cmd_best, "print a run's best.json" },
     { "compare", dt_cmd_compare, "several runs of one model side by side (table + SVG)" },
     { "models", dt_cmd_models, "list a model's tasks and space sizes" },
+    { "import", dt_cmd_import, "an ONNX network's tuning tasks as a model file" },
     { "measure", dt_cmd_measure, "build, check and time one config" },
     { "check", dt_cmd_check, "validate a config and its model" },
     { "export", dt_cmd_export, "a run's tuned kernels as a C library (make test checks them)" },

@@ -9,6 +9,7 @@
 #include "dtune/util.h"
 #include "yamldoc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -722,4 +723,95 @@ int dt_model_find_task(const dt_model *model, const char *name)
         if (strcmp(model->tasks[i].name, name) == 0)
             return i;
     return -1;
+}
+
+/* ---- writing a model file -------------------------------------------------- */
+
+static void put(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(dt_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dt_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+/* name as a YAML scalar: plain when it is [A-Za-z0-9_.-] starting with a
+ * letter, digit or '_', else double-quoted with escapes. */
+static void put_name(dt_buf *b, const char *name)
+{
+    bool plain = name[0] && (isalnum((unsigned char)name[0]) || name[0] == '_');
+    for (const char *c = name; plain && *c; c++)
+        plain = isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-';
+    if (plain) {
+        put(b, "%s", name);
+        return;
+    }
+    put(b, "\"");
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            put(b, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f)
+            put(b, "\\x%02x", *c);
+        else
+            put(b, "%c", *c);
+    }
+    put(b, "\"");
+}
+
+/* "key: v" for a pair of equal values, "key: [a, b]" otherwise. */
+static void put_pair(dt_buf *b, const char *key, int a, int c)
+{
+    if (a == c)
+        put(b, ", %s: %d", key, a);
+    else
+        put(b, ", %s: [%d, %d]", key, a, c);
+}
+
+static void put_task(dt_buf *b, const dt_task *t)
+{
+    put(b, "  - {name: ");
+    put_name(b, t->name);
+    put(b, ", kind: %s", dt_op_kind_name(t->kind));
+    const dt_conv_shape *c = &t->conv;
+    const dt_mm_shape *m = &t->mm;
+    switch (t->kind) {
+    case DT_OP_CONV2D:
+    case DT_OP_DEPTHWISE_CONV2D:
+        put(b, ", input: [%d, %d, %d, %d]", c->n, c->c_in, c->h, c->w);
+        if (t->kind == DT_OP_CONV2D)
+            put(b, ", out_channels: %d", c->c_out);
+        else if (c->c_out != c->c_in)
+            put(b, ", multiplier: %d", c->c_out / c->c_in);
+        put_pair(b, "kernel", c->kh, c->kw);
+        put_pair(b, "stride", c->sh, c->sw);
+        put_pair(b, "padding", c->ph, c->pw);
+        if (c->dh != 1 || c->dw != 1)
+            put_pair(b, "dilation", c->dh, c->dw);
+        break;
+    case DT_OP_DENSE:
+        put(b, ", input: [%d, %d], weight: [%d, %d]", m->m, m->k, m->n, m->k);
+        break;
+    default:
+        put(b, ", a: [%d, %d, %d], b: [%d, %d, %d]", m->b, m->m, m->k, m->b, m->n, m->k);
+        break;
+    }
+    put(b, ", count: %d}\n", t->count);
+}
+
+int dt_model_format(const dt_model *model, const char *comment, dt_buf *out)
+{
+    for (const char *line = comment; line && *line;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        put(out, "#%s%.*s\n", len ? " " : "", len, line);
+        line = end ? end + 1 : line + len;
+    }
+    put(out, "name: ");
+    put_name(out, model->name);
+    put(out, "\nbatch: %d\nops:\n", model->batch);
+    for (int k = 0; k < model->ntasks; k++)
+        put_task(out, &model->tasks[k]);
+    return out->failed ? DT_ENOMEM : 0;
 }

@@ -71,6 +71,7 @@
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/model.h"
+#include "dtune/model_file.h"
 #include "dtune/mpi_wire.h"
 #include "dtune/target.h"
 #include "dtune/util.h"
@@ -258,7 +259,7 @@ static int open_view(const dt_config *cfg, const char *work_dir, dt_run *view, d
     view->cfg = cfg;
     view->slot = -1;
     view->lock_fd = -1;
-    int rc = dt_model_load(cfg->model, &view->model, err);
+    int rc = dt_model_file_load(cfg->model, NULL, NULL, &view->model, err);
     if (rc == 0)
         rc = dt_run_open_spaces(view, err);
     if (rc == 0 && work_dir) {

@@ -10,6 +10,7 @@
 
 #include "dtune/backend_cpu.h"
 #include "dtune/backend_cuda.h"
+#include "dtune/model_file.h"
 #include "dtune/runner.h"
 #include "space_table.h"
 
@@ -77,7 +78,7 @@ int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_
 {
     dt_model_memory memory;
     dt_target_task_memory(target, &memory);
-    return dt_model_load_within(path, &memory, out, err);
+    return dt_model_file_load(path, NULL, &memory, out, err);
 }
 
 int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target target,

@@ -190,6 +190,29 @@ FILE *dt_open_input(const char *path, const char *what, dt_error *err)
     return f;
 }
 
+int dt_write_file_replace(const char *path, const void *bytes, size_t len, dt_error *err)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp)
+        return dt_error_set(err, DT_EIO, "%s: path too long", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return dt_error_set(err, DT_EIO, "%s: cannot create a temporary file beside it: %s", path,
+                            strerror(errno));
+    int e = fchmod(fd, 0644) != 0 ? errno : dt_write_all(fd, bytes, len);   /* mkstemp gives 0600 */
+    if (e == 0 && fsync(fd) != 0)
+        e = errno;
+    if (close(fd) != 0 && e == 0)
+        e = errno;
+    if (e == 0 && rename(tmp, path) != 0)
+        e = errno;
+    if (e != 0) {
+        unlink(tmp);
+        return dt_error_set(err, DT_EIO, "%s: %s", path, strerror(e));
+    }
+    return 0;
+}
+
 int dt_read_input(const char *path, const char *what, dt_buf *out, dt_error *err)
 {
     FILE *f = dt_open_input(path, what, err);

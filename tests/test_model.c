@@ -1,5 +1,6 @@
 /* test_model.c — model files: the shipped models, task merging, FLOPs and
- * bytes, bad input with file:line:column, and the reference implementation. */
+ * bytes, bad input with file:line:column, writing a model file back
+ * (dt_model_format), and the reference implementation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +215,57 @@ static void test_missing_file(void **state)
 }
 
 /* A 1x1x3x4 input, 2 output channels, 2x2 kernel, padding 1, stride 2, by hand. */
+static bool same_tasks_exactly(const dt_model *a, const dt_model *b)
+{
+    if (a->ntasks != b->ntasks || a->batch != b->batch || strcmp(a->name, b->name) != 0)
+        return false;
+    for (int k = 0; k < a->ntasks; k++) {
+        const dt_task *x = &a->tasks[k], *y = &b->tasks[k];
+        if (strcmp(x->name, y->name) != 0 || x->kind != y->kind || x->count != y->count ||
+            memcmp(&x->conv, &y->conv, sizeof x->conv) != 0 || memcmp(&x->mm, &y->mm, sizeof x->mm) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* dt_model_format writes what dt_model_load reads back to the same tasks:
+ * every shipped model (conv2d, depthwise with multipliers, dense,
+ * batch_matmul), and names that need quoting. */
+static void test_format_reads_back(void **state)
+{
+    static const char *const models[] = { "models/resnet18.yaml", "models/mobilenet_v2.yaml",
+                                          "models/bert_base.yaml", "models/mbv2_dw.yaml", "models/tiny.yaml" };
+    char path[] = "/tmp/dtune_test_model_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    dt_error err;
+    for (size_t i = 0; i < sizeof models / sizeof models[0] + 1; i++) {
+        dt_model *m = NULL, *back = NULL;
+        bool odd_names = i == sizeof models / sizeof models[0];
+        assert_int_equal(dt_model_load(odd_names ? "models/tiny.yaml" : models[i], &m, &err), 0);
+        if (odd_names) {
+            snprintf(m->name, sizeof m->name, "net \"7\": x");
+            snprintf(m->tasks[0].name, sizeof m->tasks[0].name, "-conv #1 \\ tab\t");
+        }
+        dt_buf text = { 0 };
+        assert_int_equal(dt_model_format(m, "written by\ntest_model", &text), 0);
+        const char *head = "# written by\n# test_model\nname: ";
+        assert_int_equal(strncmp(text.data, head, strlen(head)), 0);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text.data, 1, text.len, f), text.len);
+        fclose(f);
+        if (dt_model_load(path, &back, &err) != 0)
+            fail_msg("%s: %s\n%s", models[i < 5 ? i : 4], err.msg, text.data);
+        assert_true(same_tasks_exactly(m, back));
+        dt_buf_free(&text);
+        dt_model_free(m);
+        dt_model_free(back);
+    }
+    unlink(path);
+}
+
 static void test_reference_conv_by_hand(void **state)
 {
     (void)state;
@@ -314,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_identical_ops_merge),
         cmocka_unit_test(test_bad_models),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_format_reads_back),
         cmocka_unit_test(test_reference_conv_by_hand),
         cmocka_unit_test(test_reference_matmul_by_hand),
         cmocka_unit_test(test_conv_taps),

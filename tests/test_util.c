@@ -1,6 +1,7 @@
 /* test_util.c — the shared helpers: the monotonic clock, mkdir -p (nested,
  * existing, blocked by a file), write-all through a pipe larger than its
- * buffer, array growth and the growable text buffer.
+ * buffer, array growth, the growable text buffer and replacing a file
+ * whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,6 +163,31 @@ static void test_buf(void **state)
     assert_null(bad.data);
 }
 
+/* dt_write_file_replace puts the new bytes in place of the old file and
+ * leaves no temporary file; where it cannot write, the old file stays. */
+static void test_write_file_replace(void **state)
+{
+    char dir[256], path[300], blocked[300];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/model.yaml", dir);
+    dt_error err;
+    assert_int_equal(dt_write_file_replace(path, "old\n", 4, &err), 0);
+    assert_int_equal(dt_write_file_replace(path, "new text\n", 9, &err), 0);
+    char *text = dt_test_slurp(path);
+    assert_string_equal(text, "new text\n");
+    free(text);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    snprintf(blocked, sizeof blocked, "%s/no_such_dir/model.yaml", dir);
+    assert_int_equal(dt_write_file_replace(blocked, "x", 1, &err), DT_EIO);
+    assert_non_null(strstr(err.msg, "no_such_dir/model.yaml"));
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "test $(ls %s | wc -l) -eq 1", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_write_all_pipe),
         cmocka_unit_test(test_grow),
         cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_write_file_replace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

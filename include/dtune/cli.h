@@ -9,6 +9,7 @@ int dt_cmd_status(int argc, char **argv);
 int dt_cmd_report(int argc, char **argv);
 int dt_cmd_best(int argc, char **argv);
 int dt_cmd_models(int argc, char **argv);
+int dt_cmd_import(int argc, char **argv);
 int dt_cmd_measure(int argc, char **argv);
 int dt_cmd_check(int argc, char **argv);
 int dt_cmd_compare(int argc, char **argv);

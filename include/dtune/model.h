@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "dtune/error.h"
+#include "dtune/util.h"
 
 typedef enum dt_op_kind {
     DT_OP_CONV2D = 0,
@@ -95,6 +96,12 @@ int dt_model_load_within(const char *path, const dt_model_memory *memory, dt_mod
                          dt_error *err);
 
 void dt_model_free(dt_model *model);
+
+/* The model as a model file (models/NAME.yaml's format, which
+ * dt_model_load reads back to the same tasks): comment (may be NULL) as
+ * '#' lines, name, batch and one line per task with its count. Appends to
+ * out; returns 0 or DT_ENOMEM. */
+int dt_model_format(const dt_model *model, const char *comment, dt_buf *out);
 
 /* Merges t into m's task of the same kind and geometry (adding its count)
  * or appends a copy of it. Returns the task's index, DT_EINVAL (the merged count would

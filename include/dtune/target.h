@@ -62,8 +62,9 @@ const dt_target_i *dt_target_for_runner(const char *arg);
  * command, it may probe a device. */
 void dt_target_task_memory(dt_target target, dt_model_memory *memory);
 
-/* dt_model_load_within with target's dt_target_task_memory: a task too
- * large for the target is refused at its op's file:line:column. */
+/* dt_model_file_load (a model YAML, or an ONNX network with its own input
+ * shape) with target's dt_target_task_memory: a task too large for the
+ * target is refused (in a YAML, at its op's file:line:column). */
 int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err);
 
 /* Builds the space of task on target with opts (NULL: every option 0) from

@@ -37,6 +37,12 @@ FILE *dt_open_input(const char *path, const char *what, dt_error *err);
  * returned 0). */
 int dt_write_all(int fd, const void *buf, size_t len);
 
+/* Replaces the file at path with len bytes whole, or leaves it as it was:
+ * they go to a temporary file beside it (mode 0644, as report.c's), fsync'd
+ * and renamed over path. Returns 0, or DT_EIO with "PATH: REASON" in err
+ * (the temporary file removed). */
+int dt_write_file_replace(const char *path, const void *bytes, size_t len, dt_error *err);
+
 /* Array growth. array_ptr is always the address of the array's pointer (of
  * any element type); on failure the old array stays valid and unchanged. */
 
