@@ -30,7 +30,7 @@ static void usage(FILE *to)
     fputs("usage: dtune export RUN_DIR [-o DIR] [-m MODEL.yaml] [--threads N] [--allow-untuned]\n"
           "       dtune export --db[=PATH] -m MODEL.yaml [-c CONFIG] [--target T] [-o DIR]\n"
           "                    [--threads N] [--allow-untuned]\n"
-          "       dtune export RUN_DIR --network -m MODEL.onnx [-o DIR] ...\n"
+          "       dtune export RUN_DIR --network [-m MODEL.onnx] [-o DIR] ...\n"
           "\n"
           "Writes the best kernel of every task of a run (RUN_DIR/best.json), or with\n"
           "--db the best config the tuning database holds for each task of MODEL.yaml\n"
@@ -53,8 +53,8 @@ static void usage(FILE *to)
           "  --threads N         CPU kernel threads: the run's measure.threads (default 1)\n"
           "  --allow-untuned     export the reference loops for a task without a tuned\n"
           "                      config (failed, or not measured yet) instead of stopping\n"
-          "  --network           the whole network of -m MODEL as a library around the\n"
-          "                      kernels (docs/network-export.md; needs the ONNX import)\n"
+          "  --network           the whole network (the run's ONNX model, or -m MODEL.onnx)\n"
+          "                      as a library around the kernels (docs/network-export.md)\n"
           "  -h, --help          show this help\n", to);
 }
 
@@ -90,8 +90,6 @@ static int check_args(const export_args *a)
         problem = "-c and --target go with --db";
     else if (!a->db && !a->run_dir)
         problem = "RUN_DIR is missing";
-    else if (a->network && !a->model)
-        problem = "--network reads the network from its model file: -m MODEL.onnx";
     if (!problem)
         return -1;
     fprintf(stderr, "dtune export: %s\n", problem);
@@ -199,7 +197,12 @@ static int export_network(const export_args *a, const dt_export_params *params,
                           const dt_export_choice *choices, int n, const char *out_dir, dt_error *err)
 {
     dt_graph *g = NULL;
-    int rc = dt_netexport_read_graph(a->model, &g, err);
+    char recorded[DT_PATH_MAX];
+    const char *model = a->model;
+    int rc = model ? 0 : dt_export_run_model(a->run_dir, recorded, sizeof recorded, err);
+    if (!model)
+        model = recorded;
+    rc = rc ? rc : dt_netexport_read_graph(model, &g, err);
     dt_netexport_params np = dt_netexport_params_default();
     np.kernels = *params;
     rc = rc ? rc : dt_netexport_write(&np, g, choices, n, out_dir, err);

@@ -434,8 +434,7 @@ static int first_run_record(void *ctx, const dt_run_record *r)
     return 0;
 }
 
-/* The model file RUN_DIR/tuning.jsonl's run record names. */
-static int run_model_path(const char *run_dir, char *path, size_t len, dt_error *err)
+int dt_export_run_model(const char *run_dir, char *path, size_t len, dt_error *err)
 {
     char log[DT_PATH_MAX + 32];
     snprintf(log, sizeof log, "%s/tuning.jsonl", run_dir);
@@ -560,7 +559,7 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
     dt_export_choice *list = calloc(rs.ntasks > 0 ? (size_t)rs.ntasks : 1, sizeof *list);
     if (!list)
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
-    else if (!model_path && (rc = run_model_path(run_dir, path, sizeof path, err)) == 0)
+    else if (!model_path && (rc = dt_export_run_model(run_dir, path, sizeof path, err)) == 0)
         model_path = path;
     if (rc == 0 && dt_target_parse(rs.target, &params->target) != 0)
         rc = dt_error_set(err, DT_EINVAL, "%s: target '%s' is not one dtune knows", best, rs.target);

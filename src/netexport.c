@@ -22,6 +22,7 @@
 #include "dtune/codegen_cpu.h"
 #include "dtune/graph_ref.h"
 #include "dtune/measure.h"
+#include "dtune/onnx.h"
 #include "dtune/target.h"
 
 dt_netexport_params dt_netexport_params_default(void)
@@ -31,14 +32,19 @@ dt_netexport_params dt_netexport_params_default(void)
 
 /* ---- reading a network ---------------------------------------------------------- */
 
-/* The readers of a network graph, by file suffix. The ONNX importer adds
- * { ".onnx", its reader } (issue 58); none is here before it lands. */
+static int read_onnx(const char *path, dt_graph **out, dt_error *err)
+{
+    dt_onnx_options opts = dt_onnx_default_options();
+    return dt_onnx_load(path, &opts, out, err);
+}
+
+/* The readers of a network graph, by file suffix. */
 typedef struct graph_reader {
     const char *suffix;
     int (*read)(const char *path, dt_graph **out, dt_error *err);
 } graph_reader;
 
-static const graph_reader graph_readers[] = { { NULL, NULL } };
+static const graph_reader graph_readers[] = { { ".onnx", read_onnx }, { NULL, NULL } };
 
 int dt_netexport_read_graph(const char *path, dt_graph **out, dt_error *err)
 {
@@ -47,9 +53,9 @@ int dt_netexport_read_graph(const char *path, dt_graph **out, dt_error *err)
     for (const graph_reader *r = graph_readers; r->suffix; r++)
         if (len >= strlen(r->suffix) && strcmp(path + len - strlen(r->suffix), r->suffix) == 0)
             return r->read(path, out, err);
-    return dt_error_set(err, DT_ENOTSUP, "%s: no reader of a whole network for this file; the "
-                        "network export reads an ONNX model, and dtune's ONNX import is not "
-                        "built yet", path);
+    return dt_error_set(err, DT_ENOTSUP, "%s: a model file lists tasks, not a network; the network "
+                        "export reads the network from an ONNX file (-m MODEL.onnx, or a run of one)",
+                        path);
 }
 
 /* ---- the text of NAME_net.c ------------------------------------------------------ */

@@ -101,6 +101,11 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
                        char *model_name, size_t name_len, dt_export_choice **choices,
                        int *n_choices, dt_error *err);
 
+/* The model file RUN_DIR/tuning.jsonl's run record names (as the run was
+ * given it: relative to where `dtune tune` ran) into path. Returns 0,
+ * DT_ENOTFOUND (no log), DT_EINVAL (no run record names one), DT_EPARSE. */
+int dt_export_run_model(const char *run_dir, char *path, size_t len, dt_error *err);
+
 /* Reads the choices of the model at model_path from the tuning database db:
  * per task (in the model's order) the best config db holds for machine (a
  * dt_machine_fingerprint), params->target and the task's knob space as this
