@@ -5,6 +5,10 @@
     /usr/bin/python3 tests/support/make_onnx.py --torchvision OUTDIR NAME...
         exports torchvision's NAME (random weights, seed 0, eval mode, batch 1,
         3x224x224, opset 13) to OUTDIR/NAME.onnx; exits 77 without torch
+    /usr/bin/python3 tests/support/make_onnx.py --torchvision-reference OUTDIR NAME...
+        the same, and PyTorch's own run of it: OUTDIR/NAME.input.bin (the
+        input, uniform in [-1, 1) from seed 1, raw float32) and
+        OUTDIR/NAME.output.bin (the eager module's output on it)
 
 Run it with Debian's interpreter (/usr/bin/python3): python3-onnx and
 python3-torch are Debian packages. Weights follow small formulas that
@@ -144,24 +148,49 @@ def small_models():
     return out
 
 
-def torchvision_models(outdir, names):
+def torchvision_net(torch, name, seed=0):
+    """torchvision's NAME with random weights from seed, in eval mode. Its
+    batch-norms get random scales, shifts and running statistics too (a
+    fresh one is the identity but for eps, and would check no folding)."""
+    import torchvision
+    torch.manual_seed(seed)
+    net = getattr(torchvision.models, name)().eval()
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return net
+
+
+def torchvision_input(torch, seed=0):
+    """The input the networks are checked on: uniform in [-1, 1), 1x3x224x224."""
+    g = torch.Generator().manual_seed(seed + 1)
+    return torch.rand(1, 3, 224, 224, generator=g) * 2 - 1
+
+
+def torchvision_models(outdir, names, reference=False):
     try:
         import torch
-        import torchvision
+        import torchvision  # noqa: F401
     except ImportError as e:
         print(f"make_onnx.py: {e}", file=sys.stderr)
         sys.exit(77)
-    torch.manual_seed(0)
     for name in names:
-        net = getattr(torchvision.models, name)().eval()
+        net = torchvision_net(torch, name)
+        x = torchvision_input(torch)
         with torch.no_grad():
-            torch.onnx.export(net, torch.randn(1, 3, 224, 224), os.path.join(outdir, name + ".onnx"),
-                              opset_version=13)
+            torch.onnx.export(net, x, os.path.join(outdir, name + ".onnx"), opset_version=13)
+            if reference:
+                x.numpy().astype("<f4").tofile(os.path.join(outdir, name + ".input.bin"))
+                net(x).numpy().astype("<f4").tofile(os.path.join(outdir, name + ".output.bin"))
 
 
 def main():
-    if len(sys.argv) >= 3 and sys.argv[1] == "--torchvision":
-        torchvision_models(sys.argv[2], sys.argv[3:])
+    if len(sys.argv) >= 3 and sys.argv[1] in ("--torchvision", "--torchvision-reference"):
+        torchvision_models(sys.argv[2], sys.argv[3:], reference=sys.argv[1].endswith("reference"))
         return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
