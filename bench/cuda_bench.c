@@ -59,10 +59,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "dtune/backend_cuda.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_backend.h"
+#include "cuda_codegen.h"
 #include "dtune/config.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
@@ -478,7 +478,7 @@ static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const d
     bool ptx;
     int arch = dt_nvrtc_pick_arch(nv, cc, &ptx);
     dt_cuda_plan_from_point(space, point, &plan);
-    if (arch < 0 || dt_codegen_cuda(&plan, &source, &err) ||
+    if (arch < 0 || dt_cuda_codegen(&plan, &source, &err) ||
         dt_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
         cu->module_load_data(&mod, image.data)) {
         fprintf(stderr, "cuda_bench: %s: cannot build the kernel here: %s\n", space->task.name,
@@ -718,7 +718,7 @@ static int run_table(const options *o, const dt_model *model, const dt_measure_p
         }
         have_rs = true;
     }
-    if (gpu_open(&g, mp, &err) || dt_measurer_new(&dt_backend_cuda, mp, o->work_dir, 1, &m, &err)) {
+    if (gpu_open(&g, mp, &err) || dt_measurer_new(&dt_cuda_backend, mp, o->work_dir, 1, &m, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         if (have_rs)
             dt_run_state_destroy(&rs);
@@ -812,8 +812,8 @@ static void cv_task(const options *o, const dt_task *task, const dt_measure_para
     }
     if (cv_points(task, n, &space, points) != 0)
         goto done;
-    if (dt_measurer_new(&dt_backend_cuda, &fixed, o->work_dir, 1, &mf, &err) ||
-        dt_measurer_new(&dt_backend_cuda, &cv, o->work_dir, 1, &mc, &err)) {
+    if (dt_measurer_new(&dt_cuda_backend, &fixed, o->work_dir, 1, &mf, &err) ||
+        dt_measurer_new(&dt_cuda_backend, &cv, o->work_dir, 1, &mc, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         goto free_space;
     }
@@ -897,7 +897,7 @@ static void *prebuild_worker(void *arg)
     for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
         dt_artifact a;
         dt_error err = { 0 };
-        if (dt_backend_cuda.build(j->state, j->space, &j->points[i], &a, &err) != 0) {
+        if (dt_cuda_backend.build(j->state, j->space, &j->points[i], &a, &err) != 0) {
             fprintf(stderr, "cuda_bench: build: %s\n", err.msg);
             atomic_fetch_add(&j->other, 1);
         } else {
@@ -965,7 +965,7 @@ static int run_prebuild(const options *o, const dt_model *model, const dt_measur
     }
     free(tid);
     free(points);
-    dt_backend_cuda.close(state);
+    dt_cuda_backend.close(state);
     return rc;
 }
 

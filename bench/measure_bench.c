@@ -32,12 +32,12 @@
 #include <gsl/gsl_rng.h>
 #include <oneapi/dnnl/dnnl.h>
 
-#include "dtune/backend_cpu.h"
-#include "dtune/codegen_cpu.h"
+#include "cpu_backend.h"
+#include "cpu_codegen.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 #include "dtune/space.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
@@ -73,7 +73,7 @@ static dt_measurer *open_measurer(const bench *b, const dt_measure_params *cfg)
 {
     dt_measurer *m;
     dt_error err;
-    if (dt_measurer_new(&dt_backend_cpu, cfg, b->dir, 1, &m, &err) != 0)
+    if (dt_measurer_new(&dt_cpu_backend, cfg, b->dir, 1, &m, &err) != 0)
         die("measurer", err.msg);
     return m;
 }
@@ -208,7 +208,7 @@ static double retime_ours(const bench *b, const dt_task *task, const dt_artifact
         dt_cpu_run_artifact(cpu, task, a, &r, &err) != 0)
         die("retime", err.msg);
     *ncpus = dt_runner_cpus(dt_cpu_runner(cpu), cpus, 64);
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
     return r.result == DT_RESULT_OK ? r.gflops : 0;
 }
 
@@ -410,7 +410,7 @@ static void part_b_task(const bench *b, const dt_task *task, double *worst_3x3)
     dt_cpu_plan_from_point(&space, &best.point, b->threads, &plan);
     char *src;
     dt_artifact a;
-    if (dt_codegen_cpu(&plan, &src, &err) != 0)
+    if (dt_cpu_codegen(&plan, &src, &err) != 0)
         die("codegen", err.msg);
     void *cpu;
     dt_backend_params params = { .measure = &b->measure, .work_dir = b->dir, .seed = 1 };
@@ -418,7 +418,7 @@ static void part_b_task(const bench *b, const dt_task *task, double *worst_3x3)
     dt_cpu_default_options(&b->measure, &opts);
     if (dt_cpu_open(&params, &opts, &cpu, &err) != 0 || dt_cpu_build_source(cpu, src, plan.threads, &a, &err) != 0)
         die("build", err.msg);
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
     free(src);
     int cpus[64], ncpus = 0;
     double ours = retime_ours(b, task, &a, best.latency_s, cpus, &ncpus);
@@ -464,7 +464,7 @@ static void *busy_main(void *arg)
     plan.vec = 16;
     plan.ow_block = 7;
     char *src;
-    if (dt_codegen_cpu(&plan, &src, NULL) != 0)
+    if (dt_cpu_codegen(&plan, &src, NULL) != 0)
         return NULL;
     size_t len = strlen(src);
     char *unique = malloc(len + 64);
@@ -519,7 +519,7 @@ static void part_c_condition(const bench *b, void *cpu, const dt_task *task, con
     if (load_cpus) {
         atomic_store(&load.stop, true);
         pthread_join(load.thread, NULL);
-        dt_backend_cpu.close(load.cpu);
+        dt_cpu_backend.close(load.cpu);
     }
     printf("  %-34s CV %.4f over 20 measurements (mean %.1f GFLOPS%s)\n", label, cv, mean,
            load_cpus ? "" : "");
@@ -548,7 +548,7 @@ static void part_c(const bench *b)
     dt_backend_params params = { .measure = &b->measure, .work_dir = b->dir, .seed = 1 };
     dt_cpu_options opts;
     dt_cpu_default_options(&b->measure, &opts);
-    if (dt_codegen_cpu(&plan, &src, &err) != 0 || dt_cpu_open(&params, &opts, &cpu, &err) != 0 ||
+    if (dt_cpu_codegen(&plan, &src, &err) != 0 || dt_cpu_open(&params, &opts, &cpu, &err) != 0 ||
         dt_cpu_build_source(cpu, src, plan.threads, &a, &err) != 0)
         die("part c", err.msg);
     free(src);
@@ -574,7 +574,7 @@ static void part_c(const bench *b)
         part_c_condition(b, cpu, task, &a, "builders busy on the other cores", &others);
     if (nr > 0)
         part_c_condition(b, cpu, task, &a, "builders busy on the runner's core", &same);
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */

@@ -930,7 +930,7 @@ static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i 
                      const dt_space spaces[SEQ_TASKS], int v, int seed, seq_run *const piece[SEQ_TASKS],
                      dt_error *err)
 {
-    bool replay = backend == &dt_backend_replay;
+    bool replay = backend == &dt_replay_backend;
     char dir[DT_PATH_MAX + 96];
     dt_transfer *store = NULL;
     int rc = dt_transfer_new(&store, err);
@@ -976,7 +976,7 @@ static int run_sequence(const options *o, const dt_config *cfg, int q, double st
 {
     const sequence *sq = &sequences[q];
     const dt_backend_i *backend = find_backend(o->backend, err);
-    bool replay = backend == &dt_backend_replay;
+    bool replay = backend == &dt_replay_backend;
     if (!backend)
         return DT_ENOTFOUND;
     dt_model *model = NULL;
@@ -1182,7 +1182,7 @@ static int run_bench(const options *o, dt_error *err)
     memset(traces, 0, sizeof traces);
     for (int k = 0; k < NSTRAT; k++) {
         traces[k] = (trace){ .backend = backend, .cap = o->trials,
-                             .replay = backend == &dt_backend_replay };
+                             .replay = backend == &dt_replay_backend };
         traces[k].best_at = calloc((size_t)o->trials, sizeof *traces[k].best_at);
         traces[k].wall_at = calloc((size_t)o->trials, sizeof *traces[k].wall_at);
         traces[k].true_at = calloc((size_t)o->trials, sizeof *traces[k].true_at);

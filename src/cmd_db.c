@@ -142,7 +142,7 @@ static const char *backend_of(const db_args *a)
 static int open_spaces(const dt_model *model, dt_target target, const char *backend, dt_space *spaces,
                        dt_error *err)
 {
-    dt_space_opts opts = { .cpu_max_vec = strcmp(backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+    dt_space_opts opts = { .cpu_max_vec = strcmp(backend, dt_replay_backend.name) == 0 ? 16 : 0 };
     for (int k = 0; k < model->ntasks; k++) {
         int rc = dt_target_space_init_opts(&spaces[k], &model->tasks[k], target, &opts, err);
         if (rc) {
@@ -204,8 +204,8 @@ static int import_run(void *ctx, const dt_run_record *rec)
     dt_target target;
     im->line++;
     drop_run(im);
-    bool replay = strncmp(rec->machine, dt_backend_replay.name, strlen(dt_backend_replay.name)) == 0;
-    const char *backend = im->backend ? im->backend : replay ? dt_backend_replay.name : rec->target;
+    bool replay = strncmp(rec->machine, dt_replay_backend.name, strlen(dt_replay_backend.name)) == 0;
+    const char *backend = im->backend ? im->backend : replay ? dt_replay_backend.name : rec->target;
     dt_db_run run;
     memset(&run, 0, sizeof run);
     if (dt_target_parse(rec->target, &target) != 0) {

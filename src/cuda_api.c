@@ -8,7 +8,7 @@
  * out of dlsym with memcpy (a void * to function-pointer conversion is only
  * POSIX-defined through the object representation).
  */
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

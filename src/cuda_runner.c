@@ -12,14 +12,14 @@
  * errors a launch returns at once (too many resources, bad configuration)
  * are not. Either is DT_RESULT_LAUNCH_ERROR for the candidate.
  */
-#include "dtune/cuda_runner.h"
+#include "cuda_runner.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/measure.h"
 
 #define NAN_BITS 0x7fc00000u

@@ -33,7 +33,7 @@
  * backend's spaces offer this machine's. */
 static dt_space_opts run_space_opts(const dt_run *r)
 {
-    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_replay_backend.name) == 0 ? 16 : 0 };
 }
 
 int dt_run_open_spaces(dt_run *r, dt_error *err)

@@ -10,12 +10,12 @@
  * machine, target and the task's space (dt_db_task_best), checked the same
  * way in the space of this machine's vector width, the one its key names.
  *
- * Writing: every CPU kernel is the source codegen_cpu writes for the
- * measurement (dt_codegen_cpu_named, entry points named after the task);
+ * Writing: every CPU kernel is the source cpu_codegen writes for the
+ * measurement (dt_cpu_codegen_named, entry points named after the task);
  * this file adds only what a program around them needs: the header and
  * table, the reference loops, the test program and the Makefile. The test
  * program's check and timing follow dtune's own (dt_measure_check_output,
- * runner.c's time_kernel) with the export's measure settings written in.
+ * cpu_runner.c's time_kernel) with the export's measure settings written in.
  */
 #include "dtune/export.h"
 #include "export_internal.h"
@@ -28,9 +28,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/report.h"
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 #include "dtune/target.h"
 #include "dtune/tunelog.h"
 
@@ -224,7 +224,7 @@ static int emit_cpu_kernel(dt_buf *b, const export_job *job, int i, dt_error *er
     char entry[2 * EXPORT_NAME_MAX + 2], *source = NULL;
     snprintf(entry, sizeof entry, "%s_%s", job->lib, job->task[i]);
     dt_error why;
-    rc = dt_codegen_cpu_named(&plan, entry, &source, &why);
+    rc = dt_cpu_codegen_named(&plan, entry, &source, &why);
     if (rc)
         return dt_error_set(err, rc, "task %s: %s", job->choices[i].task.name, why.msg);
     export_emit(b, "#include \"../%s_kernels.h\"\n\n%s", job->lib, source);

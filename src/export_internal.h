@@ -1,5 +1,5 @@
 /* export_internal.h — the export's private contract: the job being written
- * (export.c makes it, export_cuda.c writes its CUDA form) and what both
+ * (export.c makes it, cuda_export.c writes its CUDA form) and what both
  * forms share, defined in export_text.c. */
 #ifndef DTUNE_EXPORT_INTERNAL_H
 #define DTUNE_EXPORT_INTERNAL_H
@@ -53,7 +53,7 @@ int export_write_file(const export_job *job, const char *name, dt_buf *b, dt_err
  * Returns 0, DT_EINVAL, DT_ENOTSUP, DT_ENOMEM. */
 int export_point(const export_job *job, int i, dt_space *space, dt_point *point, dt_error *err);
 
-/* Writes the CUDA export (export_cuda.c). */
+/* Writes the CUDA export (cuda_export.c). */
 int export_write_cuda(const export_job *job, dt_error *err);
 
 #endif

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/target.h"
 
 /* The SIMD flags that decide which kernels a CPU runs, in this order. */
@@ -70,8 +70,8 @@ static int cpu_fingerprint(char *buf, size_t len, dt_error *err)
 int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
                            dt_error *err)
 {
-    if (strcmp(backend, dt_backend_replay.name) == 0) {
-        snprintf(buf, len, "%s seed %" PRIu64, dt_backend_replay.name, seed);
+    if (strcmp(backend, dt_replay_backend.name) == 0) {
+        snprintf(buf, len, "%s seed %" PRIu64, dt_replay_backend.name, seed);
         return 0;
     }
     if (strcmp(backend, dt_target_name(DT_TARGET_CUDA)) == 0) {

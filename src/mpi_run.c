@@ -67,7 +67,7 @@
 
 #include "daemon_internal.h"
 #include "dtune/backend.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/model.h"

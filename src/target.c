@@ -8,22 +8,22 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "dtune/backend_cpu.h"
-#include "dtune/backend_cuda.h"
-#include "dtune/runner.h"
+#include "cpu_backend.h"
+#include "cuda_backend.h"
+#include "cpu_runner.h"
 #include "space_table.h"
 
 static const dt_target_i targets[DT_TARGET_COUNT] = {
     [DT_TARGET_CPU] = {
-        .spaces = dt_space_cpu_templates,
-        .backend = &dt_backend_cpu,
+        .spaces = dt_cpu_space_templates,
+        .backend = &dt_cpu_backend,
         .runner_arg = DT_CPU_RUNNER_ARG,
         .runner_main = dt_runner_main,
         .task_memory = dt_cpu_task_memory,
     },
     [DT_TARGET_CUDA] = {
-        .spaces = dt_space_cuda_templates,
-        .backend = &dt_backend_cuda,
+        .spaces = dt_cuda_space_templates,
+        .backend = &dt_cuda_backend,
         .runner_arg = DT_CUDA_RUNNER_ARG,
         .runner_main = dt_cuda_runner_main,
         .task_memory = dt_cuda_task_memory,

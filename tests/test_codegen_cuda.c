@@ -3,7 +3,7 @@
  * - launch geometry and shared-memory sizes follow from the knobs;
  * - configs over the thread, shared-memory or register-tile limits are
  *   invalid in the space and rejected by the plan check;
- * - the unroll knobs change the source as codegen_cuda.h says;
+ * - the unroll knobs change the source as cuda_codegen.h says;
  * - the generated kernels compute the task exactly: each is compiled as C++
  *   against a small CPU emulation of the CUDA execution model (one fibre per
  *   thread, __syncthreads as a switch to the block scheduler), under
@@ -26,9 +26,9 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 #include "dtune/measure.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
@@ -207,7 +207,7 @@ static void test_invalid_configs_rejected(void **state)
     /* a plan whose splits do not factor the axis is refused by codegen */
     plan.f[3] = 3;
     char *src = (char *)"unchanged";
-    assert_int_equal(dt_codegen_cuda(&plan, &src, &err), DT_EINVAL);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, &err), DT_EINVAL);
     assert_null(src);
     assert_non_null(strstr(err.msg, "tile_f"));
     dt_space_free(&s);
@@ -253,14 +253,14 @@ static void test_reduction_threads(void **state)
     assert_int_equal(l.block[0], 512);     /* 8 x 8 outputs x 8 reduction threads */
     assert_int_equal(l.shared_bytes, 4 * 512);  /* partials [1][512] > staging 8 x (8 + 8) */
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_non_null(strstr(src, "enum { TK = 8 };"));
     assert_non_null(strstr(src, "if (tk == 0)"));
     free(src);
     /* tile_kt 1 writes no partial sums */
     set_knob(&s, &p, "tile_kt", (int[]){ 1 });
     dt_cuda_plan_from_point(&s, &p, &plan);
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_null(strstr(src, "part_s"));
     free(src);
     dt_space_free(&s);
@@ -282,7 +282,7 @@ static void test_reduction_threads(void **state)
     dt_cuda_plan_from_point(&s, &p, &plan);
     dt_cuda_plan_launch(&plan, &l);
     assert_int_equal(l.block[0], 8 * 14 * 4);
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_non_null(strstr(src, "const int rc = rcc * TK + tk;"));
     assert_non_null(strstr(src, "if (tk == 0)"));
     free(src);
@@ -309,7 +309,7 @@ static char *source_with_unroll(int max_step, int explicit_unroll)
     dt_cuda_plan plan;
     dt_cuda_plan_from_point(&s, &p, &plan);
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     dt_space_free(&s);
     return src;
 }
@@ -508,7 +508,7 @@ static int add_cases(emu_case *cases, int n, const dt_task *task, int per_task, 
         c->task = *task;
         dt_cuda_plan_from_point(&s, &p, &c->plan);
         dt_cuda_plan_launch(&c->plan, &c->launch);
-        assert_int_equal(dt_codegen_cuda(&c->plan, &c->source, NULL), 0);
+        assert_int_equal(dt_cuda_codegen(&c->plan, &c->source, NULL), 0);
     }
     dt_space_free(&s);
     return n;
@@ -626,7 +626,7 @@ static void compile_random(const dt_nvrtc *nv, const dt_task *task, int configs,
         dt_cuda_plan plan;
         dt_cuda_plan_from_point(&s, &p, &plan);
         char *src = NULL;
-        assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+        assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
         dt_cuda_image image;
         dt_error err = { 0 };
         int rc = dt_nvrtc_compile(nv, src, task->name, arch, false, &image, &err);
@@ -670,7 +670,7 @@ static void test_nvrtc_ptx_and_arch_choice(void **state)
     dt_cuda_plan plan;
     dt_cuda_plan_from_point(&s, &(dt_point){ 0 }, &plan);
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     dt_cuda_image image;
     assert_int_equal(dt_nvrtc_compile(nv, src, "dense", 80, true, &image, NULL), 0);
     assert_true(image.ptx);

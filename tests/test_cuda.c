@@ -36,10 +36,10 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cuda.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_backend.h"
+#include "cuda_codegen.h"
 #include "dtune/config.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
@@ -96,7 +96,7 @@ static void open_backend(fixture *fx, double timeout_s)
     dt_test_tmpdir(fx->dir, sizeof fx->dir);
     dt_backend_params params = { &fx->cfg.measure, fx->dir, 5 };
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &fx->backend, &err);
+    int rc = dt_cuda_backend.open(&params, &fx->backend, &err);
     if (rc)
         print_error("open: %s\n", err.msg);
     assert_int_equal(rc, 0);
@@ -125,8 +125,8 @@ static void measure_point(fixture *fx, const dt_space *s, const dt_point *p, dt_
 {
     dt_artifact art;
     dt_error err = { 0 };
-    assert_int_equal(dt_backend_cuda.build(fx->backend, s, p, &art, &err), 0);
-    assert_int_equal(dt_backend_cuda.run(fx->backend, s, p, &art, r, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(fx->backend, s, p, &art, &err), 0);
+    assert_int_equal(dt_cuda_backend.run(fx->backend, s, p, &art, r, &err), 0);
 }
 
 /* ---- without a device -------------------------------------------------------------- */
@@ -154,10 +154,10 @@ static int open_without_device(void)
     dt_backend_params params = { &cfg.measure, "/tmp", 1 };
     void *backend = (void *)&cfg;
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &backend, &err);
+    int rc = dt_cuda_backend.open(&params, &backend, &err);
     printf("open %s backend %s | %s\n", dt_error_name(rc), backend ? "set" : "null", err.msg);
     if (rc == 0)
-        dt_backend_cuda.close(backend);
+        dt_cuda_backend.close(backend);
     return 0;
 }
 
@@ -235,34 +235,34 @@ static void test_builder_without_device(void **state)
     dt_point p = { 0 };
     assert_true(dt_space_valid(&s, &p));
     dt_artifact a, again;
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &a, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &a, &err), 0);
     assert_int_equal(a.result, DT_RESULT_OK);
     assert_int_equal(access(a.path, R_OK), 0);
     assert_true(a.compile_ms > 0);
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &again, &err), 0);
     assert_string_equal(again.path, a.path);
     assert_string_equal(again.detail, "cached");
     /* it runs nothing */
     dt_measure_result r;
-    assert_int_equal(dt_backend_cuda.run(builder, &s, &p, &a, &r, &err), DT_ENOTSUP);
-    dt_backend_cuda.close(builder);
+    assert_int_equal(dt_cuda_backend.run(builder, &s, &p, &a, &r, &err), DT_ENOTSUP);
+    dt_cuda_backend.close(builder);
     /* the described device's limits decide what is invalid */
     dt_cuda_device_info small = device;
     small.max_shared = small.max_shared_optin = 1;   /* the template stages tiles in shared memory */
     assert_int_equal(dt_cuda_open_builder(&small, &params, &builder, &err), 0);
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &again, &err), 0);
     assert_int_equal(again.result, DT_RESULT_INVALID);
     assert_non_null(strstr(again.detail, "shared memory"));
-    dt_backend_cuda.close(builder);
+    dt_cuda_backend.close(builder);
     if (present) {
         fx.backend = NULL;
-        assert_int_equal(dt_backend_cuda.open(&params, &fx.backend, &err), 0);
-        assert_int_equal(dt_backend_cuda.build(fx.backend, &s, &p, &again, &err), 0);
+        assert_int_equal(dt_cuda_backend.open(&params, &fx.backend, &err), 0);
+        assert_int_equal(dt_cuda_backend.build(fx.backend, &s, &p, &again, &err), 0);
         assert_string_equal(again.path, a.path);
         assert_string_equal(again.detail, "cached");
         measure_point(&fx, &s, &p, &r);
         assert_int_equal(r.result, DT_RESULT_OK);
-        dt_backend_cuda.close(fx.backend);
+        dt_cuda_backend.close(fx.backend);
     }
     dt_space_free(&s);
     char cmd[600];
@@ -321,8 +321,8 @@ static void test_every_kind_measures(void **state)
     check_random_configs(&fx, &dw, 3, 3);
     check_random_configs(&fx, &dense, 3, 4);
     check_random_configs(&fx, &bmm, 3, 5);
-    assert_true(dt_backend_cuda.peak_gflops(fx.backend, &conv) > 100);
-    dt_backend_cuda.close(fx.backend);
+    assert_true(dt_cuda_backend.peak_gflops(fx.backend, &conv) > 100);
+    dt_cuda_backend.close(fx.backend);
 }
 
 /* Compiles source as a dense kernel's artifact, bypassing codegen. */
@@ -370,7 +370,7 @@ static void expect_bad_then_good(fixture *fx, const char *source, const char *na
     handmade_artifact(fx, source, name, &bad);
     dt_measure_result r;
     dt_error err = { 0 };
-    assert_int_equal(dt_backend_cuda.run(fx->backend, &s, &p, &bad, &r, &err), 0);
+    assert_int_equal(dt_cuda_backend.run(fx->backend, &s, &p, &bad, &r, &err), 0);
     if (r.result != expected)
         print_error("%s: %s (%s)\n", name, dt_result_name(r.result), r.detail);
     assert_int_equal(r.result, expected);
@@ -388,7 +388,7 @@ static void test_failures_are_result_classes(void **state)
     expect_bad_then_good(&fx, wrong_source, "wrong", DT_RESULT_WRONG_OUTPUT);
     expect_bad_then_good(&fx, oob_source, "oob", DT_RESULT_LAUNCH_ERROR);
     expect_bad_then_good(&fx, endless_source, "endless", DT_RESULT_TIMEOUT);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
 }
 
 static void test_flush_l2_and_invalid(void **state)
@@ -396,10 +396,10 @@ static void test_flush_l2_and_invalid(void **state)
     SKIP_WITHOUT_DEVICE(state);
     fixture fx;
     open_backend(&fx, 10);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
     fx.cfg.measure.flush_l2 = true;
     dt_backend_params params = { &fx.cfg.measure, fx.dir, 5 };
-    assert_int_equal(dt_backend_cuda.open(&params, &fx.backend, NULL), 0);
+    assert_int_equal(dt_cuda_backend.open(&params, &fx.backend, NULL), 0);
     dt_task t = conv_task(DT_OP_CONV2D, 64, 14, 64, 3, 1);
     check_random_configs(&fx, &t, 2, 9);
     dt_space s;
@@ -410,13 +410,13 @@ static void test_flush_l2_and_invalid(void **state)
     p.opt[f] = (int16_t)(s.knobs[f].noptions - 1);
     p.opt[dt_space_knob(&s, "tile_y")] = (int16_t)(s.knobs[dt_space_knob(&s, "tile_y")].noptions - 1);
     dt_artifact art;
-    assert_int_equal(dt_backend_cuda.build(fx.backend, &s, &p, &art, NULL), 0);
+    assert_int_equal(dt_cuda_backend.build(fx.backend, &s, &p, &art, NULL), 0);
     assert_int_equal(art.result, DT_RESULT_INVALID);
     dt_measure_result r;
-    assert_int_equal(dt_backend_cuda.run(fx.backend, &s, &p, &art, &r, NULL), 0);
+    assert_int_equal(dt_cuda_backend.run(fx.backend, &s, &p, &art, &r, NULL), 0);
     assert_int_equal(r.result, DT_RESULT_INVALID);
     dt_space_free(&s);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
 }
 
 /* ---- the process machinery against a fake driver -------------------------------- */
@@ -434,30 +434,30 @@ static int fake_runs(bool check_output, int runs)
     dt_backend_params params = { &cfg.measure, dir, 3 };
     void *b = NULL;
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &b, &err);
+    int rc = dt_cuda_backend.open(&params, &b, &err);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (rc) {
         printf("open %s | %s\n", dt_error_name(rc), err.msg);
         return system(cmd) == 0 ? 0 : 1;
     }
-    printf("peak %.0f\n", dt_backend_cuda.peak_gflops(b, NULL));
+    printf("peak %.0f\n", dt_cuda_backend.peak_gflops(b, NULL));
     dt_task t = mm_task(DT_OP_DENSE, 1, 2, 64, 32);
     dt_space s;
     dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL);
     dt_point p = { 0 };
     dt_artifact art;
-    rc = dt_backend_cuda.build(b, &s, &p, &art, &err);
+    rc = dt_cuda_backend.build(b, &s, &p, &art, &err);
     printf("build %s %s | %s\n", dt_error_name(rc), dt_result_name(art.result), art.detail);
     for (int i = 0; i < runs && rc == 0; i++) {
         dt_measure_result r;
         double start = dt_now_seconds();
-        rc = dt_backend_cuda.run(b, &s, &p, &art, &r, &err);
+        rc = dt_cuda_backend.run(b, &s, &p, &art, &r, &err);
         printf("run %d %s repeats=%d seconds=%.1f | %s%s\n", i, rc ? dt_error_name(rc) :
                dt_result_name(r.result), r.repeats, dt_now_seconds() - start, r.detail, rc ? err.msg : "");
     }
     dt_space_free(&s);
-    dt_backend_cuda.close(b);
+    dt_cuda_backend.close(b);
     return system(cmd) == 0 ? 0 : 1;
 }
 

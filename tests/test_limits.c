@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/proclimit.h"
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
 #include "dtune/runstate.h"

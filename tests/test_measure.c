@@ -20,11 +20,11 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 
@@ -61,7 +61,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    dt_backend_cpu.close(f->cpu);
+    dt_cpu_backend.close(f->cpu);
     dt_test_remove_tree(f->dir);
     free(f);
     return 0;
@@ -191,7 +191,7 @@ static dt_measure_result measure_source_reopened(fixture *f, const char *prelude
     f->cpu = backend;
     dt_measure_result r = measure_source(f, prelude, body);
     f->cpu = saved;
-    dt_backend_cpu.close(backend);
+    dt_cpu_backend.close(backend);
     return r;
 }
 
@@ -358,7 +358,7 @@ static void test_measurer_batch(void **state)
     while (dt_space_valid(&space, &points[4]));
     dt_measurer *m;
     f->measure.builders = 2;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &f->measure, f->dir, 3, &m, NULL), 0);
     dt_measure_result res[5];
     assert_int_equal(dt_measurer_run(m, &space, points, 5, res, NULL), 0);
     for (int i = 0; i < 4; i++) {
@@ -413,14 +413,14 @@ static void test_reference_time(void **state)
 {
     fixture *f = *state;
     dt_measurer *m;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &f->measure, f->dir, 3, &m, NULL), 0);
     dt_measure_result res;
     assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);
     assert_int_equal(res.result, DT_RESULT_OK);
     assert_true(res.latency_s > 0 && res.latency_s < 1.0);
     assert_true(fabs(res.gflops * 1e9 * res.latency_s / f->task.flops - 1) < 1e-9);
     dt_measurer_free(m);
-    dt_backend_i bare = dt_backend_replay;
+    dt_backend_i bare = dt_replay_backend;
     bare.reference = NULL;
     assert_int_equal(dt_measurer_new(&bare, &f->measure, f->dir, 3, &m, NULL), 0);
     assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/server.h"
 #include "dtune/util.h"
 #include "support/run_cmd.h"

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
 

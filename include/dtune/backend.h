@@ -71,7 +71,7 @@ const dt_backend_i *dt_backend_choose(dt_target target, const char *name);
 /* The i-th backend's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_backend_at(int i);
 
-extern const dt_backend_i dt_backend_replay;
+extern const dt_backend_i dt_replay_backend;
 
 /* --- The replay backend's synthetic surface (for tests and benches) ---
  * A deterministic performance surface per (task, target, seed): each knob

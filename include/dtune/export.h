@@ -8,7 +8,7 @@
  * CPU (target cpu), for a library called NAME (the model's name as a C
  * identifier) and a task called TASK:
  *   kernels/TASK.c      the task's kernel, the source dtune measured
- *                       (codegen_cpu.h), its entry points named NAME_TASK
+ *                       (cpu_codegen.h), its entry points named NAME_TASK
  *   NAME_kernels.h      the entry points and a table of every kernel
  *                       (NAME_kernels[]: name, kind, shape, geometry,
  *                       tensor sizes, flops, dtune's measured latency)

@@ -12,9 +12,9 @@
  * space counts them (size includes them) but dt_space_valid says no, and the
  * search never measures them.
  *
- * The knobs per (op kind, target) are one table per target (space_cpu.c,
- * space_cuda.c), reached through the target's table: a space is built with
- * dt_target_space_init (target.h). codegen_cpu and codegen_cuda read knob
+ * The knobs per (op kind, target) are one table per target (cpu_space.c,
+ * cuda_space.c), reached through the target's table: a space is built with
+ * dt_target_space_init (target.h). cpu_codegen and cuda_codegen read knob
  * values by name with dt_space_get.
  */
 #ifndef DTUNE_SPACE_H

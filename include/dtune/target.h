@@ -1,9 +1,9 @@
 /* target.h — where kernels run, as one part per target behind one table.
  *
- * A target (cpu, cuda) is its knob space (space_cpu.c / space_cuda.c), its
+ * A target (cpu, cuda) is its knob space (cpu_space.c / cuda_space.c), its
  * code generator (codegen_*), its measurement backend (backend_*, which
  * calls the code generator) and the measurement process its backend starts
- * (runner.c / cuda_runner.c). struct dt_target_i holds what the rest of
+ * (cpu_runner.c / cuda_runner.c). struct dt_target_i holds what the rest of
  * dtune needs of those, like ggml's backend interface: the daemon, the
  * commands and the settings reach a target only through its table, found by
  * its dt_target id or its name, and never switch on which target it is.

@@ -1,4 +1,4 @@
-/* runner.c — the CPU measurement process and its parent-side handle.
+/* cpu_runner.c — the CPU measurement process and its parent-side handle.
  *
  * Parent side: the child is started with posix_spawn (safe in a threaded
  * daemon: no code runs between fork and exec), in its own process group,
@@ -15,7 +15,7 @@
  * libgomp is loaded once with RTLD_NODELETE before the first OpenMP kernel:
  * unloading it with a kernel would unmap the code its idle threads sleep in.
  */
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "ipc.h"
 
 #include <dlfcn.h>
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/measure.h"
 #include "dtune/util.h"
 

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtune/cuda_api.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_api.h"
+#include "cuda_codegen.h"
 #include "dtune/measure.h"
 #include "dtune/result.h"
 

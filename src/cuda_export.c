@@ -1,6 +1,6 @@
-/* export_cuda.c — the CUDA form of an export (see export.h).
+/* cuda_export.c — the CUDA form of an export (see export.h).
  *
- * Each tuned kernel is the NVRTC source codegen_cuda writes for the
+ * Each tuned kernel is the NVRTC source cuda_codegen writes for the
  * measurement, kept twice: as kernels/TASK.cu to read, and as a string in
  * NAME_cuda.c with its launch geometry (dt_cuda_plan_launch). The loader in
  * NAME_cuda.c reaches libcuda.so.1 and NVRTC through dlopen, as cuda_api.c
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 
 static int write_header(const export_job *job, dt_error *err)
 {
@@ -92,7 +92,7 @@ static int emit_kernel(const export_job *job, int i, dt_buf *table, dt_error *er
         dt_cuda_plan_from_point(&space, &point, &plan);
         dt_space_free(&space);
         dt_error why;
-        if ((rc = dt_codegen_cuda(&plan, &source, &why)) != 0)
+        if ((rc = dt_cuda_codegen(&plan, &source, &why)) != 0)
             return dt_error_set(err, rc, "task %s: %s", c->task.name, why.msg);
         dt_cuda_plan_launch(&plan, &launch);
         dt_buf cu = { 0 };

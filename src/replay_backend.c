@@ -1,4 +1,4 @@
-/* backend_replay.c — a synthetic, seeded performance surface per task, so the
+/* replay_backend.c — a synthetic, seeded performance surface per task, so the
  * tuner and scheduler can be tested and benchmarked without hardware.
  *
  * It is NOT a measurement of anything. For each (task, target, seed) a hash
@@ -222,7 +222,7 @@ static void replay_close(void *state)
     free(state);
 }
 
-const dt_backend_i dt_backend_replay = {
+const dt_backend_i dt_replay_backend = {
     .name = "replay",
     .target = DT_TARGET_CPU,
     .open = replay_open,

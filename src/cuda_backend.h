@@ -1,4 +1,4 @@
-/* backend_cuda.h — the `cuda` measurement backend and its measurement process.
+/* cuda_backend.h — the `cuda` measurement backend and its measurement process.
  *
  * open   probes device 0 through the dlopen'd driver (no context is made in
  *        the calling process) and loads NVRTC; without a driver or a device
@@ -23,15 +23,15 @@
  * set). Every executable that opens this backend must therefore dispatch
  * argv[1] == DT_CUDA_RUNNER_ARG to dt_cuda_runner_main before anything else.
  */
-#ifndef DTUNE_BACKEND_CUDA_H
-#define DTUNE_BACKEND_CUDA_H
+#ifndef DTUNE_CUDA_BACKEND_H
+#define DTUNE_CUDA_BACKEND_H
 
 #include "dtune/backend.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/error.h"
 #include "dtune/model.h"
 
-extern const dt_backend_i dt_backend_cuda;
+extern const dt_backend_i dt_cuda_backend;
 
 #define DT_CUDA_RUNNER_ARG "__cuda-runner"
 
@@ -43,10 +43,10 @@ extern const dt_backend_i dt_backend_cuda;
 int dt_cuda_runner_main(int argc, char **argv);
 
 /* Opens the backend for building only, for a device described by DEVICE
- * that need not be present (NVRTC needs no GPU): dt_backend_cuda.build then
+ * that need not be present (NVRTC needs no GPU): dt_cuda_backend.build then
  * writes the cubins a measurer on such a device with the same work dir finds
  * in its cache, so that a short lease of a GPU is not spent on compiles.
- * Nothing may be run on the state; close it with dt_backend_cuda.close. */
+ * Nothing may be run on the state; close it with dt_cuda_backend.close. */
 int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
                          void **state, dt_error *err);
 

@@ -1,4 +1,4 @@
-/* backend_cpu.c — the `cpu` backend (see backend_cpu.h).
+/* cpu_backend.c — the `cpu` backend (see cpu_backend.h).
  *
  * Builders call dt_cpu_build_source concurrently: the cache key is computed
  * from the text, a hit costs one access(2), a miss writes KEY.c and runs the
@@ -18,7 +18,7 @@
  * temporaries and prunes to measure.cache_mb, and every CACHE_PRUNE_EVERY
  * compiles one builder prunes again (least recently used first).
  */
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/measure.h"
 
 #include <errno.h>
@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "cpu_cache.h"
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/util.h"
 
 extern char **environ;
@@ -378,7 +378,7 @@ static int cpu_build(void *state, const dt_space *space, const dt_point *point,
     dt_cpu_plan_from_point(space, point, b->measure.threads, &plan);
     char *source = NULL;
     dt_error why;
-    int rc = dt_codegen_cpu(&plan, &source, &why);
+    int rc = dt_cpu_codegen(&plan, &source, &why);
     if (rc == DT_EINVAL) {
         out->result = DT_RESULT_INVALID;
         (void)fmt_str(out->detail, sizeof out->detail, "%s", why.msg);
@@ -799,7 +799,7 @@ dt_runner *dt_cpu_runner(void *state)
     return ((cpu_backend *)state)->runner;
 }
 
-const dt_backend_i dt_backend_cpu = {
+const dt_backend_i dt_cpu_backend = {
     .name = "cpu",
     .target = DT_TARGET_CPU,
     .open = cpu_open,

@@ -1,5 +1,5 @@
-/* runner.h — the CPU measurement process: checks and times compiled kernels
- * (codegen_cpu.h's entry points) in a child process, so that a candidate
+/* cpu_runner.h — the CPU measurement process: checks and times compiled kernels
+ * (cpu_codegen.h's entry points) in a child process, so that a candidate
  * that crashes, hangs or scribbles over memory costs one restart of the
  * child and never the daemon.
  *
@@ -19,8 +19,8 @@
  * request with `reference` set times dt_task_reference the same way: the
  * latency a task that no config of its space can run is counted at.
  */
-#ifndef DTUNE_RUNNER_H
-#define DTUNE_RUNNER_H
+#ifndef DTUNE_CPU_RUNNER_H
+#define DTUNE_CPU_RUNNER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,7 +39,7 @@
 #define DT_RUNNER_AUTO_BATCH_MAX_CALLS 1000000
 
 typedef struct dt_runner_request {
-    char artifact[DT_PATH_MAX];   /* shared object with the codegen_cpu entry points */
+    char artifact[DT_PATH_MAX];   /* shared object with the cpu_codegen entry points */
     dt_task task;                 /* geometry: tensor sizes and the reference */
     uint64_t seed;                /* input data */
     double flops;                 /* per kernel call (task.flops, or the peak probe's) */

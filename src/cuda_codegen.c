@@ -1,5 +1,5 @@
-/* codegen_cuda.c — CUDA C for one configuration of conv2d, depthwise_conv2d,
- * dense and batch_matmul (see codegen_cuda.h for the mapping).
+/* cuda_codegen.c — CUDA C for one configuration of conv2d, depthwise_conv2d,
+ * dense and batch_matmul (see cuda_codegen.h for the mapping).
  *
  * The source is written by a small emitter (indented lines into a growing
  * buffer). Shapes and tile sizes become enumerators at the top of the
@@ -10,7 +10,7 @@
  * iteration with the loop variable bound to a constant; register tiles
  * indexed by constants then live in registers.
  */
-#include "dtune/codegen_cuda.h"
+#include "cuda_codegen.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -299,7 +299,7 @@ typedef struct nest {
     const void *ctx;
 } nest;
 
-/* AutoTVM's auto-unroll rule as codegen_cuda.h states it: walking outward,
+/* AutoTVM's auto-unroll rule as cuda_codegen.h states it: walking outward,
  * a loop is unrolled while the innermost iterations under it (body_weight per
  * body) stay within auto_unroll_max_step. */
 static int first_unrolled(const dt_cuda_plan *p, const loop *loops, int n, long body_weight)
@@ -740,7 +740,7 @@ static void emit_matmul(emitter *e)
 
 /* ---- entry ------------------------------------------------------------------------ */
 
-int dt_codegen_cuda(const dt_cuda_plan *plan, char **source, dt_error *err)
+int dt_cuda_codegen(const dt_cuda_plan *plan, char **source, dt_error *err)
 {
     *source = NULL;
     int rc = check_structure(plan, err);

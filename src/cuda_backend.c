@@ -1,5 +1,5 @@
-/* backend_cuda.c — the `cuda` backend: NVRTC builds in the builder threads,
- * timing in a separate measurement process (see backend_cuda.h).
+/* cuda_backend.c — the `cuda` backend: NVRTC builds in the builder threads,
+ * timing in a separate measurement process (see cuda_backend.h).
  *
  * Parent and measurement process talk over one AF_UNIX stream socket in
  * fixed-size messages (both ends are the same executable, so the structs are
@@ -10,7 +10,7 @@
  * result. The parent kills a child that overruns and starts a new one on the
  * next run; a child whose context was lost exits after answering.
  */
-#include "dtune/backend_cuda.h"
+#include "cuda_backend.h"
 #include "ipc.h"
 
 #include <errno.h>
@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 #include "dtune/measure.h"
 #include "dtune/proclimit.h"
 #include "dtune/util.h"
@@ -209,7 +209,7 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
 {
     char *source = NULL;
     dt_error why;
-    int rc = dt_codegen_cuda(plan, &source, &why);
+    int rc = dt_cuda_codegen(plan, &source, &why);
     if (rc) {
         artifact_result(out, DT_RESULT_INVALID, why.msg);
         return rc == DT_ENOMEM ? dt_error_set(err, rc, "%s", why.msg) : 0;
@@ -619,7 +619,7 @@ static void cuda_close(void *state)
     free(b);
 }
 
-const dt_backend_i dt_backend_cuda = {
+const dt_backend_i dt_cuda_backend = {
     .name = "cuda",
     .target = DT_TARGET_CUDA,
     .open = cuda_open,
