@@ -453,24 +453,18 @@ static const char test_body[] =
 
 static int write_test(const export_job *job, dt_error *err)
 {
-    const dt_measure_params *m = &job->params->measure;
     const char *l = job->lib;
     dt_buf b = { 0 };
     export_emit(&b, "/* %s_cuda_test.c — checks every kernel of %s_cuda.h on device 0 against\n"
                     " * the reference loops and times it with dtune's rule; `./%s_cuda_test --help`.\n"
                     " * Timing: micro-batches of launches closed by a synchronisation, on the\n"
                     " * host clock (dtune's own runner uses CUDA events). */\n"
-                    "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-                    "#include <string.h>\n#include <time.h>\n\n#include \"%s_cuda.h\"\n\n"
+                    "%s#include \"%s_cuda.h\"\n\n"
                     "#define API(x) %s_##x\ntypedef %s_cuda_kernel_info kernel_info;\n"
-                    "#define KERNELS %s_cuda_kernels\n#define NKERNELS %s_CUDA_NKERNELS\n\n"
-                    "/* dtune's measure settings of the export */\n"
-                    "#define TOLERANCE %.17g\n#define MIN_BATCHES %d\n#define MAX_REPEATS %d\n"
-                    "#define CV_THRESHOLD %.17g\n#define AUTO_BATCH_S %.17g\n"
-                    "#define AUTO_BATCH_MAX_CALLS %d\n#define SEED 1ULL\n\n%s%s%s",
-                l, l, l, l, l, l, l, job->upper, m->tolerance, m->min_batches, m->max_repeats,
-                m->cv_threshold, DT_CUDA_AUTO_BATCH_S, DT_CUDA_AUTO_BATCH_MAX_CALLS,
-                export_reference_body, export_test_common, test_body);
+                    "#define KERNELS %s_cuda_kernels\n#define NKERNELS %s_CUDA_NKERNELS\n\n",
+                l, l, l, export_test_includes, l, l, l, l, job->upper);
+    export_emit_test_settings(&b, job, DT_CUDA_AUTO_BATCH_S, DT_CUDA_AUTO_BATCH_MAX_CALLS);
+    export_emit(&b, "%s%s%s", export_reference_body, export_test_common, test_body);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_cuda_test.c", l);
     return export_write_file(job, name, &b, err);

@@ -309,22 +309,16 @@ static const char test_body[] =
 
 static int write_test(const export_job *job, dt_error *err)
 {
-    const dt_measure_params *m = &job->params->measure;
     const char *l = job->lib;
     dt_buf b = { 0 };
     export_emit(&b, "/* %s_test.c — checks every kernel of %s_kernels.h against the reference\n"
                     " * loops and times it with dtune's rule; `./%s_test --help`. */\n"
-                    "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-                    "#include <string.h>\n#include <time.h>\n\n#include \"%s_kernels.h\"\n\n"
+                    "%s#include \"%s_kernels.h\"\n\n"
                     "typedef %s_kernel_info kernel_info;\n#define KERNELS %s_kernels\n"
-                    "#define NKERNELS %s_NKERNELS\n#define REFERENCE %s_reference\n\n"
-                    "/* dtune's measure settings of the export */\n"
-                    "#define TOLERANCE %.17g\n#define MIN_BATCHES %d\n#define MAX_REPEATS %d\n"
-                    "#define CV_THRESHOLD %.17g\n#define AUTO_BATCH_S %.17g\n"
-                    "#define AUTO_BATCH_MAX_CALLS %d\n#define SEED 1ULL\n\n%s%s",
-                l, l, l, l, l, l, job->upper, l, m->tolerance, m->min_batches, m->max_repeats,
-                m->cv_threshold, DT_RUNNER_AUTO_BATCH_S, DT_RUNNER_AUTO_BATCH_MAX_CALLS,
-                export_test_common, test_body);
+                    "#define NKERNELS %s_NKERNELS\n#define REFERENCE %s_reference\n\n",
+                l, l, l, export_test_includes, l, l, l, job->upper, l);
+    export_emit_test_settings(&b, job, DT_RUNNER_AUTO_BATCH_S, DT_RUNNER_AUTO_BATCH_MAX_CALLS);
+    export_emit(&b, "%s%s", export_test_common, test_body);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_test.c", l);
     return export_write_file(job, name, &b, err);

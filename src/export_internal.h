@@ -42,8 +42,17 @@ extern const char export_geometry_fields[];
  * file provides) with export_geometry_fields. */
 extern const char export_reference_body[];
 
-/* The test programs' shared C text (see export.c). */
+/* The test programs' shared C text (see export_text.c): their system
+ * #includes, and the functions every test program calls. */
+extern const char export_test_includes[];
 extern const char export_test_common[];
+
+/* The test programs' measure settings: the export's tolerance and CV rule
+ * (job's measure params) and the automatic batch of its target's runner
+ * (auto_batch_s, auto_batch_max_calls), as the macros export_test_common
+ * reads. */
+void export_emit_test_settings(dt_buf *b, const export_job *job, double auto_batch_s,
+                               int auto_batch_max_calls);
 
 /* Writes b's text to OUT_DIR/name (b freed). Returns 0, DT_ENOMEM, DT_EIO. */
 int export_write_file(const export_job *job, const char *name, dt_buf *b, dt_error *err);
