@@ -517,10 +517,16 @@ static int write_makefile(const export_job *job, dt_error *err)
     return export_write_file(job, "Makefile", &b, err);
 }
 
-int export_write_cuda(const export_job *job, dt_error *err)
+static int write_cuda(const export_job *job, dt_error *err)
 {
     int rc = write_header(job, err);
     rc = rc ? rc : write_loader(job, err);
     rc = rc ? rc : write_test(job, err);
     return rc ? rc : write_makefile(job, err);
 }
+
+const dt_export_form dt_cuda_export = {
+    .write = write_cuda,
+    .vector_widths = false,
+    .build_hint = "build the loader and its test: make -C %s (the test runs on a machine with the GPU)",
+};

@@ -11,6 +11,7 @@
 #include "cpu_backend.h"
 #include "cuda_backend.h"
 #include "cpu_runner.h"
+#include "export_internal.h"
 #include "space_table.h"
 
 static const dt_target_i targets[DT_TARGET_COUNT] = {
@@ -20,6 +21,7 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .runner_arg = DT_CPU_RUNNER_ARG,
         .runner_main = dt_runner_main,
         .task_memory = dt_cpu_task_memory,
+        .export_form = &dt_cpu_export,
     },
     [DT_TARGET_CUDA] = {
         .spaces = dt_cuda_space_templates,
@@ -27,6 +29,7 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .runner_arg = DT_CUDA_RUNNER_ARG,
         .runner_main = dt_cuda_runner_main,
         .task_memory = dt_cuda_task_memory,
+        .export_form = &dt_cuda_export,
     },
 };
 

@@ -23,6 +23,7 @@
 #include "dtune/space.h"
 
 struct dt_space_template;  /* space_table.h: one op kind's knobs on one target */
+struct dt_export_form;     /* export_internal.h: how a target's export is written */
 
 typedef struct dt_target_i {
     /* The knobs and validity of each op kind, DT_OP_KIND_COUNT rows; a row
@@ -38,6 +39,9 @@ typedef struct dt_target_i {
     /* What one task's tensors may take on this target (optional: NULL, or
      * task_bytes left 0, means unknown and unchecked). */
     void (*task_memory)(dt_model_memory *memory);
+    /* How the tuned kernels are exported for this target (optional: NULL
+     * for a target without an export). */
+    const struct dt_export_form *export_form;
 } dt_target_i;
 
 /* The target of a run, a model listing or a database query that names none. */
