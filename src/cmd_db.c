@@ -35,7 +35,9 @@
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune db [--db PATH | -c CONFIG] COMMAND [ARGS]\n"
+    char targets[128];
+    dt_names_join_sep(dt_target_at, ", ", " or ", targets, sizeof targets);
+    fprintf(to, "usage: dtune db [--db PATH | -c CONFIG] COMMAND [ARGS]\n"
           "\n"
           "The tuning database: every measurement of every run, keyed by machine,\n"
           "target, task shape and knob schema. Later runs start from it.\n"
@@ -51,11 +53,11 @@ static void usage(FILE *to)
           "  --db PATH          the database file (default: db.path, else $" DT_DB_ENV ",\n"
           "                     else $XDG_DATA_HOME/dtune/dtune.db, else ~/.local/share/dtune/dtune.db)\n"
           "  -c, --config FILE  take db.path from this config\n"
-          "  --target T         best, machine: cpu or cuda (default cpu)\n"
+          "  --target T         best, machine: %s (default %s)\n"
           "  --backend B        best, import, machine: replay for the synthetic surface\n"
           "  --seed N           best, machine with --backend replay: the runs' seed (default 1)\n"
           "  -o, --out FILE     export-log: the new log (must not exist)\n"
-          "  -h, --help         show this help\n", to);
+          "  -h, --help         show this help\n", targets, dt_target_name(DT_TARGET_DEFAULT));
 }
 
 typedef struct db_args {

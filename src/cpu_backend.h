@@ -58,4 +58,10 @@ dt_runner *dt_cpu_runner(void *state);
  * memory, read with sysconf. */
 void dt_cpu_task_memory(dt_model_memory *memory);
 
+/* The CPU target's fingerprint (target.h; cpu_machine.c): "MODEL NAME,
+ * family F model M stepping S, SIMD FLAGS, nproc N" of /proc/cpuinfo's first
+ * processor; device is not used. Returns 0 or DT_EIO (/proc/cpuinfo
+ * unreadable). */
+int dt_cpu_machine_fingerprint(int device, char *buf, size_t len, dt_error *err);
+
 #endif

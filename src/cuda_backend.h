@@ -64,4 +64,14 @@ void dt_cuda_device_hopper(dt_cuda_device_info *device);
  * config is read); nothing (unchecked) when no device can be probed. */
 void dt_cuda_task_memory(dt_model_memory *memory);
 
+/* The CUDA target's fingerprint (target.h; cuda_machine.c): "GPU NAME, cc
+ * MAJOR.MINOR, driver VERSION" of device (measure.cuda_device). Returns 0 or
+ * DT_ENODEV with a message. */
+int dt_cuda_machine_fingerprint(int device, char *buf, size_t len, dt_error *err);
+
+/* The CUDA target's worker_device (target.h; cuda_machine.c): the worker's
+ * index among its node's workers modulo the driver's device count
+ * (dt_cuda_worker_device), device 0 where the driver cannot be asked. */
+int dt_cuda_machine_worker_device(int node_rank, bool rank0_on_node);
+
 #endif

@@ -21,6 +21,7 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .runner_arg = DT_CPU_RUNNER_ARG,
         .runner_main = dt_runner_main,
         .task_memory = dt_cpu_task_memory,
+        .fingerprint = dt_cpu_machine_fingerprint,
         .export_form = &dt_cpu_export,
     },
     [DT_TARGET_CUDA] = {
@@ -29,6 +30,8 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .runner_arg = DT_CUDA_RUNNER_ARG,
         .runner_main = dt_cuda_runner_main,
         .task_memory = dt_cuda_task_memory,
+        .fingerprint = dt_cuda_machine_fingerprint,
+        .worker_device = dt_cuda_machine_worker_device,
         .export_form = &dt_cuda_export,
     },
 };
@@ -66,6 +69,30 @@ const dt_target_i *dt_target_for_runner(const char *arg)
         if (targets[i].runner_arg && targets[i].runner_main && strcmp(arg, targets[i].runner_arg) == 0)
             return &targets[i];
     return NULL;
+}
+
+/* The target whose devices a run of target with backend measures on, or
+ * NULL: a named backend is the own backend of the target named after it. */
+static const dt_target_i *device_target(dt_target target, const char *backend)
+{
+    const dt_target_i *t = dt_target_get(target);
+    if (backend && backend[0]) {
+        dt_target named;
+        t = dt_target_parse(backend, &named) == 0 ? dt_target_get(named) : NULL;
+    }
+    return t && t->worker_device ? t : NULL;
+}
+
+bool dt_target_measures_on_device(dt_target target, const char *backend)
+{
+    return device_target(target, backend) != NULL;
+}
+
+int dt_target_worker_device(dt_target target, const char *backend, int node_rank,
+                            bool rank0_on_node)
+{
+    const dt_target_i *t = device_target(target, backend);
+    return t ? t->worker_device(node_rank, rank0_on_node) : -1;
 }
 
 void dt_target_task_memory(dt_target target, dt_model_memory *memory)

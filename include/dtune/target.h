@@ -17,6 +17,9 @@
 #ifndef DTUNE_TARGET_H
 #define DTUNE_TARGET_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "dtune/backend.h"
 #include "dtune/error.h"
 #include "dtune/model.h"
@@ -39,6 +42,14 @@ typedef struct dt_target_i {
     /* What one task's tensors may take on this target (optional: NULL, or
      * task_bytes left 0, means unknown and unchecked). */
     void (*task_memory)(dt_model_memory *memory);
+    /* The fingerprint of the machine this target measures on (machine.h)
+     * into buf; device is the ordinal measure.cuda_device names (a target
+     * without devices ignores it). Returns 0 or a DT_E* with a message. */
+    int (*fingerprint)(int device, char *buf, size_t len, dt_error *err);
+    /* Devices: the ordinal a measurement worker of a cluster run measures
+     * on, node_rank and rank0_on_node as dt_cuda_worker_device takes them
+     * (optional: NULL for a target that measures on the host). */
+    int (*worker_device)(int node_rank, bool rank0_on_node);
     /* How the tuned kernels are exported for this target (optional: NULL
      * for a target without an export). */
     const struct dt_export_form *export_form;
@@ -60,6 +71,17 @@ const char *dt_target_at(int i);
  * targets without one are skipped. Every executable that measures calls
  * its runner_main with argv when this is not NULL, before anything else. */
 const dt_target_i *dt_target_for_runner(const char *arg);
+
+/* Whether a run of target with backend (measure.backend: a backend's name,
+ * or NULL or "" for the target's own) measures on a device: the backend is
+ * the own backend of a target with devices (worker_device). */
+bool dt_target_measures_on_device(dt_target target, const char *backend);
+
+/* The device a measurement worker of a cluster run of target with backend
+ * measures on (that target's worker_device), or -1 where the run measures
+ * on no device. */
+int dt_target_worker_device(dt_target target, const char *backend, int node_rank,
+                            bool rank0_on_node);
 
 /* Fills *memory with what one task's tensors may take on target (its
  * table's task_memory; zero, unchecked, when it has none): call it once per
