@@ -256,16 +256,16 @@ static double time_calls(gpu *g, call_fn fn, void *arg, double flops)
         return -1;
     double wanted = ceil(BATCH_SECONDS / fmax(first * 1e-3, 1e-7));
     int calls = wanted > 1000 ? 1000 : (int)wanted;
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
     for (;;) {
         double ms = time_batch(g, fn, arg, calls);
         if (ms < 0)
             return -1;
-        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / calls, 1e-9) * 1e-9))
+        if (dt_measure_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / calls, 1e-9) * 1e-9))
             break;
     }
-    return flops / (dt_cv_stop_mean(&cv) * 1e9);
+    return flops / (dt_measure_cv_stop_mean(&cv) * 1e9);
 }
 
 /* Seconds per call with the host's launch cost taken out: GRAPH_CALLS calls
@@ -292,18 +292,18 @@ static double graph_seconds(gpu *g, call_fn fn, void *arg, double flops)
     if (cu->graph.launch(exec, g->stream) || cu->event_record(g->stop, g->stream) ||
         cu->event_synchronize(g->stop))
         goto done;
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
     for (;;) {
         float ms = 0;
         if (cu->event_record(g->start, g->stream) || cu->graph.launch(exec, g->stream) ||
             cu->event_record(g->stop, g->stream) || cu->event_synchronize(g->stop) ||
             cu->event_elapsed_ms(&ms, g->start, g->stop))
             goto done;
-        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / GRAPH_CALLS, 1e-12) * 1e-9))
+        if (dt_measure_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / GRAPH_CALLS, 1e-12) * 1e-9))
             break;
     }
-    seconds = flops / (dt_cv_stop_mean(&cv) * 1e9);
+    seconds = flops / (dt_measure_cv_stop_mean(&cv) * 1e9);
 done:
     if (exec && cu->graph.exec_destroy(exec))
         fprintf(stderr, "cuda_bench: cuGraphExecDestroy failed\n");
@@ -915,7 +915,7 @@ static void *prebuild_worker(void *arg)
 static int run_prebuild(const options *o, const dt_model *model, const dt_measure_params *mp)
 {
     dt_cuda_device_info device;
-    dt_cuda_device_hopper(&device);
+    dt_cuda_backend_device_hopper(&device);
     if (o->prebuild_cc != device.cc) {
         fprintf(stderr, "cuda_bench: --prebuild knows compute capability %d (Hopper) only\n",
                 device.cc);
@@ -924,7 +924,7 @@ static int run_prebuild(const options *o, const dt_model *model, const dt_measur
     dt_backend_params params = { .measure = mp, .work_dir = o->work_dir, .seed = 0 };
     void *state = NULL;
     dt_error err = { 0 };
-    if (dt_cuda_open_builder(&device, &params, &state, &err) != 0) {
+    if (dt_cuda_backend_open_builder(&device, &params, &state, &err) != 0) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         return 1;
     }
@@ -1029,7 +1029,7 @@ static int parse(int argc, char **argv, options *o)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
-        return dt_cuda_runner_main(argc, argv);
+        return dt_cuda_backend_runner_main(argc, argv);
     options o;
     int rc = parse(argc, argv, &o);
     if (rc)

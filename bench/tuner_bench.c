@@ -237,7 +237,7 @@ static int traced_measure(void *ctx, const dt_space *space, const dt_point *poin
         if (results[i].result == DT_RESULT_OK && results[i].gflops > tr->best) {
             tr->best = results[i].gflops;
             if (tr->replay)
-                tr->best_true = dt_replay_true_gflops(space, &points[i], REPLAY_SEED);
+                tr->best_true = dt_replay_backend_true_gflops(space, &points[i], REPLAY_SEED);
         }
         tr->best_at[tr->n] = tr->best;
         tr->true_at[tr->n] = tr->best_true;
@@ -370,7 +370,7 @@ static int oracle_order(const dt_space *space, int max, dt_point **out)
         dt_point p;
         dt_space_point(space, i, &p);
         if (dt_space_valid(space, &p))
-            all[n++] = (truth_rank){ dt_replay_true_gflops(space, &p, REPLAY_SEED), i };
+            all[n++] = (truth_rank){ dt_replay_backend_true_gflops(space, &p, REPLAY_SEED), i };
     }
     qsort(all, (size_t)n, sizeof *all, by_truth_desc);
     int m = n < (uint64_t)max ? (int)n : max;

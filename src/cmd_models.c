@@ -125,7 +125,7 @@ int dt_cmd_models(int argc, char **argv)
     }
     dt_model *model;
     dt_error err;
-    int rc = dt_model_load_target(path, target, &model, &err);
+    int rc = dt_target_load_model(path, target, &model, &err);
     if (rc) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
         return dt_error_exit_status(rc);

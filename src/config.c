@@ -898,7 +898,7 @@ static void check_model_file(loader *ld)
 {
     dt_model *model = NULL;
     dt_error sub;
-    int rc = dt_model_load_target(ld->cfg->model, ld->cfg->target, &model, &sub);
+    int rc = dt_target_load_model(ld->cfg->model, ld->cfg->target, &model, &sub);
     if (rc)
         add(&ld->out, rc, NULL, "%s", sub.msg);
     dt_model_free(model);

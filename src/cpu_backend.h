@@ -30,25 +30,25 @@ typedef struct dt_cpu_options {
     bool pin;                   /* pin the runner to its own core(s); default true */
 } dt_cpu_options;
 
-void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *opts);
+void dt_cpu_backend_default_options(const dt_measure_params *measure, dt_cpu_options *opts);
 
 /* dt_cpu_backend.open with explicit options. */
-int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
-                dt_error *err);
+int dt_cpu_backend_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
+                        dt_error *err);
 
 /* Compiles source (with cpu_codegen's entry points) into the cache; threads
  * > 1 adds -fopenmp. Thread-safe. Candidate problems are out->result;
  * returns < 0 only when the backend itself failed (cannot write the cache,
  * cannot start the compiler). */
-int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifact *out,
-                        dt_error *err);
+int dt_cpu_backend_build_source(void *state, const char *source, int threads, dt_artifact *out,
+                                dt_error *err);
 
 /* Checks (first time only, when enabled) and times an artifact for task. */
-int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
-                        dt_measure_result *out, dt_error *err);
+int dt_cpu_backend_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
+                                dt_measure_result *out, dt_error *err);
 
 /* The backend's runner (for its pid, restarts and cores). */
-dt_runner *dt_cpu_runner(void *state);
+dt_cpu_runner *dt_cpu_backend_runner(void *state);
 
 /* The share of physical memory one task's tensors may take on the CPU (the
  * daemon, the compilers and the system need the rest). */
@@ -56,7 +56,7 @@ dt_runner *dt_cpu_runner(void *state);
 
 /* The CPU target's task_memory (target.h): DT_CPU_MEMORY_SHARE of physical
  * memory, read with sysconf. */
-void dt_cpu_task_memory(dt_model_memory *memory);
+void dt_cpu_backend_task_memory(dt_model_memory *memory);
 
 /* The CPU target's fingerprint (target.h; cpu_machine.c): "MODEL NAME,
  * family F model M stepping S, SIMD FLAGS, nproc N" of /proc/cpuinfo's first

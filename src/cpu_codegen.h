@@ -66,7 +66,7 @@
  * -march=native on this machine: 16 with AVX-512F, 8 with AVX, 4 otherwise
  * (SSE, NEON). A wider generic vector is split by the compiler and runs
  * several times slower, so the space offers no wider one. */
-int dt_cpu_native_lanes(void);
+int dt_cpu_plan_native_lanes(void);
 
 /* Number of loop orders per op kind (the `order` knob's options are
  * 0 .. DT_CPU_*_ORDERS - 1). */

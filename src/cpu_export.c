@@ -259,7 +259,7 @@ static int write_test(const export_job *job, dt_error *err)
                     "typedef %s_kernel_info kernel_info;\n#define KERNELS %s_kernels\n"
                     "#define NKERNELS %s_NKERNELS\n#define REFERENCE %s_reference\n\n",
                 l, l, l, export_test_includes, l, l, l, job->upper, l);
-    export_emit_test_settings(&b, job, DT_RUNNER_AUTO_BATCH_S, DT_RUNNER_AUTO_BATCH_MAX_CALLS);
+    export_emit_test_settings(&b, job, DT_CPU_RUNNER_AUTO_BATCH_S, DT_CPU_RUNNER_AUTO_BATCH_MAX_CALLS);
     export_emit(&b, "%s%s", export_test_common, test_body);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_test.c", l);

@@ -47,7 +47,7 @@ void dt_cpu_plan_from_point(const dt_space *space, const dt_point *point, int th
     }
 }
 
-int dt_cpu_native_lanes(void)
+int dt_cpu_plan_native_lanes(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();

@@ -7,7 +7,7 @@
 #include "cpu_runner.h"
 
 /* Process id of the current child (0 when none runs); times it was replaced. */
-int dt_runner_pid(const dt_runner *r);
-int dt_runner_restarts(const dt_runner *r);
+int dt_cpu_runner_pid(const dt_cpu_runner *r);
+int dt_cpu_runner_restarts(const dt_cpu_runner *r);
 
 #endif

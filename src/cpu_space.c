@@ -56,7 +56,7 @@ static const int unroll_factors[] = { 1, 2, 4, 8 };
 static int add_vec_knob(dt_space *s)
 {
     if (s->cpu_max_vec == 0)
-        s->cpu_max_vec = dt_cpu_native_lanes();
+        s->cpu_max_vec = dt_cpu_plan_native_lanes();
     int n = 0;
     while (n < NELEMS(vec_widths) && vec_widths[n] <= s->cpu_max_vec)
         n++;

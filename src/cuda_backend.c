@@ -58,7 +58,7 @@ typedef struct cuda_backend {
     int arch;
     bool ptx;
     atomic_ulong tmp_counter;      /* unique temporary names across builders */
-    bool build_only;               /* dt_cuda_open_builder's: no device behind it */
+    bool build_only;               /* dt_cuda_backend_open_builder's: no device behind it */
     /* the runner thread's: the measurement process */
     pid_t child;
     int sock;
@@ -139,13 +139,13 @@ static int cuda_open(const dt_backend_params *params, void **state, dt_error *er
     return open_for(NULL, params, state, err);
 }
 
-int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
-                         void **state, dt_error *err)
+int dt_cuda_backend_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
+                                 void **state, dt_error *err)
 {
     return open_for(device, params, state, err);
 }
 
-void dt_cuda_device_hopper(dt_cuda_device_info *d)
+void dt_cuda_backend_device_hopper(dt_cuda_device_info *d)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "compute capability 9.0, not present");
@@ -332,7 +332,7 @@ static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *r
     dt_cuda_job job = { &req->task, &req->launch, image, &req->measure, req->seed, announce_ready, c };
     bool lost = false;
     dt_error err = { 0 };
-    int rc = dt_cuda_session_measure(s, &job, &reply.result, &lost, &err);
+    int rc = dt_cuda_runner_session_measure(s, &job, &reply.result, &lost, &err);
     free(image);
     if (rc) {
         reply.phase = PHASE_FAILED;
@@ -347,13 +347,13 @@ static int child_hello(int fd, int ordinal, dt_cuda_session **s)
 {
     msg_hello hello = { .magic = MSG_MAGIC };
     dt_error err = { 0 };
-    hello.status = dt_cuda_session_open(ordinal, s, &hello.device, &err);
+    hello.status = dt_cuda_runner_session_open(ordinal, s, &hello.device, &err);
     snprintf(hello.detail, sizeof hello.detail, "%s", hello.status ? err.msg : "");
     bool sent = dt_ipc_send_all(fd, &hello, sizeof hello);
     return sent && hello.status == 0 ? 0 : 1;
 }
 
-void dt_cuda_task_memory(dt_model_memory *memory)
+void dt_cuda_backend_task_memory(dt_model_memory *memory)
 {
     dt_cuda_device_info device;
     dt_error why;
@@ -366,7 +366,7 @@ void dt_cuda_task_memory(dt_model_memory *memory)
              DT_CUDA_MEMORY_SHARE, (double)device.memory_bytes / (1 << 30), device.name);
 }
 
-int dt_cuda_runner_main(int argc, char **argv)
+int dt_cuda_backend_runner_main(int argc, char **argv)
 {
     if (argc < 3 || strcmp(argv[1], DT_CUDA_RUNNER_ARG) != 0) {
         fprintf(stderr, "usage: %s %s FD (internal: the CUDA measurement process)\n", argv[0],
@@ -391,7 +391,7 @@ int dt_cuda_runner_main(int argc, char **argv)
     int ordinal = argc >= 8 && strcmp(argv[6], "--device") == 0 ? atoi(argv[7]) : 0;
     dt_cuda_session *s = NULL;
     if (child_hello(fd, ordinal, &s) != 0) {
-        dt_cuda_session_close(s);
+        dt_cuda_runner_session_close(s);
         return 1;
     }
     child_ctx c = { .fd = fd };
@@ -408,7 +408,7 @@ int dt_cuda_runner_main(int argc, char **argv)
             break;
         }
     }
-    dt_cuda_session_close(s);
+    dt_cuda_runner_session_close(s);
     close(fd);
     return status;
 }

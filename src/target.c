@@ -19,8 +19,8 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .spaces = dt_cpu_space_templates,
         .backend = &dt_cpu_backend,
         .runner_arg = DT_CPU_RUNNER_ARG,
-        .runner_main = dt_runner_main,
-        .task_memory = dt_cpu_task_memory,
+        .runner_main = dt_cpu_runner_main,
+        .task_memory = dt_cpu_backend_task_memory,
         .fingerprint = dt_cpu_machine_fingerprint,
         .export_form = &dt_cpu_export,
     },
@@ -28,8 +28,8 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .spaces = dt_cuda_space_templates,
         .backend = &dt_cuda_backend,
         .runner_arg = DT_CUDA_RUNNER_ARG,
-        .runner_main = dt_cuda_runner_main,
-        .task_memory = dt_cuda_task_memory,
+        .runner_main = dt_cuda_backend_runner_main,
+        .task_memory = dt_cuda_backend_task_memory,
         .fingerprint = dt_cuda_machine_fingerprint,
         .worker_device = dt_cuda_machine_worker_device,
         .export_form = &dt_cuda_export,
@@ -103,7 +103,7 @@ void dt_target_task_memory(dt_target target, dt_model_memory *memory)
         t->task_memory(memory);
 }
 
-int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err)
+int dt_target_load_model(const char *path, dt_target target, dt_model **out, dt_error *err)
 {
     dt_model_memory memory;
     dt_target_task_memory(target, &memory);

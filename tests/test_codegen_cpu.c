@@ -294,11 +294,11 @@ static void test_plane_form(void **state)
      * picks take other instructions (AVX-512VL's, AVX's or lane by lane) */
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 7, 8, 3, 1, 1, 1);             /* 7 x 8 */
     sampled_configs_ok(f, &t, 2, 50, plane_at_4);
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, 51, plane_at_8);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);            /* stride 2 */
     sampled_configs_ok(f, &t, 2, 52, plane_at_4);
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, 53, plane_at_8);
     f->measure.threads = 2;
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 1, 1, 1);
@@ -377,7 +377,7 @@ static void strided_forms_ok(fixture *f, int form, unsigned long seed)
     wanted_vec = 4;
     sampled_configs_ok(f, &t, 2, seed + 4, wanted_point);
     wanted_vec = 8;
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, seed + 5, wanted_point);
     wanted_vec = 0;
     f->measure.threads = 2;
@@ -903,7 +903,7 @@ static void test_configs_differ_in_speed(void **state)
      * AVX-512 is there, else 8 (AVX2), with a register tile that fits its
      * vector registers (32 zmm; 16 ymm). A 16-lane plan on an AVX2 machine
      * spills and runs slower than the scalar one. */
-    bool avx512 = dt_cpu_native_lanes() >= 16;
+    bool avx512 = dt_cpu_plan_native_lanes() >= 16;
     dt_cpu_plan_default(&t, 1, &fast);
     fast.co_block = avx512 ? 32 : 16;
     fast.vec = avx512 ? 16 : 8;
@@ -916,9 +916,9 @@ static void test_configs_differ_in_speed(void **state)
     slow.unroll = 0;
     dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&f->measure, &opts);
+    dt_cpu_backend_default_options(&f->measure, &opts);
     void *cpu;
-    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, NULL), 0);
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &cpu, NULL), 0);
     double gflops[2];
     const dt_cpu_plan *plans[2] = { &fast, &slow };
     for (int i = 0; i < 2; i++) {
@@ -926,10 +926,10 @@ static void test_configs_differ_in_speed(void **state)
         dt_artifact a;
         dt_measure_result r;
         assert_int_equal(dt_cpu_codegen(plans[i], &src, NULL), 0);
-        assert_int_equal(dt_cpu_build_source(cpu, src, 1, &a, NULL), 0);
+        assert_int_equal(dt_cpu_backend_build_source(cpu, src, 1, &a, NULL), 0);
         free(src);
         assert_int_equal(a.result, DT_RESULT_OK);
-        assert_int_equal(dt_cpu_run_artifact(cpu, &t, &a, &r, NULL), 0);
+        assert_int_equal(dt_cpu_backend_run_artifact(cpu, &t, &a, &r, NULL), 0);
         assert_int_equal(r.result, DT_RESULT_OK);
         gflops[i] = r.gflops;
     }
@@ -941,7 +941,7 @@ static void test_configs_differ_in_speed(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
+        return dt_cpu_runner_main(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),

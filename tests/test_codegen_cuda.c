@@ -450,7 +450,7 @@ static void write_inputs(const emu_case *c, int index, const char *dir)
     size_t in, w, out;
     dt_task_tensor_sizes(&c->task, &in, &w, &out);
     float *x = malloc(in * sizeof *x), *wt = malloc(w * sizeof *wt);
-    dt_cuda_fill_inputs(&c->task, 7, x, wt);
+    dt_cuda_runner_fill_inputs(&c->task, 7, x, wt);
     char path[1100];
     snprintf(path, sizeof path, "%s/%d.in", dir, index);
     write_floats(path, x, in);
@@ -466,7 +466,7 @@ static long compare_output(const emu_case *c, int index, const char *dir)
     dt_task_tensor_sizes(&c->task, &in, &w, &out);
     float *x = malloc(in * sizeof *x), *wt = malloc(w * sizeof *wt);
     float *ref = malloc(out * sizeof *ref);
-    dt_cuda_fill_inputs(&c->task, 7, x, wt);
+    dt_cuda_runner_fill_inputs(&c->task, 7, x, wt);
     dt_task_reference(&c->task, x, wt, ref);
     char path[1100];
     snprintf(path, sizeof path, "%s/%d.out", dir, index);

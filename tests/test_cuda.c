@@ -204,8 +204,8 @@ static void test_tune_without_device_exits_1(void **state)
 static void test_runner_entry_rejects_bad_arguments(void **state)
 {
     (void)state;
-    assert_int_equal(dt_cuda_runner_main(2, (char *[]){ "x", "__not-the-runner", NULL }), 1);
-    assert_int_equal(dt_cuda_runner_main(1, (char *[]){ "x", NULL }), 1);
+    assert_int_equal(dt_cuda_backend_runner_main(2, (char *[]){ "x", "__not-the-runner", NULL }), 1);
+    assert_int_equal(dt_cuda_backend_runner_main(1, (char *[]){ "x", NULL }), 1);
 }
 
 /* A builder opened for a described device compiles into the cache without
@@ -221,14 +221,14 @@ static void test_builder_without_device(void **state)
     if (present)
         assert_int_equal(dt_cuda_device_probe(0, &device, NULL), 0);
     else
-        dt_cuda_device_hopper(&device);
+        dt_cuda_backend_device_hopper(&device);
     fixture fx;
     dt_config_defaults(&fx.cfg);
     dt_test_tmpdir(fx.dir, sizeof fx.dir);
     dt_backend_params params = { &fx.cfg.measure, fx.dir, 5 };
     void *builder = NULL;
     dt_error err = { 0 };
-    assert_int_equal(dt_cuda_open_builder(&device, &params, &builder, &err), 0);
+    assert_int_equal(dt_cuda_backend_open_builder(&device, &params, &builder, &err), 0);
     dt_task t = conv_task(DT_OP_CONV2D, 16, 14, 32, 3, 1);
     dt_space s;
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
@@ -249,7 +249,7 @@ static void test_builder_without_device(void **state)
     /* the described device's limits decide what is invalid */
     dt_cuda_device_info small = device;
     small.max_shared = small.max_shared_optin = 1;   /* the template stages tiles in shared memory */
-    assert_int_equal(dt_cuda_open_builder(&small, &params, &builder, &err), 0);
+    assert_int_equal(dt_cuda_backend_open_builder(&small, &params, &builder, &err), 0);
     assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &again, &err), 0);
     assert_int_equal(again.result, DT_RESULT_INVALID);
     assert_non_null(strstr(again.detail, "shared memory"));
@@ -640,7 +640,7 @@ static void test_worker_device_choice(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
-        return dt_cuda_runner_main(argc, argv);
+        return dt_cuda_backend_runner_main(argc, argv);
     if (argc > 2 && strcmp(argv[1], "--fake-scenario") == 0)
         return fake_scenario(argv[2]);
     if (argc > 1 && strcmp(argv[1], "--open-without-device") == 0)

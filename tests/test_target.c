@@ -62,10 +62,10 @@ static void test_runner_dispatch(void **state)
     (void)state;
     const dt_target_i *cpu = dt_target_for_runner(DT_CPU_RUNNER_ARG);
     assert_ptr_equal(cpu, dt_target_get(DT_TARGET_CPU));
-    assert_ptr_equal(cpu->runner_main, dt_runner_main);
+    assert_ptr_equal(cpu->runner_main, dt_cpu_runner_main);
     const dt_target_i *cuda = dt_target_for_runner(DT_CUDA_RUNNER_ARG);
     assert_ptr_equal(cuda, dt_target_get(DT_TARGET_CUDA));
-    assert_ptr_equal(cuda->runner_main, dt_cuda_runner_main);
+    assert_ptr_equal(cuda->runner_main, dt_cuda_backend_runner_main);
     assert_null(dt_target_for_runner("tune"));
     assert_null(dt_target_for_runner(""));
 }

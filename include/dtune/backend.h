@@ -80,13 +80,13 @@ extern const dt_backend_i dt_replay_backend;
  * measurement carries a few percent of multiplicative noise. */
 
 /* Noise-free GFLOPS of point; 0 for points the surface makes invalid. */
-double dt_replay_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed);
+double dt_replay_backend_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed);
 
 /* One noisy measurement; `nonce` distinguishes repeated measurements. */
-void dt_replay_measure(const dt_space *space, const dt_point *point, uint64_t seed,
-                       uint64_t nonce, dt_measure_result *out);
+void dt_replay_backend_measure(const dt_space *space, const dt_point *point, uint64_t seed,
+                               uint64_t nonce, dt_measure_result *out);
 
 /* Peak GFLOPS the replay surface reports for its roofline. */
-double dt_replay_peak_gflops(const dt_task *task);
+double dt_replay_backend_peak_gflops(const dt_task *task);
 
 #endif

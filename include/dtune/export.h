@@ -17,7 +17,7 @@
  *                       checked against (model.h's operator semantics)
  *   NAME_test.c         checks every kernel against the reference and times
  *                       it as dtune's runner does (one warm-up call, then
- *                       micro-batches of about DT_RUNNER_AUTO_BATCH_S until
+ *                       micro-batches of about DT_CPU_RUNNER_AUTO_BATCH_S until
  *                       the CV rule stops; the mean time per call)
  *   Makefile            `make`: libNAME_kernels.a and NAME_test; `make test`
  *

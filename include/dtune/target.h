@@ -90,7 +90,7 @@ void dt_target_task_memory(dt_target target, dt_model_memory *memory);
 
 /* dt_model_load_within with target's dt_target_task_memory: a task too
  * large for the target is refused at its op's file:line:column. */
-int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err);
+int dt_target_load_model(const char *path, dt_target target, dt_model **out, dt_error *err);
 
 /* Builds the space of task on target with opts (NULL: every option 0) from
  * the target's row for the task's kind. Returns 0, DT_EINVAL (bad opts),
