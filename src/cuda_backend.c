@@ -80,7 +80,7 @@ static int runner_path(char *out, size_t len, dt_error *err)
 
 static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
 {
-    dt_cuda_limits_default(l);
+    dt_cuda_plan_limits_default(l);
     l->max_threads = d->max_threads;
     l->max_shared_bytes = d->max_shared_optin > d->max_shared ? d->max_shared_optin : d->max_shared;
     l->max_grid_yz = d->max_grid_y < d->max_grid_z ? d->max_grid_y : d->max_grid_z;

@@ -81,7 +81,7 @@ typedef struct dt_cuda_limits {
 
 #define DT_CUDA_MAX_ACCUMULATORS 256
 
-void dt_cuda_limits_default(dt_cuda_limits *limits);
+void dt_cuda_plan_limits_default(dt_cuda_limits *limits);
 
 /* Launch geometry of a plan. */
 typedef struct dt_cuda_launch {

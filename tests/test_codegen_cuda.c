@@ -191,7 +191,7 @@ static void test_invalid_configs_rejected(void **state)
     assert_non_null(strstr(err.msg, "shared memory"));
     /* the same plan passes under a device limit that allows it */
     dt_cuda_limits big;
-    dt_cuda_limits_default(&big);
+    dt_cuda_plan_limits_default(&big);
     big.max_threads = 1024 * 1024;
     big.max_shared_bytes = 1 << 20;
     assert_int_equal(dt_cuda_plan_check(&plan, &big, NULL), 0);
