@@ -81,6 +81,7 @@
 #include "dtune/util.h"
 #include "dtune/target.h"
 #include "remeasure.h"
+#include "replay_backend.h"
 
 #define MAX_TASKS 8
 #define MAX_SEEDS 16

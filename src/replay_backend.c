@@ -19,7 +19,7 @@
  * fails every point, as on a real CPU. The reference implementation "runs"
  * at REPLAY_REFERENCE_GFLOPS.
  */
-#include "dtune/backend.h"
+#include "replay_backend.h"
 #include "dtune/measure.h"
 
 #include <math.h>

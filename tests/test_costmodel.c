@@ -17,6 +17,7 @@
 #include "dtune/backend.h"
 #include "costmodel_internal.h"
 #include "dtune/target.h"
+#include "replay_backend.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
