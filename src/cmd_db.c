@@ -136,7 +136,7 @@ static uint64_t seed_of(const db_args *a)
 
 static const char *backend_of(const db_args *a)
 {
-    return a->backend ? a->backend : a->target ? a->target : "cpu";
+    return a->backend ? a->backend : a->target ? a->target : dt_target_name(DT_TARGET_DEFAULT);
 }
 
 /* The spaces of model's tasks on target as backend offers them (replay:

@@ -116,7 +116,7 @@ int dt_cpu_plan_native_lanes(void);
  * input row's full-resolution vectors are multiplied as loaded by weight
  * vectors whose even and odd lanes hold the taps of a pair's two columns,
  * one accumulator per pair offset of the window; the pairs are summed and
- * moved to their output columns once a row (cpu_codegen.c). Valid where a
+ * moved to their output columns once a row (cpu_codegen_pairs.c). Valid where a
  * row's accumulators and weights fit the registers; row_block unrolls the
  * row loop; the tile, order, unroll and pack knobs do not apply. */
 #define DT_CPU_FORM_SLOTS 4
@@ -126,7 +126,7 @@ typedef struct dt_cpu_plan {
     dt_task task;
     int threads;        /* kernel threads; > 1 emits OpenMP */
     int vec;            /* vector lanes: 1, 4, 8 or 16 floats */
-    int order;          /* loop order of the tile loops (see cpu_codegen.c) */
+    int order;          /* loop order of the tile loops (see cpu_codegen_*.c) */
     int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */

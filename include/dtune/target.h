@@ -1,9 +1,12 @@
 /* target.h — where kernels run, as one part per target behind one table.
  *
- * A target (cpu, cuda) is its knob space (cpu_space.c / cuda_space.c), its
- * code generator (codegen_*), its measurement backend (backend_*, which
- * calls the code generator) and the measurement process its backend starts
- * (cpu_runner.c / cuda_runner.c). struct dt_target_i holds what the rest of
+ * A target (cpu, cuda) is a group of files named after it, TARGET_*.c in
+ * src/ with their private headers: its knob space (TARGET_space.c), its
+ * code generator (TARGET_codegen*.c, the CPU's plans in cpu_plan.c), its
+ * measurement backend (TARGET_backend.c, which calls the code generator),
+ * the measurement process its backend starts (TARGET_runner.c), the machine
+ * it measures on (TARGET_machine.c) and its form of an export
+ * (TARGET_export.c). struct dt_target_i holds what the rest of
  * dtune needs of those, like ggml's backend interface: the daemon, the
  * commands and the settings reach a target only through its table, found by
  * its dt_target id or its name, and never switch on which target it is.
