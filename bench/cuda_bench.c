@@ -206,7 +206,7 @@ static int gpu_open(gpu *g, const dt_measure_params *m, dt_error *err)
 {
     memset(g, 0, sizeof *g);
     g->measure = *m;
-    int rc = dt_cuda_driver_load(&g->cu, err);
+    int rc = dt_cuda_api_driver_load(&g->cu, err);
     if (rc)
         return rc;
     const dt_cuda_driver *cu = g->cu;
@@ -473,13 +473,13 @@ static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const d
     dt_cuda_image image = { 0 };
     dt_cu_module mod = NULL;
     double seconds = -1;
-    if (!g->stream || dt_nvrtc_load(&nv, &err))
+    if (!g->stream || dt_cuda_api_nvrtc_load(&nv, &err))
         return -1;
     bool ptx;
-    int arch = dt_nvrtc_pick_arch(nv, cc, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, cc, &ptx);
     dt_cuda_plan_from_point(space, point, &plan);
     if (arch < 0 || dt_cuda_codegen(&plan, &source, &err) ||
-        dt_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
+        dt_cuda_api_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
         cu->module_load_data(&mod, image.data)) {
         fprintf(stderr, "cuda_bench: %s: cannot build the kernel here: %s\n", space->task.name,
                 err.msg);
@@ -499,7 +499,7 @@ static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const d
 done:
     if (mod && cu->module_unload(mod))
         fprintf(stderr, "cuda_bench: cuModuleUnload failed\n");
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     free(source);
     return seconds;
 }
@@ -725,7 +725,7 @@ static int run_table(const options *o, const dt_model *model, const dt_measure_p
         return 1;
     }
     printf("GPU: %s (compute capability %d.%d, %d SMs, peak %.0f GFLOPS fp32)\n", info->name,
-           info->cc / 10, info->cc % 10, info->sms, dt_cuda_peak_gflops(info));
+           info->cc / 10, info->cc % 10, info->sms, dt_cuda_api_peak_gflops(info));
     if (have_rs)
         printf("dtune: the best configs of %s/best.json, each re-measured %d times (median)",
                o->best, BEST_REPEATS);
@@ -1036,7 +1036,7 @@ int main(int argc, char **argv)
         return rc;
     dt_cuda_device_info info;
     dt_error err = { 0 };
-    if (o.prebuild_cc == 0 && dt_cuda_device_probe(0, &info, &err) != 0) {
+    if (o.prebuild_cc == 0 && dt_cuda_api_device_probe(0, &info, &err) != 0) {
         printf("cuda_bench: needs an NVIDIA GPU and its driver (%s); nothing measured\n", err.msg);
         return 0;
     }

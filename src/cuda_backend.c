@@ -89,10 +89,10 @@ static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
 /* Everything but the device probe: b->device is set. */
 static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err)
 {
-    int rc = dt_nvrtc_load(&b->nvrtc, err);
+    int rc = dt_cuda_api_nvrtc_load(&b->nvrtc, err);
     if (rc)
         return rc;
-    b->arch = dt_nvrtc_pick_arch(b->nvrtc, b->device.cc, &b->ptx);
+    b->arch = dt_cuda_api_nvrtc_pick_arch(b->nvrtc, b->device.cc, &b->ptx);
     if (b->arch < 0)
         return dt_error_set(err, DT_ENOTSUP, "%s cannot compile for compute capability %d.%d",
                             b->nvrtc->path, b->device.cc / 10, b->device.cc % 10);
@@ -122,7 +122,7 @@ static int open_for(const dt_cuda_device_info *device, const dt_backend_params *
     b->build_only = device != NULL;
     if (device)
         b->device = *device;
-    else if (dt_cuda_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
+    else if (dt_cuda_api_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
         rc = dt_error_set(err, DT_ENODEV, "no CUDA device found: %s", why.msg);
     if (rc == 0)
         rc = setup(b, params, err);
@@ -216,7 +216,7 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
     }
     dt_cuda_image image;
     double start = dt_now_seconds();
-    rc = dt_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
+    rc = dt_cuda_api_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
     out->compile_ms = (dt_now_seconds() - start) * 1e3;
     free(source);
     if (rc == DT_ENOMEM)
@@ -226,7 +226,7 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
         return 0;
     }
     rc = write_image(b, out->path, &image, err);
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     if (rc == 0 && out->compile_ms > dt_measure_compile_timeout(&b->measure) * 1e3)
         artifact_result(out, DT_RESULT_COMPILE_TIMEOUT, "NVRTC ran past the compile limit");
     return rc;
@@ -358,7 +358,7 @@ void dt_cuda_backend_task_memory(dt_model_memory *memory)
     dt_cuda_device_info device;
     dt_error why;
     memset(memory, 0, sizeof *memory);
-    if (dt_cuda_device_probe(dt_measure_params_default().cuda_device, &device, &why) != 0 ||
+    if (dt_cuda_api_device_probe(dt_measure_params_default().cuda_device, &device, &why) != 0 ||
         !device.memory_bytes)
         return;
     memory->task_bytes = (uint64_t)(DT_CUDA_MEMORY_SHARE * (double)device.memory_bytes);
@@ -607,7 +607,7 @@ static int cuda_run(void *state, const dt_space *space, const dt_point *point,
 static double cuda_peak(void *state, const dt_task *task)
 {
     const cuda_backend *b = state;
-    return dt_cuda_peak_gflops(&b->device);
+    return dt_cuda_api_peak_gflops(&b->device);
 }
 
 static void cuda_close(void *state)

@@ -71,7 +71,7 @@ int dt_cuda_machine_fingerprint(int device, char *buf, size_t len, dt_error *err
 
 /* The CUDA target's worker_device (target.h; cuda_machine.c): the worker's
  * index among its node's workers modulo the driver's device count
- * (dt_cuda_worker_device), device 0 where the driver cannot be asked. */
+ * (dt_cuda_api_worker_device), device 0 where the driver cannot be asked. */
 int dt_cuda_machine_worker_device(int node_rank, bool rank0_on_node);
 
 #endif

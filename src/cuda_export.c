@@ -481,8 +481,8 @@ static int write_loader(const export_job *job, dt_error *err)
                     "#define KERNEL_NAME \"%s\"\ntypedef %s_cuda_kernel_info kernel_info;\n\n"
                     "static const char *const NVRTC_NAMES[] = {", l, l, l, l, l, job->upper,
                 DT_CUDA_KERNEL_NAME, l);
-    for (int i = 0; dt_nvrtc_library_at(i); i++)
-        export_emit(&b, " \"%s\",", dt_nvrtc_library_at(i));
+    for (int i = 0; dt_cuda_api_nvrtc_library_at(i); i++)
+        export_emit(&b, " \"%s\",", dt_cuda_api_nvrtc_library_at(i));
     export_emit(&b, " NULL };\n\nconst kernel_info KERNELS[NKERNELS] = {\n");
     for (int i = 0; i < job->n; i++) {
         int rc = emit_kernel(job, i, &b, err);

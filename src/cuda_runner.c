@@ -48,14 +48,14 @@ struct dt_cuda_session {
 static int cu_fail(dt_cu_result r, const char *what, dt_error *err)
 {
     char text[160];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     return dt_error_set(err, DT_ELIB, "%s: %s", what, text);
 }
 
 static void set_result(dt_measure_result *out, dt_result_class cls, const char *what, dt_cu_result r)
 {
     char text[120];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     out->result = cls;
     snprintf(out->detail, sizeof out->detail, "%s: %s", what, text);
 }
@@ -103,9 +103,9 @@ int dt_cuda_runner_session_open(int ordinal, dt_cuda_session **out, dt_cuda_devi
     dt_cuda_session *s = calloc(1, sizeof *s);
     if (!s)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = dt_cuda_device_probe(ordinal, &s->info, err);
+    int rc = dt_cuda_api_device_probe(ordinal, &s->info, err);
     if (rc == 0)
-        rc = dt_cuda_device_open(ordinal, &s->cu, &s->dev, NULL, err);
+        rc = dt_cuda_api_device_open(ordinal, &s->cu, &s->dev, NULL, err);
     if (rc == 0)
         rc = make_context(s, err);
     if (rc) {

@@ -28,7 +28,7 @@ typedef struct dt_cuda_session dt_cuda_session;
 
 /* Makes device `ordinal`'s (measure.cuda_device) primary context current on
  * this thread and fills info. Returns 0, DT_ENODEV (no such device: see
- * dt_cuda_device_open) or DT_ELIB (a driver call failed; message names it). */
+ * dt_cuda_api_device_open) or DT_ELIB (a driver call failed; message names it). */
 int dt_cuda_runner_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
                                 dt_error *err);
 

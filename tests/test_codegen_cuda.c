@@ -600,7 +600,7 @@ static const dt_nvrtc *nvrtc_or_skip(void)
 {
     const dt_nvrtc *nv;
     dt_error err;
-    if (dt_nvrtc_load(&nv, &err) != 0) {
+    if (dt_cuda_api_nvrtc_load(&nv, &err) != 0) {
         printf("test_codegen_cuda: %s; skipping\n", err.msg);
         skip();
     }
@@ -629,14 +629,14 @@ static void compile_random(const dt_nvrtc *nv, const dt_task *task, int configs,
         assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
         dt_cuda_image image;
         dt_error err = { 0 };
-        int rc = dt_nvrtc_compile(nv, src, task->name, arch, false, &image, &err);
+        int rc = dt_cuda_api_nvrtc_compile(nv, src, task->name, arch, false, &image, &err);
         if (rc)
             print_error("%s\n", err.msg);
         assert_int_equal(rc, 0);
         assert_true(image.size > 256);
         assert_false(image.ptx);
         assert_memory_equal(image.data, "\177ELF", 4);   /* a cubin is an ELF image */
-        dt_cuda_image_free(&image);
+        dt_cuda_api_image_free(&image);
         free(src);
     }
     gsl_rng_free(rng);
@@ -672,18 +672,18 @@ static void test_nvrtc_ptx_and_arch_choice(void **state)
     char *src = NULL;
     assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     dt_cuda_image image;
-    assert_int_equal(dt_nvrtc_compile(nv, src, "dense", 80, true, &image, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, src, "dense", 80, true, &image, NULL), 0);
     assert_true(image.ptx);
     assert_non_null(strstr(image.data, ".entry " DT_CUDA_KERNEL_NAME));
     assert_int_equal(strlen(image.data), image.size - (image.data[image.size - 1] == '\0'));
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     free(src);
     dt_space_free(&s);
     bool ptx;
-    assert_int_equal(dt_nvrtc_pick_arch(nv, 90, &ptx), 90);
+    assert_int_equal(dt_cuda_api_nvrtc_pick_arch(nv, 90, &ptx), 90);
     assert_false(ptx);
     /* a future architecture falls back to PTX of the newest known one */
-    int arch = dt_nvrtc_pick_arch(nv, 990, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, 990, &ptx);
     assert_true(arch >= 80 && arch < 990);
     assert_true(ptx);
 }
@@ -695,7 +695,7 @@ static void test_nvrtc_reports_compile_errors(void **state)
     dt_cuda_image image;
     dt_error err = { 0 };
     const char *broken = "extern \"C\" __global__ void dt_kernel(float *o) { o[0] = undefined_name; }\n";
-    assert_int_equal(dt_nvrtc_compile(nv, broken, "broken", 80, false, &image, &err), DT_EFAIL);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, broken, "broken", 80, false, &image, &err), DT_EFAIL);
     assert_non_null(strstr(err.msg, "undefined_name"));
     assert_null(image.data);
 }

@@ -60,7 +60,7 @@ static int probe_device(void **state)
         return -1;
     dt_cuda_device_info info;
     dt_error err;
-    pr->device = dt_cuda_device_probe(0, &info, &err) == 0;
+    pr->device = dt_cuda_api_device_probe(0, &info, &err) == 0;
     if (pr->device)
         printf("test_cuda: device 0 is %s (compute capability %d.%d)\n", info.name, info.cc / 10,
                info.cc % 10);
@@ -214,12 +214,12 @@ static void test_runner_entry_rejects_bad_arguments(void **state)
 static void test_builder_without_device(void **state)
 {
     const dt_nvrtc *nv;
-    if (dt_nvrtc_load(&nv, NULL) != 0)
+    if (dt_cuda_api_nvrtc_load(&nv, NULL) != 0)
         skip();
     dt_cuda_device_info device;
     bool present = ((const probe *)*state)->device;
     if (present)
-        assert_int_equal(dt_cuda_device_probe(0, &device, NULL), 0);
+        assert_int_equal(dt_cuda_api_device_probe(0, &device, NULL), 0);
     else
         dt_cuda_backend_device_hopper(&device);
     fixture fx;
@@ -330,19 +330,19 @@ static void handmade_artifact(fixture *fx, const char *source, const char *name,
 {
     const dt_nvrtc *nv;
     dt_cuda_device_info info;
-    assert_int_equal(dt_nvrtc_load(&nv, NULL), 0);
-    assert_int_equal(dt_cuda_device_probe(0, &info, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_load(&nv, NULL), 0);
+    assert_int_equal(dt_cuda_api_device_probe(0, &info, NULL), 0);
     bool ptx;
-    int arch = dt_nvrtc_pick_arch(nv, info.cc, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, info.cc, &ptx);
     dt_cuda_image image;
-    assert_int_equal(dt_nvrtc_compile(nv, source, name, arch, ptx, &image, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, source, name, arch, ptx, &image, NULL), 0);
     memset(art, 0, sizeof *art);
     snprintf(art->path, sizeof art->path, "%s/%s.img", fx->dir, name);
     FILE *f = fopen(art->path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(image.data, 1, image.size + image.ptx, f), image.size + image.ptx);
     assert_int_equal(fclose(f), 0);
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
 }
 
 static const char wrong_source[] =
@@ -468,7 +468,7 @@ static int fake_probe(const char *mode)
     dt_cuda_device_info info;
     dt_error err = { 0 };
     int ordinal = atoi(mode + strlen("device"));
-    int rc = dt_cuda_device_probe(ordinal, &info, &err);
+    int rc = dt_cuda_api_device_probe(ordinal, &info, &err);
     if (rc == 0)
         printf("probe ok: ordinal %d, %s\n", info.ordinal, info.name);
     else
@@ -511,7 +511,7 @@ static void fake_driver(fake_env *env)
 static void fake_setup(fake_env *env)
 {
     const dt_nvrtc *nv;
-    if (dt_nvrtc_load(&nv, NULL) != 0)
+    if (dt_cuda_api_nvrtc_load(&nv, NULL) != 0)
         skip();
     fake_driver(env);
 }
@@ -620,21 +620,21 @@ static void test_worker_device_choice(void **state)
     (void)state;
     /* four workers on a node of four GPUs beside rank 0: 0, 1, 2, 3 */
     for (int node_rank = 1; node_rank <= 4; node_rank++)
-        assert_int_equal(dt_cuda_worker_device(node_rank, true, 4, -1), node_rank - 1);
+        assert_int_equal(dt_cuda_api_worker_device(node_rank, true, 4, -1), node_rank - 1);
     /* a node without rank 0: its first rank is a worker */
-    assert_int_equal(dt_cuda_worker_device(0, false, 4, -1), 0);
-    assert_int_equal(dt_cuda_worker_device(3, false, 4, -1), 3);
+    assert_int_equal(dt_cuda_api_worker_device(0, false, 4, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(3, false, 4, -1), 3);
     /* more workers than devices: round robin */
-    assert_int_equal(dt_cuda_worker_device(5, false, 3, -1), 2);
-    assert_int_equal(dt_cuda_worker_device(7, true, 3, -1), 0);
-    assert_int_equal(dt_cuda_worker_device(7, false, 3, -1), 1);
+    assert_int_equal(dt_cuda_api_worker_device(5, false, 3, -1), 2);
+    assert_int_equal(dt_cuda_api_worker_device(7, true, 3, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(7, false, 3, -1), 1);
     /* one visible device per rank (CUDA_VISIBLE_DEVICES): always that one */
-    assert_int_equal(dt_cuda_worker_device(6, false, 1, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(6, false, 1, -1), 0);
     /* an explicit measure.cuda_device is kept on every worker */
-    assert_int_equal(dt_cuda_worker_device(1, true, 4, 3), 3);
-    assert_int_equal(dt_cuda_worker_device(6, false, 2, 5), 5);
+    assert_int_equal(dt_cuda_api_worker_device(1, true, 4, 3), 3);
+    assert_int_equal(dt_cuda_api_worker_device(6, false, 2, 5), 5);
     /* no device known: 0, opening it then says why */
-    assert_int_equal(dt_cuda_worker_device(3, true, 0, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(3, true, 0, -1), 0);
 }
 
 int main(int argc, char **argv)

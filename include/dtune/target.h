@@ -50,7 +50,7 @@ typedef struct dt_target_i {
      * without devices ignores it). Returns 0 or a DT_E* with a message. */
     int (*fingerprint)(int device, char *buf, size_t len, dt_error *err);
     /* Devices: the ordinal a measurement worker of a cluster run measures
-     * on, node_rank and rank0_on_node as dt_cuda_worker_device takes them
+     * on, node_rank and rank0_on_node as dt_cuda_api_worker_device takes them
      * (optional: NULL for a target that measures on the host). */
     int (*worker_device)(int node_rank, bool rank0_on_node);
     /* How the tuned kernels are exported for this target (optional: NULL
