@@ -36,7 +36,7 @@ else
 BUILD    := build
 endif
 
-# CUDA headers are optional: backend_cuda compiles against them when present
+# CUDA headers are optional: cuda_backend compiles against them when present
 # and reaches the driver and NVRTC only through dlopen at run time.
 CUDA_HOME ?= /usr/local/cuda
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
@@ -167,9 +167,11 @@ fuzz:
 	@sh scripts/setup.sh --fuzz
 	@$(MAKE) --no-print-directory -j2 $(FUZZ_BIN)
 
+# The benches, like the tests, may reach a target's private headers in src/
+# (the CPU and CUDA kernels measured against vendor libraries).
 bin/%_bench: bench/%_bench.c $(LIB)
 	@mkdir -p bin
-	$(CC) $(CPPFLAGS) $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(BENCH_LIBS_$*)
+	$(CC) $(CPPFLAGS) -Isrc $(PKGCFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) $(BENCH_LIBS_$*)
 
 bin/trace_convert: bench/trace_convert.c $(LIB)
 	@mkdir -p bin

@@ -59,10 +59,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "dtune/backend_cuda.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_backend.h"
+#include "cuda_codegen.h"
 #include "dtune/config.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
@@ -206,7 +206,7 @@ static int gpu_open(gpu *g, const dt_measure_params *m, dt_error *err)
 {
     memset(g, 0, sizeof *g);
     g->measure = *m;
-    int rc = dt_cuda_driver_load(&g->cu, err);
+    int rc = dt_cuda_api_driver_load(&g->cu, err);
     if (rc)
         return rc;
     const dt_cuda_driver *cu = g->cu;
@@ -256,16 +256,16 @@ static double time_calls(gpu *g, call_fn fn, void *arg, double flops)
         return -1;
     double wanted = ceil(BATCH_SECONDS / fmax(first * 1e-3, 1e-7));
     int calls = wanted > 1000 ? 1000 : (int)wanted;
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
     for (;;) {
         double ms = time_batch(g, fn, arg, calls);
         if (ms < 0)
             return -1;
-        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / calls, 1e-9) * 1e-9))
+        if (dt_measure_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / calls, 1e-9) * 1e-9))
             break;
     }
-    return flops / (dt_cv_stop_mean(&cv) * 1e9);
+    return flops / (dt_measure_cv_stop_mean(&cv) * 1e9);
 }
 
 /* Seconds per call with the host's launch cost taken out: GRAPH_CALLS calls
@@ -292,18 +292,18 @@ static double graph_seconds(gpu *g, call_fn fn, void *arg, double flops)
     if (cu->graph.launch(exec, g->stream) || cu->event_record(g->stop, g->stream) ||
         cu->event_synchronize(g->stop))
         goto done;
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, g->measure.min_batches, g->measure.max_repeats, g->measure.cv_threshold);
     for (;;) {
         float ms = 0;
         if (cu->event_record(g->start, g->stream) || cu->graph.launch(exec, g->stream) ||
             cu->event_record(g->stop, g->stream) || cu->event_synchronize(g->stop) ||
             cu->event_elapsed_ms(&ms, g->start, g->stop))
             goto done;
-        if (dt_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / GRAPH_CALLS, 1e-12) * 1e-9))
+        if (dt_measure_cv_stop_add(&cv, flops / fmax(ms * 1e-3 / GRAPH_CALLS, 1e-12) * 1e-9))
             break;
     }
-    seconds = flops / (dt_cv_stop_mean(&cv) * 1e9);
+    seconds = flops / (dt_measure_cv_stop_mean(&cv) * 1e9);
 done:
     if (exec && cu->graph.exec_destroy(exec))
         fprintf(stderr, "cuda_bench: cuGraphExecDestroy failed\n");
@@ -473,13 +473,13 @@ static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const d
     dt_cuda_image image = { 0 };
     dt_cu_module mod = NULL;
     double seconds = -1;
-    if (!g->stream || dt_nvrtc_load(&nv, &err))
+    if (!g->stream || dt_cuda_api_nvrtc_load(&nv, &err))
         return -1;
     bool ptx;
-    int arch = dt_nvrtc_pick_arch(nv, cc, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, cc, &ptx);
     dt_cuda_plan_from_point(space, point, &plan);
-    if (arch < 0 || dt_codegen_cuda(&plan, &source, &err) ||
-        dt_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
+    if (arch < 0 || dt_cuda_codegen(&plan, &source, &err) ||
+        dt_cuda_api_nvrtc_compile(nv, source, space->task.name, arch, ptx, &image, &err) ||
         cu->module_load_data(&mod, image.data)) {
         fprintf(stderr, "cuda_bench: %s: cannot build the kernel here: %s\n", space->task.name,
                 err.msg);
@@ -499,7 +499,7 @@ static double dtune_graph_seconds(gpu *g, int cc, const dt_space *space, const d
 done:
     if (mod && cu->module_unload(mod))
         fprintf(stderr, "cuda_bench: cuModuleUnload failed\n");
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     free(source);
     return seconds;
 }
@@ -718,14 +718,14 @@ static int run_table(const options *o, const dt_model *model, const dt_measure_p
         }
         have_rs = true;
     }
-    if (gpu_open(&g, mp, &err) || dt_measurer_new(&dt_backend_cuda, mp, o->work_dir, 1, &m, &err)) {
+    if (gpu_open(&g, mp, &err) || dt_measurer_new(&dt_cuda_backend, mp, o->work_dir, 1, &m, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         if (have_rs)
             dt_run_state_destroy(&rs);
         return 1;
     }
     printf("GPU: %s (compute capability %d.%d, %d SMs, peak %.0f GFLOPS fp32)\n", info->name,
-           info->cc / 10, info->cc % 10, info->sms, dt_cuda_peak_gflops(info));
+           info->cc / 10, info->cc % 10, info->sms, dt_cuda_api_peak_gflops(info));
     if (have_rs)
         printf("dtune: the best configs of %s/best.json, each re-measured %d times (median)",
                o->best, BEST_REPEATS);
@@ -812,8 +812,8 @@ static void cv_task(const options *o, const dt_task *task, const dt_measure_para
     }
     if (cv_points(task, n, &space, points) != 0)
         goto done;
-    if (dt_measurer_new(&dt_backend_cuda, &fixed, o->work_dir, 1, &mf, &err) ||
-        dt_measurer_new(&dt_backend_cuda, &cv, o->work_dir, 1, &mc, &err)) {
+    if (dt_measurer_new(&dt_cuda_backend, &fixed, o->work_dir, 1, &mf, &err) ||
+        dt_measurer_new(&dt_cuda_backend, &cv, o->work_dir, 1, &mc, &err)) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         goto free_space;
     }
@@ -897,7 +897,7 @@ static void *prebuild_worker(void *arg)
     for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
         dt_artifact a;
         dt_error err = { 0 };
-        if (dt_backend_cuda.build(j->state, j->space, &j->points[i], &a, &err) != 0) {
+        if (dt_cuda_backend.build(j->state, j->space, &j->points[i], &a, &err) != 0) {
             fprintf(stderr, "cuda_bench: build: %s\n", err.msg);
             atomic_fetch_add(&j->other, 1);
         } else {
@@ -915,7 +915,7 @@ static void *prebuild_worker(void *arg)
 static int run_prebuild(const options *o, const dt_model *model, const dt_measure_params *mp)
 {
     dt_cuda_device_info device;
-    dt_cuda_device_hopper(&device);
+    dt_cuda_backend_device_hopper(&device);
     if (o->prebuild_cc != device.cc) {
         fprintf(stderr, "cuda_bench: --prebuild knows compute capability %d (Hopper) only\n",
                 device.cc);
@@ -924,7 +924,7 @@ static int run_prebuild(const options *o, const dt_model *model, const dt_measur
     dt_backend_params params = { .measure = mp, .work_dir = o->work_dir, .seed = 0 };
     void *state = NULL;
     dt_error err = { 0 };
-    if (dt_cuda_open_builder(&device, &params, &state, &err) != 0) {
+    if (dt_cuda_backend_open_builder(&device, &params, &state, &err) != 0) {
         fprintf(stderr, "cuda_bench: %s\n", err.msg);
         return 1;
     }
@@ -965,7 +965,7 @@ static int run_prebuild(const options *o, const dt_model *model, const dt_measur
     }
     free(tid);
     free(points);
-    dt_backend_cuda.close(state);
+    dt_cuda_backend.close(state);
     return rc;
 }
 
@@ -1029,14 +1029,14 @@ static int parse(int argc, char **argv, options *o)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
-        return dt_cuda_runner_main(argc, argv);
+        return dt_cuda_backend_runner_main(argc, argv);
     options o;
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc;
     dt_cuda_device_info info;
     dt_error err = { 0 };
-    if (o.prebuild_cc == 0 && dt_cuda_device_probe(0, &info, &err) != 0) {
+    if (o.prebuild_cc == 0 && dt_cuda_api_device_probe(0, &info, &err) != 0) {
         printf("cuda_bench: needs an NVIDIA GPU and its driver (%s); nothing measured\n", err.msg);
         return 0;
     }

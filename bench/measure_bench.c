@@ -32,12 +32,12 @@
 #include <gsl/gsl_rng.h>
 #include <oneapi/dnnl/dnnl.h>
 
-#include "dtune/backend_cpu.h"
-#include "dtune/codegen_cpu.h"
+#include "cpu_backend.h"
+#include "cpu_codegen.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 #include "dtune/space.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
@@ -73,7 +73,7 @@ static dt_measurer *open_measurer(const bench *b, const dt_measure_params *cfg)
 {
     dt_measurer *m;
     dt_error err;
-    if (dt_measurer_new(&dt_backend_cpu, cfg, b->dir, 1, &m, &err) != 0)
+    if (dt_measurer_new(&dt_cpu_backend, cfg, b->dir, 1, &m, &err) != 0)
         die("measurer", err.msg);
     return m;
 }
@@ -200,15 +200,15 @@ static double retime_ours(const bench *b, const dt_task *task, const dt_artifact
     m.cv_threshold = 0;
     dt_backend_params params = { .measure = &m, .work_dir = b->dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&m, &opts);
+    dt_cpu_backend_default_options(&m, &opts);
     void *cpu;
     dt_error err;
     dt_measure_result r;
-    if (dt_cpu_open(&params, &opts, &cpu, &err) != 0 ||
-        dt_cpu_run_artifact(cpu, task, a, &r, &err) != 0)
+    if (dt_cpu_backend_open(&params, &opts, &cpu, &err) != 0 ||
+        dt_cpu_backend_run_artifact(cpu, task, a, &r, &err) != 0)
         die("retime", err.msg);
-    *ncpus = dt_runner_cpus(dt_cpu_runner(cpu), cpus, 64);
-    dt_backend_cpu.close(cpu);
+    *ncpus = dt_cpu_runner_cpus(dt_cpu_backend_runner(cpu), cpus, 64);
+    dt_cpu_backend.close(cpu);
     return r.result == DT_RESULT_OK ? r.gflops : 0;
 }
 
@@ -369,8 +369,8 @@ static double vendor_gflops(const dt_task *t, const int *cpus, int ncpus, char *
     float *x = malloc(ni * 4), *w = malloc(nw * 4), *y = malloc(no * 4);
     if (!x || !w || !y)
         die("vendor", "out of memory");
-    dt_runner_fill(x, ni, 3);
-    dt_runner_fill(w, nw, 4);
+    dt_cpu_runner_fill(x, ni, 3);
+    dt_cpu_runner_fill(w, nw, 4);
     cpu_set_t saved;
     pin_self(cpus, ncpus, &saved);
     double g;
@@ -410,15 +410,15 @@ static void part_b_task(const bench *b, const dt_task *task, double *worst_3x3)
     dt_cpu_plan_from_point(&space, &best.point, b->threads, &plan);
     char *src;
     dt_artifact a;
-    if (dt_codegen_cpu(&plan, &src, &err) != 0)
+    if (dt_cpu_codegen(&plan, &src, &err) != 0)
         die("codegen", err.msg);
     void *cpu;
     dt_backend_params params = { .measure = &b->measure, .work_dir = b->dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&b->measure, &opts);
-    if (dt_cpu_open(&params, &opts, &cpu, &err) != 0 || dt_cpu_build_source(cpu, src, plan.threads, &a, &err) != 0)
+    dt_cpu_backend_default_options(&b->measure, &opts);
+    if (dt_cpu_backend_open(&params, &opts, &cpu, &err) != 0 || dt_cpu_backend_build_source(cpu, src, plan.threads, &a, &err) != 0)
         die("build", err.msg);
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
     free(src);
     int cpus[64], ncpus = 0;
     double ours = retime_ours(b, task, &a, best.latency_s, cpus, &ncpus);
@@ -464,14 +464,14 @@ static void *busy_main(void *arg)
     plan.vec = 16;
     plan.ow_block = 7;
     char *src;
-    if (dt_codegen_cpu(&plan, &src, NULL) != 0)
+    if (dt_cpu_codegen(&plan, &src, NULL) != 0)
         return NULL;
     size_t len = strlen(src);
     char *unique = malloc(len + 64);
     while (unique && !atomic_load(&l->stop)) {
         snprintf(unique, len + 64, "%s/* busy %d */\n", src, l->compiles++);
         dt_artifact a;
-        if (dt_cpu_build_source(l->cpu, unique, 1, &a, NULL) != 0)
+        if (dt_cpu_backend_build_source(l->cpu, unique, 1, &a, NULL) != 0)
             break;
     }
     free(unique);
@@ -485,7 +485,7 @@ static double cv_of_20(void *cpu, const dt_task *task, const dt_artifact *a, dou
     for (int i = 0; i < 20; i++) {
         dt_measure_result r;
         dt_error err;
-        if (dt_cpu_run_artifact(cpu, task, a, &r, &err) != 0 || r.result != DT_RESULT_OK)
+        if (dt_cpu_backend_run_artifact(cpu, task, a, &r, &err) != 0 || r.result != DT_RESULT_OK)
             die("part c", r.detail);
         g[i] = r.gflops;
         sum += g[i];
@@ -505,8 +505,8 @@ static void part_c_condition(const bench *b, void *cpu, const dt_task *task, con
     if (load_cpus) {
         dt_backend_params params = { .measure = &b->measure, .work_dir = dir, .seed = 1 };
         dt_cpu_options opts;
-        dt_cpu_default_options(&b->measure, &opts);
-        if (dt_cpu_open(&params, &opts, &load.cpu, NULL) != 0)
+        dt_cpu_backend_default_options(&b->measure, &opts);
+        if (dt_cpu_backend_open(&params, &opts, &load.cpu, NULL) != 0)
             die("part c", "cannot open the load's backend");
         load.cpus = *load_cpus;
         atomic_init(&load.stop, false);
@@ -519,7 +519,7 @@ static void part_c_condition(const bench *b, void *cpu, const dt_task *task, con
     if (load_cpus) {
         atomic_store(&load.stop, true);
         pthread_join(load.thread, NULL);
-        dt_backend_cpu.close(load.cpu);
+        dt_cpu_backend.close(load.cpu);
     }
     printf("  %-34s CV %.4f over 20 measurements (mean %.1f GFLOPS%s)\n", label, cv, mean,
            load_cpus ? "" : "");
@@ -535,7 +535,7 @@ static void part_c(const bench *b)
     dt_cpu_plan_default(task, b->threads, &plan);
     /* a good config at this machine's width (32 x 16 lanes with AVX-512,
      * 16 x 8 with AVX2; a wider vector would be the slow split kind) */
-    plan.vec = dt_cpu_native_lanes();
+    plan.vec = dt_cpu_plan_native_lanes();
     plan.co_block = 2 * plan.vec;
     plan.ow_block = 14;
     plan.ci_block = 32;
@@ -547,15 +547,15 @@ static void part_c(const bench *b)
     void *cpu;
     dt_backend_params params = { .measure = &b->measure, .work_dir = b->dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&b->measure, &opts);
-    if (dt_codegen_cpu(&plan, &src, &err) != 0 || dt_cpu_open(&params, &opts, &cpu, &err) != 0 ||
-        dt_cpu_build_source(cpu, src, plan.threads, &a, &err) != 0)
+    dt_cpu_backend_default_options(&b->measure, &opts);
+    if (dt_cpu_codegen(&plan, &src, &err) != 0 || dt_cpu_backend_open(&params, &opts, &cpu, &err) != 0 ||
+        dt_cpu_backend_build_source(cpu, src, plan.threads, &a, &err) != 0)
         die("part c", err.msg);
     free(src);
     dt_measure_result r;
-    if (dt_cpu_run_artifact(cpu, task, &a, &r, &err) != 0)     /* check + start the child */
+    if (dt_cpu_backend_run_artifact(cpu, task, &a, &r, &err) != 0)     /* check + start the child */
         die("part c", err.msg);
-    int runner[64], nr = dt_runner_cpus(dt_cpu_runner(cpu), runner, 64);
+    int runner[64], nr = dt_cpu_runner_cpus(dt_cpu_backend_runner(cpu), runner, 64);
     cpu_set_t all, same, others;
     sched_getaffinity(0, sizeof all, &all);
     CPU_ZERO(&same);
@@ -574,7 +574,7 @@ static void part_c(const bench *b)
         part_c_condition(b, cpu, task, &a, "builders busy on the other cores", &others);
     if (nr > 0)
         part_c_condition(b, cpu, task, &a, "builders busy on the runner's core", &same);
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -639,7 +639,7 @@ static void print_machine(const bench *b)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
+        return dt_cpu_runner_main(argc, argv);
     bench b;
     parse(argc, argv, &b);
     ensure_thread_env(b.threads, argv);

@@ -1,7 +1,7 @@
 /* omp_bench.c — what one OpenMP parallel region costs on this machine.
  *
  * A multi-threaded CPU kernel of dtune is one `#pragma omp parallel for
- * num_threads(T) schedule(static)` (codegen_cpu.c, emit_omp). Its fork and
+ * num_threads(T) schedule(static)` (cpu_codegen.c, cpu_emit_omp). Its fork and
  * join are paid on every call, so a kernel whose bound is a few
  * microseconds (the dense layer at two threads: 2.4 us) cannot come near
  * that bound however good its loop body is. This bench times, back to back

@@ -1,7 +1,7 @@
 /* pipe_bench.c — which 512-bit shuffles share issue pipes with FMAs on
  * this CPU.
  *
- * A stride-2 depthwise kernel in the plane form (codegen_cpu.h) picks every
+ * A stride-2 depthwise kernel in the plane form (cpu_codegen.h) picks every
  * tap with one vpermt2ps and multiplies it in with one FMA. Whether the
  * shuffles cost FMA slots decides how close such a kernel can come to a
  * bound that counts FMAs alone, and which shuffle a kernel should split a

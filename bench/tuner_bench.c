@@ -81,6 +81,7 @@
 #include "dtune/util.h"
 #include "dtune/target.h"
 #include "remeasure.h"
+#include "replay_backend.h"
 
 #define MAX_TASKS 8
 #define MAX_SEEDS 16
@@ -237,7 +238,7 @@ static int traced_measure(void *ctx, const dt_space *space, const dt_point *poin
         if (results[i].result == DT_RESULT_OK && results[i].gflops > tr->best) {
             tr->best = results[i].gflops;
             if (tr->replay)
-                tr->best_true = dt_replay_true_gflops(space, &points[i], REPLAY_SEED);
+                tr->best_true = dt_replay_backend_true_gflops(space, &points[i], REPLAY_SEED);
         }
         tr->best_at[tr->n] = tr->best;
         tr->true_at[tr->n] = tr->best_true;
@@ -370,7 +371,7 @@ static int oracle_order(const dt_space *space, int max, dt_point **out)
         dt_point p;
         dt_space_point(space, i, &p);
         if (dt_space_valid(space, &p))
-            all[n++] = (truth_rank){ dt_replay_true_gflops(space, &p, REPLAY_SEED), i };
+            all[n++] = (truth_rank){ dt_replay_backend_true_gflops(space, &p, REPLAY_SEED), i };
     }
     qsort(all, (size_t)n, sizeof *all, by_truth_desc);
     int m = n < (uint64_t)max ? (int)n : max;
@@ -930,7 +931,7 @@ static int seq_piece(const options *o, const dt_config *cfg, const dt_backend_i 
                      const dt_space spaces[SEQ_TASKS], int v, int seed, seq_run *const piece[SEQ_TASKS],
                      dt_error *err)
 {
-    bool replay = backend == &dt_backend_replay;
+    bool replay = backend == &dt_replay_backend;
     char dir[DT_PATH_MAX + 96];
     dt_transfer *store = NULL;
     int rc = dt_transfer_new(&store, err);
@@ -976,7 +977,7 @@ static int run_sequence(const options *o, const dt_config *cfg, int q, double st
 {
     const sequence *sq = &sequences[q];
     const dt_backend_i *backend = find_backend(o->backend, err);
-    bool replay = backend == &dt_backend_replay;
+    bool replay = backend == &dt_replay_backend;
     if (!backend)
         return DT_ENOTFOUND;
     dt_model *model = NULL;
@@ -1182,7 +1183,7 @@ static int run_bench(const options *o, dt_error *err)
     memset(traces, 0, sizeof traces);
     for (int k = 0; k < NSTRAT; k++) {
         traces[k] = (trace){ .backend = backend, .cap = o->trials,
-                             .replay = backend == &dt_backend_replay };
+                             .replay = backend == &dt_replay_backend };
         traces[k].best_at = calloc((size_t)o->trials, sizeof *traces[k].best_at);
         traces[k].wall_at = calloc((size_t)o->trials, sizeof *traces[k].wall_at);
         traces[k].true_at = calloc((size_t)o->trials, sizeof *traces[k].true_at);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const dt_backend_i *const targetless[] = {
-    &dt_backend_replay,
+    &dt_replay_backend,
 };
 #define NTARGETLESS ((int)(sizeof targetless / sizeof targetless[0]))
 

@@ -63,7 +63,7 @@ static int summarise(const char *path, const dt_config *cfg)
 {
     dt_model *model = NULL;
     dt_error err;
-    int rc = dt_model_load_target(cfg->model, cfg->target, &model, &err);
+    int rc = dt_target_load_model(cfg->model, cfg->target, &model, &err);
     if (rc == 0 && (rc = dt_daemon_check_inputs(cfg, &err)))
         dt_model_free(model);
     if (rc) {

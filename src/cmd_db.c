@@ -36,7 +36,9 @@
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune db [--db PATH | -c CONFIG] COMMAND [ARGS]\n"
+    char targets[128];
+    dt_names_join_sep(dt_target_at, ", ", " or ", targets, sizeof targets);
+    fprintf(to, "usage: dtune db [--db PATH | -c CONFIG] COMMAND [ARGS]\n"
           "\n"
           "The tuning database: every measurement of every run, keyed by machine,\n"
           "target, task shape and knob schema. Later runs start from it.\n"
@@ -52,11 +54,11 @@ static void usage(FILE *to)
           "  --db PATH          the database file (default: db.path, else $" DT_DB_ENV ",\n"
           "                     else $XDG_DATA_HOME/dtune/dtune.db, else ~/.local/share/dtune/dtune.db)\n"
           "  -c, --config FILE  take db.path from this config\n"
-          "  --target T         best, machine: cpu or cuda (default cpu)\n"
+          "  --target T         best, machine: %s (default %s)\n"
           "  --backend B        best, import, machine: replay for the synthetic surface\n"
           "  --seed N           best, machine with --backend replay: the runs' seed (default 1)\n"
           "  -o, --out FILE     export-log: the new log (must not exist)\n"
-          "  -h, --help         show this help\n", to);
+          "  -h, --help         show this help\n", targets, dt_target_name(DT_TARGET_DEFAULT));
 }
 
 typedef struct db_args {
@@ -136,7 +138,7 @@ static uint64_t seed_of(const db_args *a)
 
 static const char *backend_of(const db_args *a)
 {
-    return a->backend ? a->backend : a->target ? a->target : "cpu";
+    return a->backend ? a->backend : a->target ? a->target : dt_target_name(DT_TARGET_DEFAULT);
 }
 
 /* The spaces of model's tasks on target as backend offers them (replay:
@@ -144,7 +146,7 @@ static const char *backend_of(const db_args *a)
 static int open_spaces(const dt_model *model, dt_target target, const char *backend, dt_space *spaces,
                        dt_error *err)
 {
-    dt_space_opts opts = { .cpu_max_vec = strcmp(backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+    dt_space_opts opts = { .cpu_max_vec = strcmp(backend, dt_replay_backend.name) == 0 ? 16 : 0 };
     for (int k = 0; k < model->ntasks; k++) {
         int rc = dt_target_space_init_opts(&spaces[k], &model->tasks[k], target, &opts, err);
         if (rc) {
@@ -206,8 +208,8 @@ static int import_run(void *ctx, const dt_run_record *rec)
     dt_target target;
     im->line++;
     drop_run(im);
-    bool replay = strncmp(rec->machine, dt_backend_replay.name, strlen(dt_backend_replay.name)) == 0;
-    const char *backend = im->backend ? im->backend : replay ? dt_backend_replay.name : rec->target;
+    bool replay = strncmp(rec->machine, dt_replay_backend.name, strlen(dt_replay_backend.name)) == 0;
+    const char *backend = im->backend ? im->backend : replay ? dt_replay_backend.name : rec->target;
     dt_db_run run;
     memset(&run, 0, sizeof run);
     if (dt_target_parse(rec->target, &target) != 0) {

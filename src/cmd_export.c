@@ -27,7 +27,9 @@
 
 static void usage(FILE *to)
 {
-    fputs("usage: dtune export RUN_DIR [-o DIR] [-m MODEL.yaml] [--threads N] [--allow-untuned]\n"
+    char targets[128];
+    dt_names_join_sep(dt_target_at, ", ", " or ", targets, sizeof targets);
+    fprintf(to, "usage: dtune export RUN_DIR [-o DIR] [-m MODEL.yaml] [--threads N] [--allow-untuned]\n"
           "       dtune export --db[=PATH] -m MODEL.yaml [-c CONFIG] [--target T] [-o DIR]\n"
           "                    [--threads N] [--allow-untuned]\n"
           "       dtune export RUN_DIR --network [-m MODEL.onnx] [-o DIR] ...\n"
@@ -49,13 +51,13 @@ static void usage(FILE *to)
           "  --db[=PATH]         from the tuning database: PATH, else db.path of -c\n"
           "                      CONFIG, else $" DT_DB_ENV ", else the per-user default\n"
           "  -c, --config FILE   with --db: take db.path from this config\n"
-          "  --target T          with --db: cpu or cuda (default cpu)\n"
+          "  --target T          with --db: %s (default %s)\n"
           "  --threads N         CPU kernel threads: the run's measure.threads (default 1)\n"
           "  --allow-untuned     export the reference loops for a task without a tuned\n"
           "                      config (failed, or not measured yet) instead of stopping\n"
           "  --network           the whole network (the run's ONNX model, or -m MODEL.onnx)\n"
           "                      as a library around the kernels (docs/network-export.md)\n"
-          "  -h, --help          show this help\n", to);
+          "  -h, --help          show this help\n", targets, dt_target_name(DT_TARGET_DEFAULT));
 }
 
 typedef struct export_args {

@@ -18,6 +18,7 @@
 #include "dtune/machine.h"
 #include "dtune/measure.h"
 #include "dtune/roofline.h"
+#include "dtune/target.h"
 
 #define MAX_THREAD_COUNTS 16
 
@@ -73,7 +74,7 @@ static int probe_at(dt_config *cfg, const char *dir, int threads)
     cfg->measure.threads = threads;
     dt_measurer *m;
     dt_error err = { 0 };
-    const dt_backend_i *backend = dt_backend_find("cpu");
+    const dt_backend_i *backend = dt_target_get(DT_TARGET_CPU)->backend;
     if (!backend || dt_measurer_new(backend, &cfg->measure, dir, cfg->seed, &m, &err) != 0) {
         fprintf(stderr, "dtune machine: %s\n", err.msg[0] ? err.msg : "no cpu backend");
         return 1;
@@ -124,7 +125,7 @@ int dt_cmd_machine(int argc, char **argv)
     dt_config cfg;
     dt_config_defaults(&cfg);
     dt_error err = { 0 };
-    if (dt_cli_print_machine("cpu", cfg.seed, &err) != 0) {
+    if (dt_cli_print_machine(dt_target_name(DT_TARGET_CPU), cfg.seed, &err) != 0) {
         fprintf(stderr, "dtune machine: %s\n", err.msg);
         return 1;
     }

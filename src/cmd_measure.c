@@ -370,7 +370,7 @@ int dt_cmd_measure(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     dt_model *model;
     dt_error err;
-    if ((rc = dt_model_load_target(a.model_path, a.cfg.target, &model, &err)) != 0) {
+    if ((rc = dt_target_load_model(a.model_path, a.cfg.target, &model, &err)) != 0) {
         fprintf(stderr, "dtune measure: %s\n", err.msg);
         return dt_error_exit_status(rc);
     }

@@ -17,14 +17,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: dtune models MODEL.yaml|MODEL.onnx [--target cpu|cuda] [--json]\n"
+    char targets[128];
+    dt_names_join_sep(dt_target_at, "|", "|", targets, sizeof targets);
+    fprintf(f, "usage: dtune models MODEL.yaml|MODEL.onnx [--target %s] [--json]\n"
                "Prints one row per tuning task: name, kind, shape, count, GFLOP and the\n"
                "size of its knob space on the target (valid points in brackets when the\n"
                "space is small enough to enumerate). --json: the tasks as one JSON\n"
                "document instead: {model, batch, tasks: [{name, kind, shape, count, flops,\n"
                "bytes, conv: {n, c_in, h, w, c_out, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow}\n"
                "or mm: {b, m, n, k}}]}; dense and batch_matmul compute input[b][m][k] x\n"
-               "weight[b][n][k] over k.\n");
+               "weight[b][n][k] over k.\n", targets);
 }
 
 static json_t *task_json(const dt_task *t)
@@ -123,7 +125,7 @@ int dt_cmd_models(int argc, char **argv)
     }
     dt_model *model;
     dt_error err;
-    int rc = dt_model_load_target(path, target, &model, &err);
+    int rc = dt_target_load_model(path, target, &model, &err);
     if (rc) {
         fprintf(stderr, "dtune models: %s\n", err.msg);
         return dt_error_exit_status(rc);

@@ -553,7 +553,7 @@ static int k_min_within_batch(const dt_config *cfg, char *why, size_t len)
 static int backend_fits_target(const dt_config *cfg, char *why, size_t len)
 {
     const char *b = cfg->backend, *target = dt_target_name(cfg->target);
-    const char *any = dt_backend_replay.name;  /* measures every target */
+    const char *any = dt_replay_backend.name;  /* measures every target */
     return b[0] && strcmp(b, any) != 0 && strcmp(b, target) != 0 &&
            snprintf(why, len, "backend '%s' cannot measure target '%s' (use \"\", %s or %s)",
                     b, target, target, any) > 0;
@@ -900,7 +900,7 @@ static void check_model_file(loader *ld)
 {
     dt_model *model = NULL;
     dt_error sub;
-    int rc = dt_model_load_target(ld->cfg->model, ld->cfg->target, &model, &sub);
+    int rc = dt_target_load_model(ld->cfg->model, ld->cfg->target, &model, &sub);
     if (rc)
         add(&ld->out, rc, NULL, "%s", sub.msg);
     dt_model_free(model);

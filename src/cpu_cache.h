@@ -1,6 +1,6 @@
 /* cpu_cache.h — housekeeping of the CPU backend's artifact cache
  * (RUN_DIR/cache: KEY.c and KEY.so per compiled candidate, and
- * KEY.tmpPID.SERIAL.* while a compile is in flight). Private to backend_cpu.c. */
+ * KEY.tmpPID.SERIAL.* while a compile is in flight). Private to cpu_backend.c. */
 #ifndef DTUNE_CPU_CACHE_H
 #define DTUNE_CPU_CACHE_H
 

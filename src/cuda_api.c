@@ -8,7 +8,7 @@
  * out of dlsym with memcpy (a void * to function-pointer conversion is only
  * POSIX-defined through the object representation).
  */
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -155,7 +155,7 @@ static void driver_open_once(void)
     d->ok = true;
 }
 
-int dt_cuda_driver_load(const dt_cuda_driver **out, dt_error *err)
+int dt_cuda_api_driver_load(const dt_cuda_driver **out, dt_error *err)
 {
     *out = NULL;
     if (pthread_once(&driver_once, driver_open_once) != 0)
@@ -166,7 +166,7 @@ int dt_cuda_driver_load(const dt_cuda_driver **out, dt_error *err)
     return 0;
 }
 
-void dt_cuda_status_str(dt_cu_result r, char *buf, size_t len)
+void dt_cuda_api_status_str(dt_cu_result r, char *buf, size_t len)
 {
     const char *text = NULL;
     if (driver_state.ok && driver_state.table.get_error_string(r, &text) != DT_CU_SUCCESS)
@@ -188,7 +188,7 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static const char *const nvrtc_names[] = { "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12" };
 #define NVRTC_NAMES ((int)(sizeof nvrtc_names / sizeof nvrtc_names[0]))
 
-const char *dt_nvrtc_library_at(int i)
+const char *dt_cuda_api_nvrtc_library_at(int i)
 {
     return i >= 0 && i < NVRTC_NAMES ? nvrtc_names[i] : NULL;
 }
@@ -255,7 +255,7 @@ static void nvrtc_open_once(void)
     n->ok = true;
 }
 
-int dt_nvrtc_load(const dt_nvrtc **out, dt_error *err)
+int dt_cuda_api_nvrtc_load(const dt_nvrtc **out, dt_error *err)
 {
     *out = NULL;
     if (pthread_once(&nvrtc_once, nvrtc_open_once) != 0)
@@ -266,7 +266,7 @@ int dt_nvrtc_load(const dt_nvrtc **out, dt_error *err)
     return 0;
 }
 
-int dt_nvrtc_pick_arch(const dt_nvrtc *nvrtc, int cc, bool *ptx)
+int dt_cuda_api_nvrtc_pick_arch(const dt_nvrtc *nvrtc, int cc, bool *ptx)
 {
     *ptx = nvrtc->get_cubin == NULL;
     int n = 0;
@@ -325,7 +325,7 @@ static int read_image(const dt_nvrtc *nv, dt_nvrtc_program prog, bool ptx, dt_cu
         return dt_error_set(err, DT_ENOMEM, "out of memory for a %zu-byte image", size);
     r = ptx ? nv->get_ptx(prog, image->data) : nv->get_cubin(prog, image->data);
     if (r != 0) {
-        dt_cuda_image_free(image);
+        dt_cuda_api_image_free(image);
         return dt_error_set(err, DT_ELIB, "NVRTC image: %s", nv->error_string(r));
     }
     image->data[size] = '\0';
@@ -353,8 +353,8 @@ static int compile_program(const dt_nvrtc *nv, dt_nvrtc_program prog, const char
     return rc;
 }
 
-int dt_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name, int arch,
-                     bool ptx, dt_cuda_image *image, dt_error *err)
+int dt_cuda_api_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name, int arch,
+                              bool ptx, dt_cuda_image *image, dt_error *err)
 {
     memset(image, 0, sizeof *image);
     if (!ptx && !nvrtc->get_cubin)
@@ -368,13 +368,13 @@ int dt_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name
         rc = read_image(nvrtc, prog, ptx, image, err);
     r = nvrtc->destroy_program(&prog);
     if (rc == 0 && r != 0) {
-        dt_cuda_image_free(image);
+        dt_cuda_api_image_free(image);
         rc = dt_error_set(err, DT_ELIB, "NVRTC destroy program: %s", nvrtc->error_string(r));
     }
     return rc;
 }
 
-void dt_cuda_image_free(dt_cuda_image *image)
+void dt_cuda_api_image_free(dt_cuda_image *image)
 {
     if (!image)
         return;
@@ -392,7 +392,7 @@ static int attribute(const dt_cuda_driver *cu, dt_cu_device dev, int attrib, int
     if (r == DT_CU_SUCCESS)
         return 0;
     char text[128];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     return dt_error_set(err, DT_ENODEV, "cuDeviceGetAttribute(%d): %s", attrib, text);
 }
 
@@ -420,17 +420,17 @@ static int read_attributes(const dt_cuda_driver *cu, dt_cu_device dev, dt_cuda_d
 static int driver_fail(dt_cu_result r, const char *what, dt_error *err)
 {
     char text[128];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     return dt_error_set(err, DT_ENODEV, "%s: %s", what, text);
 }
 
-int dt_cuda_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
-                        dt_error *err)
+int dt_cuda_api_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
+                            dt_error *err)
 {
     int n = 0;
     if (count)
         *count = 0;
-    int rc = dt_cuda_driver_load(cu, err);
+    int rc = dt_cuda_api_driver_load(cu, err);
     if (rc)
         return rc;
     dt_cu_result r;
@@ -450,12 +450,12 @@ int dt_cuda_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *de
     return 0;
 }
 
-int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err)
+int dt_cuda_api_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err)
 {
     memset(info, 0, sizeof *info);
     const dt_cuda_driver *cu;
     dt_cu_device dev;
-    int rc = dt_cuda_device_open(ordinal, &cu, &dev, NULL, err);
+    int rc = dt_cuda_api_device_open(ordinal, &cu, &dev, NULL, err);
     if (rc)
         return rc;
     dt_cu_result r;
@@ -469,7 +469,7 @@ int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err)
     return read_attributes(cu, dev, info, err);
 }
 
-int dt_cuda_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device)
+int dt_cuda_api_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device)
 {
     if (explicit_device >= 0)
         return explicit_device;
@@ -490,7 +490,7 @@ static int fp32_lanes(int cc)
     return 128;       /* 5.x, 6.1, 6.2 */
 }
 
-double dt_cuda_peak_gflops(const dt_cuda_device_info *info)
+double dt_cuda_api_peak_gflops(const dt_cuda_device_info *info)
 {
     return (double)info->sms * fp32_lanes(info->cc) * 2.0 * info->clock_khz * 1e-6;
 }

@@ -3,7 +3,7 @@
  * One candidate: load the module, check the launch fits the compiled kernel
  * (registers limit the threads per block), fill the output with NaN, launch
  * once, synchronise, compare with the reference, then time micro-batches
- * between two CUDA events until the shared CV rule (dt_cv_stop) says stop.
+ * between two CUDA events until the shared CV rule (dt_measure_cv_stop) says stop.
  * With measure.flush_l2 a buffer twice the L2 size is overwritten before each
  * micro-batch (outside the events), and an automatic micro-batch is then one
  * call, so every timed call starts with a cold L2.
@@ -12,14 +12,14 @@
  * errors a launch returns at once (too many resources, bad configuration)
  * are not. Either is DT_RESULT_LAUNCH_ERROR for the candidate.
  */
-#include "dtune/cuda_runner.h"
+#include "cuda_runner.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/measure.h"
 
 #define NAN_BITS 0x7fc00000u
@@ -48,14 +48,14 @@ struct dt_cuda_session {
 static int cu_fail(dt_cu_result r, const char *what, dt_error *err)
 {
     char text[160];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     return dt_error_set(err, DT_ELIB, "%s: %s", what, text);
 }
 
 static void set_result(dt_measure_result *out, dt_result_class cls, const char *what, dt_cu_result r)
 {
     char text[120];
-    dt_cuda_status_str(r, text, sizeof text);
+    dt_cuda_api_status_str(r, text, sizeof text);
     out->result = cls;
     snprintf(out->detail, sizeof out->detail, "%s: %s", what, text);
 }
@@ -66,7 +66,7 @@ static bool launch_error_is_sticky(dt_cu_result r)
     return r != DT_CU_ERROR_LAUNCH_OUT_OF_RESOURCES && (r >= 700 || r == 999);
 }
 
-void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight)
+void dt_cuda_runner_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight)
 {
     size_t n_in, n_w, n_out;
     dt_task_tensor_sizes(task, &n_in, &n_w, &n_out);
@@ -96,20 +96,20 @@ static int make_context(dt_cuda_session *s, dt_error *err)
     return 0;
 }
 
-int dt_cuda_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
-                         dt_error *err)
+int dt_cuda_runner_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
+                                dt_error *err)
 {
     *out = NULL;
     dt_cuda_session *s = calloc(1, sizeof *s);
     if (!s)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    int rc = dt_cuda_device_probe(ordinal, &s->info, err);
+    int rc = dt_cuda_api_device_probe(ordinal, &s->info, err);
     if (rc == 0)
-        rc = dt_cuda_device_open(ordinal, &s->cu, &s->dev, NULL, err);
+        rc = dt_cuda_api_device_open(ordinal, &s->cu, &s->dev, NULL, err);
     if (rc == 0)
         rc = make_context(s, err);
     if (rc) {
-        dt_cuda_session_close(s);
+        dt_cuda_runner_session_close(s);
         return rc;
     }
     if (info)
@@ -138,7 +138,7 @@ static void drop_task(dt_cuda_session *s)
     s->have_task = false;
 }
 
-void dt_cuda_session_close(dt_cuda_session *s)
+void dt_cuda_runner_session_close(dt_cuda_session *s)
 {
     if (!s)
         return;
@@ -191,7 +191,7 @@ static int prepare_task(dt_cuda_session *s, const dt_task *t, uint64_t seed, dt_
     if (!in || !w || !s->host_out || !s->reference) {
         rc = dt_error_set(err, DT_ENOMEM, "out of memory for the tensors of %s", t->name);
     } else {
-        dt_cuda_fill_inputs(t, seed, in, w);
+        dt_cuda_runner_fill_inputs(t, seed, in, w);
         dt_task_reference(t, in, w, s->reference);
         rc = upload_inputs(s, in, w, err);
     }
@@ -337,8 +337,8 @@ static void time_kernel(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_functi
     int calls;
     if (!batch_calls(s, job, fn, &calls, out, lost))
         return;
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, m->min_batches, m->max_repeats, m->cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, m->min_batches, m->max_repeats, m->cv_threshold);
     double seconds = 0;
     long total_calls = 0;
     int limit = m->max_repeats > 0 ? m->max_repeats : 1;
@@ -349,19 +349,19 @@ static void time_kernel(dt_cuda_session *s, const dt_cuda_job *job, dt_cu_functi
         double per_call = fmax(ms * 1e-3 / calls, 1e-9);
         seconds += ms * 1e-3;
         total_calls += calls;
-        if (dt_cv_stop_add(&cv, job->task->flops / per_call * 1e-9))
+        if (dt_measure_cv_stop_add(&cv, job->task->flops / per_call * 1e-9))
             break;
     }
     out->result = DT_RESULT_OK;
-    out->cv = dt_cv_stop_cv(&cv);
+    out->cv = dt_measure_cv_stop_cv(&cv);
     out->repeats = cv.n;
     out->latency_s = seconds / (double)total_calls;
     out->gflops = job->task->flops / fmax(out->latency_s, 1e-15) * 1e-9;
     snprintf(out->detail, sizeof out->detail, "%d calls per micro-batch", calls);
 }
 
-int dt_cuda_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
-                            bool *context_lost, dt_error *err)
+int dt_cuda_runner_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
+                                   bool *context_lost, dt_error *err)
 {
     memset(out, 0, sizeof *out);
     *context_lost = false;

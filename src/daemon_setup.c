@@ -33,7 +33,7 @@
  * backend's spaces offer this machine's. */
 static dt_space_opts run_space_opts(const dt_run *r)
 {
-    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_backend_replay.name) == 0 ? 16 : 0 };
+    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_replay_backend.name) == 0 ? 16 : 0 };
 }
 
 int dt_run_open_spaces(dt_run *r, dt_error *err)
@@ -195,7 +195,7 @@ static void open_log_model(replay_ctx *rc, const dt_run_record *rec)
     if (rc->own_log || strcmp(rec->target, dt_target_name(r->cfg->target)) != 0)
         return;
     dt_error why = { 0 };
-    if (dt_model_load_target(rec->model, r->cfg->target, &rc->log_model, &why) != 0) {
+    if (dt_target_load_model(rec->model, r->cfg->target, &rc->log_model, &why) != 0) {
         rc->log_model = NULL;
         return;
     }
@@ -601,7 +601,7 @@ int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atom
         rc = lock_run_dir(r, stop, err);
     r->t0 = dt_now_seconds();       /* waiting for a previous run's process is no tuning time */
     if (rc == 0)
-        rc = dt_model_load_target(cfg->model, cfg->target, &r->model, err);
+        rc = dt_target_load_model(cfg->model, cfg->target, &r->model, err);
     if (rc == 0 && dt_run_state_init(&r->state, r->model) != 0)
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
     if (rc == 0) {
@@ -663,7 +663,7 @@ void dt_run_close(dt_run *r)
 int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err)
 {
     dt_run r = { .cfg = cfg, .slot = -1 };
-    int rc = dt_model_load_target(cfg->model, cfg->target, &r.model, err);
+    int rc = dt_target_load_model(cfg->model, cfg->target, &r.model, err);
     if (rc == 0)
         rc = dt_run_open_spaces(&r, err);
     if (rc == 0 && cfg->warm_start[0])

@@ -319,7 +319,7 @@ int dt_db_open_version(const char *path, int version, dt_db **out, dt_error *err
 
 int dt_db_open(const char *path, dt_db **out, dt_error *err)
 {
-    return open_at(path, DT_DB_SCHEMA_VERSION, true, out, err);
+    return dt_db_open_version(path, DT_DB_SCHEMA_VERSION, out, err);
 }
 
 int dt_db_open_existing(const char *path, dt_db **out, dt_error *err)

@@ -1,8 +1,10 @@
 /* export_internal.h — the export's private contract: the job being written
- * (export.c makes it, export_cuda.c writes its CUDA form) and what both
- * forms share, defined in export_text.c. */
+ * (export.c makes it, cpu_export.c and cuda_export.c write their target's
+ * form of it) and what both forms share, defined in export_text.c. */
 #ifndef DTUNE_EXPORT_INTERNAL_H
 #define DTUNE_EXPORT_INTERNAL_H
+
+#include <stdbool.h>
 
 #include "dtune/export.h"
 #include "dtune/util.h"
@@ -47,8 +49,17 @@ extern const char export_geometry_fields[];
  * file provides) with export_geometry_fields. */
 extern const char export_reference_body[];
 
-/* The test programs' shared C text (see export.c). */
+/* The test programs' shared C text (see export_text.c): their system
+ * #includes, and the functions every test program calls. */
+extern const char export_test_includes[];
 extern const char export_test_common[];
+
+/* The test programs' measure settings: the export's tolerance and CV rule
+ * (job's measure params) and the automatic batch of its target's runner
+ * (auto_batch_s, auto_batch_max_calls), as the macros export_test_common
+ * reads. */
+void export_emit_test_settings(dt_buf *b, const export_job *job, double auto_batch_s,
+                               int auto_batch_max_calls);
 
 /* Writes b's text to OUT_DIR/name (b freed). Returns 0, DT_ENOMEM, DT_EIO. */
 int export_write_file(const export_job *job, const char *name, dt_buf *b, dt_error *err);
@@ -58,7 +69,18 @@ int export_write_file(const export_job *job, const char *name, dt_buf *b, dt_err
  * Returns 0, DT_EINVAL, DT_ENOTSUP, DT_ENOMEM. */
 int export_point(const export_job *job, int i, dt_space *space, dt_point *point, dt_error *err);
 
-/* Writes the CUDA export (export_cuda.c). */
-int export_write_cuda(const export_job *job, dt_error *err);
+/* What an export is on a target that has one (the target table's
+ * export_form): how it is written, whether its space depends on the vector
+ * width the run's space offered, and how a user builds it (a format of the
+ * export's folder). */
+typedef struct dt_export_form {
+    int (*write)(const export_job *job, dt_error *err);
+    bool vector_widths;
+    const char *build_hint;
+} dt_export_form;
+
+/* The forms of the targets that have one: cpu_export.c, cuda_export.c. */
+extern const dt_export_form dt_cpu_export;
+extern const dt_export_form dt_cuda_export;
 
 #endif

@@ -156,6 +156,22 @@ const char export_reference_body[] =
     "}\n\n";
 
 
+const char export_test_includes[] =
+    "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include <string.h>\n#include <time.h>\n\n";
+
+void export_emit_test_settings(dt_buf *b, const export_job *job, double auto_batch_s,
+                               int auto_batch_max_calls)
+{
+    const dt_measure_params *m = &job->params->measure;
+    export_emit(b, "/* dtune's measure settings of the export */\n"
+                   "#define TOLERANCE %.17g\n#define MIN_BATCHES %d\n#define MAX_REPEATS %d\n"
+                   "#define CV_THRESHOLD %.17g\n#define AUTO_BATCH_S %.17g\n"
+                   "#define AUTO_BATCH_MAX_CALLS %d\n#define SEED 1ULL\n\n",
+                m->tolerance, m->min_batches, m->max_repeats, m->cv_threshold, auto_batch_s,
+                auto_batch_max_calls);
+}
+
 /* What both test programs share: inputs as dtune's runners draw them
  * (dt_measure_fill), the check as dt_measure_check_output, the timing as
  * the runners' (one warm-up call, automatic micro-batches, the CV rule).

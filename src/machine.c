@@ -1,87 +1,25 @@
-/* machine.c — the machine fingerprint (machine.h): /proc/cpuinfo's first
- * processor for the CPU, the driver's report of device 0 for CUDA. */
+/* machine.c — the machine fingerprint (machine.h): the replay surface's
+ * here, a target's from its row of the target table (cpu_machine.c,
+ * cuda_machine.c). */
 #include "dtune/machine.h"
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/cuda_api.h"
 #include "dtune/target.h"
-
-/* The SIMD flags that decide which kernels a CPU runs, in this order. */
-static const char *const simd_flags[] = { "asimd", "avx2", "avx512f", "fma", "neon" };
-
-/* When line is "NAME<blanks>: value", the value (without its newline) into out. */
-static void take_field(const char *line, const char *name, char *out, size_t len)
-{
-    size_t n = strlen(name);
-    if (out[0] || strncmp(line, name, n) != 0 || !strchr(" \t:", line[n]))
-        return;
-    const char *value = line + n + strspn(line + n, " \t");
-    if (*value != ':')
-        return;
-    value += 1 + strspn(value + 1, " \t");
-    snprintf(out, len, "%.*s", (int)strcspn(value, "\n"), value);
-}
-
-/* Whether word is one of the space-separated words of list. */
-static int has_word(const char *list, const char *word)
-{
-    size_t n = strlen(word);
-    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
-        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-            return 1;
-    return 0;
-}
-
-static int cpu_fingerprint(char *buf, size_t len, dt_error *err)
-{
-    char name[128] = "", family[16] = "", model[16] = "", stepping[16] = "", simd[64] = "";
-    char *line = NULL, *flags = NULL;
-    size_t cap = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return dt_error_set(err, DT_EIO, "/proc/cpuinfo: cannot open");
-    /* the first processor's block ends at the first blank line */
-    while (getline(&line, &cap, f) > 0 && line[0] != '\n') {
-        take_field(line, "model name", name, sizeof name);
-        take_field(line, "cpu family", family, sizeof family);
-        take_field(line, "model", model, sizeof model);
-        take_field(line, "stepping", stepping, sizeof stepping);
-        if (!flags && (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0))
-            flags = strdup(line);
-    }
-    fclose(f);
-    free(line);
-    for (size_t i = 0; flags && i < sizeof simd_flags / sizeof simd_flags[0]; i++)
-        if (has_word(flags, simd_flags[i]))
-            snprintf(simd + strlen(simd), sizeof simd - strlen(simd), "%s%s", simd[0] ? " " : "",
-                     simd_flags[i]);
-    free(flags);
-    snprintf(buf, len, "%s, family %s model %s stepping %s, %s, nproc %ld", name[0] ? name : "unknown CPU",
-             family, model, stepping, simd[0] ? simd : "no avx", sysconf(_SC_NPROCESSORS_ONLN));
-    return 0;
-}
 
 int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
                            dt_error *err)
 {
-    if (strcmp(backend, dt_backend_replay.name) == 0) {
-        snprintf(buf, len, "%s seed %" PRIu64, dt_backend_replay.name, seed);
+    if (strcmp(backend, dt_replay_backend.name) == 0) {
+        snprintf(buf, len, "%s seed %" PRIu64, dt_replay_backend.name, seed);
         return 0;
     }
-    if (strcmp(backend, dt_target_name(DT_TARGET_CUDA)) == 0) {
-        dt_cuda_device_info info;
-        int rc = dt_cuda_device_probe(cuda_device, &info, err);
-        if (rc)
-            return rc;
-        snprintf(buf, len, "%s, cc %d.%d, driver %d", info.name, info.cc / 10, info.cc % 10,
-                 info.driver_version);
-        return 0;
-    }
-    return cpu_fingerprint(buf, len, err);
+    /* a backend that names no target measures on the host: the default
+     * target's machine */
+    dt_target target = DT_TARGET_DEFAULT;
+    (void)dt_target_parse(backend, &target);
+    return dt_target_get(target)->fingerprint(cuda_device, buf, len, err);
 }

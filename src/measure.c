@@ -59,7 +59,7 @@ double dt_measure_compile_timeout(const dt_measure_params *measure)
 
 /* ---- CV early stopping ----------------------------------------------------- */
 
-void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold)
+void dt_measure_cv_stop_init(dt_measure_cv_stop *s, int min_batches, int max_repeats, double cv_threshold)
 {
     memset(s, 0, sizeof *s);
     s->min_batches = min_batches < 1 ? 1 : min_batches;
@@ -67,7 +67,7 @@ void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_
     s->cv_threshold = cv_threshold;
 }
 
-bool dt_cv_stop_add(dt_cv_stop *s, double estimate)
+bool dt_measure_cv_stop_add(dt_measure_cv_stop *s, double estimate)
 {
     /* Welford's update keeps the variance exact without storing estimates. */
     s->n++;
@@ -76,15 +76,15 @@ bool dt_cv_stop_add(dt_cv_stop *s, double estimate)
     s->m2 += delta * (estimate - s->mean);
     if (s->n >= s->max_repeats)
         return true;
-    return s->n >= s->min_batches && dt_cv_stop_cv(s) < s->cv_threshold;
+    return s->n >= s->min_batches && dt_measure_cv_stop_cv(s) < s->cv_threshold;
 }
 
-double dt_cv_stop_mean(const dt_cv_stop *s)
+double dt_measure_cv_stop_mean(const dt_measure_cv_stop *s)
 {
     return s->mean;
 }
 
-double dt_cv_stop_cv(const dt_cv_stop *s)
+double dt_measure_cv_stop_cv(const dt_measure_cv_stop *s)
 {
     if (s->n < 2 || s->mean == 0)
         return s->n < 2 ? 0 : INFINITY;

@@ -67,7 +67,6 @@
 
 #include "daemon_internal.h"
 #include "dtune/backend.h"
-#include "dtune/cuda_api.h"
 #include "dtune/db.h"
 #include "dtune/machine.h"
 #include "dtune/model.h"
@@ -230,8 +229,7 @@ static int node_place(int rank, int *node_rank, bool *rank0_on_node, dt_error *e
 /* Whether cfg's backend is the CUDA one (the one that takes a device). */
 static bool measures_on_cuda(const dt_config *cfg)
 {
-    const dt_backend_i *b = dt_backend_choose(cfg->target, cfg->backend);
-    return b && strcmp(b->name, dt_target_name(DT_TARGET_CUDA)) == 0;
+    return dt_target_measures_on_device(cfg->target, cfg->backend);
 }
 
 /* Sets cfg's measure.cuda_device for a worker at node_rank (see the file's
@@ -241,12 +239,8 @@ static void choose_device(dt_config *cfg, int node_rank, bool rank0_on_node)
 {
     if (!measures_on_cuda(cfg) || dt_config_given(cfg, "measure.cuda_device"))
         return;
-    const dt_cuda_driver *cu;
-    dt_cu_device dev;
-    int count = 0;
-    dt_error why;
-    (void)dt_cuda_device_open(0, &cu, &dev, &count, &why);
-    cfg->measure.cuda_device = dt_cuda_worker_device(node_rank, rank0_on_node, count, -1);
+    cfg->measure.cuda_device = dt_target_worker_device(cfg->target, cfg->backend, node_rank,
+                                                       rank0_on_node);
 }
 
 /* ---- the model and spaces every rank builds -------------------------------- */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/graph_ref.h"
 #include "dtune/measure.h"
 #include "dtune/onnx.h"

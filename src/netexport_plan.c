@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/target.h"
 
 void netexport_plan_free(netexport_plan *p)

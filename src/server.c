@@ -285,14 +285,36 @@ static int text_page(page *out, unsigned status, const char *text)
     return out->body ? 0 : DT_ENOMEM;
 }
 
-/* Reads all of fd (at most MAX_REPLY_BYTES) into a malloc'd NUL-terminated
- * buffer. */
-static char *read_fd(int fd, size_t *len)
+/* Waits for events on fd until deadline (dt_now_seconds); returns 0, or -1
+ * with errno (ETIMEDOUT once the deadline has passed). One deadline for the
+ * whole request: a server that sends a byte now and then cannot hold the
+ * client past it. */
+static int wait_fd(int fd, short events, double deadline)
+{
+    struct pollfd pfd = { .fd = fd, .events = events };
+    int n;
+    do {
+        double left_ms = (deadline - dt_now_seconds()) * 1e3;
+        n = left_ms <= 0 ? 0 : poll(&pfd, 1, left_ms > 1e9 ? 1000000000 : (int)left_ms + 1);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        errno = ETIMEDOUT;
+    return n > 0 ? 0 : -1;
+}
+
+/* Reads fd until its end, or the peer's close for a socket (at most
+ * MAX_REPLY_BYTES), into a malloc'd NUL-terminated buffer; NULL on an
+ * error, too much, or (sock) no input before deadline. A socket (sock
+ * true: the client's, non-blocking) is polled before each read; a file
+ * is read as it is. */
+static char *read_all(int fd, bool sock, double deadline, size_t *len)
 {
     dt_buf buf = { 0 };
     while (buf.len < MAX_REPLY_BYTES && dt_buf_reserve(&buf, READ_CHUNK) == 0) {
+        if (sock && wait_fd(fd, POLLIN, deadline) != 0)
+            break;
         ssize_t n = read(fd, buf.data + buf.len, buf.cap - buf.len - 1);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && (errno == EINTR || (sock && errno == EAGAIN)))
             continue;
         if (n < 0)
             break;
@@ -320,7 +342,7 @@ static int run_file_page(const dt_run_state *rs, const char *name, const char *t
     snprintf(msg, sizeof msg, "%s cannot be read\n", name);
     if (fd < 0)
         return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
-    out->body = read_fd(fd, &out->len);
+    out->body = read_all(fd, false, 0, &out->len);
     close(fd);
     if (!out->body)
         return text_page(out, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
@@ -493,23 +515,6 @@ void dt_server_stop(dt_server *server)
 
 /* ---- client --------------------------------------------------------------- */
 
-/* Waits for events on fd until deadline (dt_now_seconds); returns 0, or -1
- * with errno (ETIMEDOUT once the deadline has passed). One deadline for the
- * whole request: a server that sends a byte now and then cannot hold the
- * client past it. */
-static int wait_fd(int fd, short events, double deadline)
-{
-    struct pollfd pfd = { .fd = fd, .events = events };
-    int n;
-    do {
-        double left_ms = (deadline - dt_now_seconds()) * 1e3;
-        n = left_ms <= 0 ? 0 : poll(&pfd, 1, left_ms > 1e9 ? 1000000000 : (int)left_ms + 1);
-    } while (n < 0 && errno == EINTR);
-    if (n == 0)
-        errno = ETIMEDOUT;
-    return n > 0 ? 0 : -1;
-}
-
 /* A connected socket to one resolved address, or -1 with errno. */
 static int connect_one(const struct addrinfo *ai, double deadline)
 {
@@ -565,30 +570,6 @@ static int send_all(int fd, const char *buf, size_t len, double deadline)
     return 0;
 }
 
-/* Reads until the peer closes (at most MAX_REPLY_BYTES); returns a malloc'd
- * NUL-terminated buffer. */
-static char *recv_all(int fd, double deadline, size_t *len)
-{
-    dt_buf buf = { 0 };
-    while (buf.len < MAX_REPLY_BYTES && dt_buf_reserve(&buf, READ_CHUNK) == 0) {
-        if (wait_fd(fd, POLLIN, deadline) != 0)
-            break;
-        ssize_t n = recv(fd, buf.data + buf.len, buf.cap - buf.len - 1, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n < 0)
-            break;
-        if (n == 0) {
-            buf.data[buf.len] = '\0';
-            *len = buf.len;
-            return buf.data;
-        }
-        buf.len += (size_t)n;
-    }
-    dt_buf_free(&buf);
-    return NULL;
-}
-
 /* Splits raw ("HTTP/1.x NNN ...\r\nheaders\r\n\r\nbody") into reply. */
 static int parse_reply(char *raw, size_t len, dt_http_reply *reply)
 {
@@ -618,7 +599,7 @@ static int exchange(int fd, const char *addr, const char *request, double deadli
                    ? dt_error_set(err, DT_EIO, "%s: no reply within %.3g s: gave up", addr, timeout_ms / 1e3)
                    : dt_error_set(err, DT_EIO, "%s: sending the request: %s", addr, strerror(errno));
     errno = 0;
-    char *raw = recv_all(fd, deadline, &len);
+    char *raw = read_all(fd, true, deadline, &len);
     if (!raw && errno == ETIMEDOUT)
         return dt_error_set(err, DT_EIO, "%s: no complete reply within %.3g s: gave up", addr,
                             timeout_ms / 1e3);

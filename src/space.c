@@ -2,7 +2,7 @@
  * features, neighbours and random valid points.
  *
  * The knobs of each (op kind, target) come from the template tables in
- * space_cpu.c and space_cuda.c, handed to dt_space_build by the target's
+ * cpu_space.c and cuda_space.c, handed to dt_space_build by the target's
  * table (target.c); this file is target-independent.
  */
 #include "dtune/space.h"

@@ -1,4 +1,4 @@
-/* space_table.h — internal: how target files (space_cpu.c, space_cuda.c) add
+/* space_table.h — internal: how target files (cpu_space.c, cuda_space.c) add
  * knobs and declare validity, and how target.c builds a space from them.
  * Not for callers outside the space module and the target table. */
 #ifndef DTUNE_SPACE_TABLE_H
@@ -31,7 +31,7 @@ int dt_space_build(dt_space *space, const dt_task *task, dt_target target,
                    const dt_space_opts *opts, dt_error *err);
 
 /* The tables, indexed by dt_op_kind. */
-extern const dt_space_template dt_space_cpu_templates[DT_OP_KIND_COUNT];
-extern const dt_space_template dt_space_cuda_templates[DT_OP_KIND_COUNT];
+extern const dt_space_template dt_cpu_space_templates[DT_OP_KIND_COUNT];
+extern const dt_space_template dt_cuda_space_templates[DT_OP_KIND_COUNT];
 
 #endif

@@ -8,26 +8,32 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "dtune/backend_cpu.h"
-#include "dtune/backend_cuda.h"
+#include "cpu_backend.h"
+#include "cuda_backend.h"
+#include "cpu_runner.h"
+#include "export_internal.h"
 #include "dtune/model_file.h"
-#include "dtune/runner.h"
 #include "space_table.h"
 
 static const dt_target_i targets[DT_TARGET_COUNT] = {
     [DT_TARGET_CPU] = {
-        .spaces = dt_space_cpu_templates,
-        .backend = &dt_backend_cpu,
+        .spaces = dt_cpu_space_templates,
+        .backend = &dt_cpu_backend,
         .runner_arg = DT_CPU_RUNNER_ARG,
-        .runner_main = dt_runner_main,
-        .task_memory = dt_cpu_task_memory,
+        .runner_main = dt_cpu_runner_main,
+        .task_memory = dt_cpu_backend_task_memory,
+        .fingerprint = dt_cpu_machine_fingerprint,
+        .export_form = &dt_cpu_export,
     },
     [DT_TARGET_CUDA] = {
-        .spaces = dt_space_cuda_templates,
-        .backend = &dt_backend_cuda,
+        .spaces = dt_cuda_space_templates,
+        .backend = &dt_cuda_backend,
         .runner_arg = DT_CUDA_RUNNER_ARG,
-        .runner_main = dt_cuda_runner_main,
-        .task_memory = dt_cuda_task_memory,
+        .runner_main = dt_cuda_backend_runner_main,
+        .task_memory = dt_cuda_backend_task_memory,
+        .fingerprint = dt_cuda_machine_fingerprint,
+        .worker_device = dt_cuda_machine_worker_device,
+        .export_form = &dt_cuda_export,
     },
 };
 
@@ -66,6 +72,30 @@ const dt_target_i *dt_target_for_runner(const char *arg)
     return NULL;
 }
 
+/* The target whose devices a run of target with backend measures on, or
+ * NULL: a named backend is the own backend of the target named after it. */
+static const dt_target_i *device_target(dt_target target, const char *backend)
+{
+    const dt_target_i *t = dt_target_get(target);
+    if (backend && backend[0]) {
+        dt_target named;
+        t = dt_target_parse(backend, &named) == 0 ? dt_target_get(named) : NULL;
+    }
+    return t && t->worker_device ? t : NULL;
+}
+
+bool dt_target_measures_on_device(dt_target target, const char *backend)
+{
+    return device_target(target, backend) != NULL;
+}
+
+int dt_target_worker_device(dt_target target, const char *backend, int node_rank,
+                            bool rank0_on_node)
+{
+    const dt_target_i *t = device_target(target, backend);
+    return t ? t->worker_device(node_rank, rank0_on_node) : -1;
+}
+
 void dt_target_task_memory(dt_target target, dt_model_memory *memory)
 {
     const dt_target_i *t = dt_target_get(target);
@@ -74,7 +104,7 @@ void dt_target_task_memory(dt_target target, dt_model_memory *memory)
         t->task_memory(memory);
 }
 
-int dt_model_load_target(const char *path, dt_target target, dt_model **out, dt_error *err)
+int dt_target_load_model(const char *path, dt_target target, dt_model **out, dt_error *err)
 {
     dt_model_memory memory;
     dt_target_task_memory(target, &memory);

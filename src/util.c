@@ -265,10 +265,17 @@ long dt_json_too_deep(const char *text, size_t len, int max_depth)
 
 void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len)
 {
+    dt_names_join_sep(name_at, ", ", ", ", buf, len);
+}
+
+void dt_names_join_sep(dt_name_at_fn name_at, const char *sep, const char *last, char *buf,
+                       size_t len)
+{
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; name_at(i) && used < len; i++) {
-        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name_at(i));
+        const char *before = i == 0 ? "" : name_at(i + 1) ? sep : last;
+        int n = snprintf(buf + used, len - used, "%s%s", before, name_at(i));
         used += n > 0 ? (size_t)n : 0;
     }
 }

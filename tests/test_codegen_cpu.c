@@ -21,12 +21,12 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cpu.h"
-#include "dtune/codegen_cpu.h"
+#include "cpu_backend.h"
+#include "cpu_codegen.h"
 #include "dtune/config.h"
 #include "dtune/db.h"
 #include "dtune/measure.h"
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 
@@ -99,7 +99,7 @@ static void sampled_configs_ok(fixture *f, const dt_task *task, int count, unsig
     }
     gsl_rng_free(rng);
     dt_measurer *m;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 7, &m, NULL), 0);
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &f->measure, f->dir, 7, &m, NULL), 0);
     dt_measure_result res[8];
     assert_int_equal(dt_measurer_run(m, &space, points, count, res, NULL), 0);
     for (int i = 0; i < count; i++) {
@@ -156,7 +156,7 @@ static int count_in_drawn(const dt_task *task, unsigned long seed,
     dt_cpu_plan plan;
     dt_cpu_plan_from_point(&space, &point, 1, &plan);
     char *source;
-    assert_int_equal(dt_codegen_cpu(&plan, &source, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&plan, &source, NULL), 0);
     int n = 0;
     for (const char *s = source; (s = strstr(s, needle)); s++)
         n++;
@@ -235,7 +235,7 @@ static char *plane_source(const dt_task *task, int vec, int unroll)
     plan.vec = vec;
     plan.unroll = unroll;
     char *source = NULL;
-    int rc = dt_codegen_cpu(&plan, &source, NULL);
+    int rc = dt_cpu_codegen(&plan, &source, NULL);
     assert_int_equal(rc, 0);
     assert_non_null(source);
     return source;
@@ -294,11 +294,11 @@ static void test_plane_form(void **state)
      * picks take other instructions (AVX-512VL's, AVX's or lane by lane) */
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 7, 8, 3, 1, 1, 1);             /* 7 x 8 */
     sampled_configs_ok(f, &t, 2, 50, plane_at_4);
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, 51, plane_at_8);
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 2, 1, 1);            /* stride 2 */
     sampled_configs_ok(f, &t, 2, 52, plane_at_4);
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, 53, plane_at_8);
     f->measure.threads = 2;
     t = conv(DT_OP_DEPTHWISE_CONV2D, 1, 8, 14, 8, 3, 1, 1, 1);
@@ -377,7 +377,7 @@ static void strided_forms_ok(fixture *f, int form, unsigned long seed)
     wanted_vec = 4;
     sampled_configs_ok(f, &t, 2, seed + 4, wanted_point);
     wanted_vec = 8;
-    if (dt_cpu_native_lanes() >= 8)
+    if (dt_cpu_plan_native_lanes() >= 8)
         sampled_configs_ok(f, &t, 2, seed + 5, wanted_point);
     wanted_vec = 0;
     f->measure.threads = 2;
@@ -394,7 +394,7 @@ static char *strided_source(int form, dt_cpu_plan *p)
     p->form = form;
     p->vec = 16;
     char *src = NULL;
-    assert_int_equal(dt_codegen_cpu(p, &src, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(p, &src, NULL), 0);
     assert_null(strstr(src, "PICK(0x"));
     assert_null(strstr(src, "memcpy("));
     assert_null(strstr(src, "memset("));
@@ -579,7 +579,7 @@ static void test_validity_matches_plan_check(void **state)
         dt_cpu_plan plan;
         dt_cpu_plan_from_point(&space, &p, 1, &plan);
         char *src = NULL;
-        int rc = dt_codegen_cpu(&plan, &src, NULL);
+        int rc = dt_cpu_codegen(&plan, &src, NULL);
         assert_int_equal(rc == 0, dt_space_valid(&space, &p));
         valid += rc == 0;
         free(src);
@@ -748,14 +748,14 @@ static void test_knobs_change_source(void **state)
     dt_task t = conv(DT_OP_CONV2D, 1, 16, 8, 32, 3, 1, 1, 1);
     dt_cpu_plan p = unrolled_plan(&t, 32, 3, 4);
     char *a, *b, *c, *d;
-    assert_int_equal(dt_codegen_cpu(&p, &a, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&p, &a, NULL), 0);
     p.unroll = 0;
-    assert_int_equal(dt_codegen_cpu(&p, &b, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&p, &b, NULL), 0);
     p.threads = 4;
-    assert_int_equal(dt_codegen_cpu(&p, &c, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&p, &c, NULL), 0);
     p.threads = 1;
     p.pack_weight = 0;
-    assert_int_equal(dt_codegen_cpu(&p, &d, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&p, &d, NULL), 0);
     /* register tile 3 pixels x 2 vectors, in every copy of the kw loop of
      * the nine copies of the tile (three row classes, column tiles 0 and 2
      * at the edges and the interior); pixel 2 of the last column tile reads
@@ -780,7 +780,7 @@ static void test_knobs_change_source(void **state)
 static int count_in_plan(const dt_cpu_plan *plan, const char *needle)
 {
     char *text;
-    assert_int_equal(dt_codegen_cpu(plan, &text, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(plan, &text, NULL), 0);
     int n = count(text, needle);
     free(text);
     return n;
@@ -858,8 +858,8 @@ static void test_padded_taps_left_out(void **state)
     sampled_configs_ok(f, &t, 4, 65, blocked_unrolled);
 }
 
-/* dt_codegen_cpu_named puts its own entry name on all three entry points
- * and leaves the rest of the source as dt_codegen_cpu writes it. */
+/* dt_cpu_codegen_named puts its own entry name on all three entry points
+ * and leaves the rest of the source as dt_cpu_codegen writes it. */
 static void test_named_entry_points(void **state)
 {
     (void)state;
@@ -868,8 +868,8 @@ static void test_named_entry_points(void **state)
     dt_cpu_plan_default(&t, 1, &p);
     char *plain, *named;
     dt_error err;
-    assert_int_equal(dt_codegen_cpu(&p, &plain, NULL), 0);
-    assert_int_equal(dt_codegen_cpu_named(&p, "resnet_layer1", &named, NULL), 0);
+    assert_int_equal(dt_cpu_codegen(&p, &plain, NULL), 0);
+    assert_int_equal(dt_cpu_codegen_named(&p, "resnet_layer1", &named, NULL), 0);
     assert_non_null(strstr(named, "size_t resnet_layer1_workspace(void)"));
     assert_non_null(strstr(named, "void resnet_layer1_prepare(const float *restrict weight"));
     assert_non_null(strstr(named, "void resnet_layer1(const float *restrict input"));
@@ -883,7 +883,7 @@ static void test_named_entry_points(void **state)
     free(named);
     const char *bad[] = { "", "2fast", "has-dash", "x y" };
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(dt_codegen_cpu_named(&p, bad[i], &named, &err), DT_EINVAL);
+        assert_int_equal(dt_cpu_codegen_named(&p, bad[i], &named, &err), DT_EINVAL);
         assert_null(named);
         assert_non_null(strstr(err.msg, "is not a C identifier"));
     }
@@ -903,7 +903,7 @@ static void test_configs_differ_in_speed(void **state)
      * AVX-512 is there, else 8 (AVX2), with a register tile that fits its
      * vector registers (32 zmm; 16 ymm). A 16-lane plan on an AVX2 machine
      * spills and runs slower than the scalar one. */
-    bool avx512 = dt_cpu_native_lanes() >= 16;
+    bool avx512 = dt_cpu_plan_native_lanes() >= 16;
     dt_cpu_plan_default(&t, 1, &fast);
     fast.co_block = avx512 ? 32 : 16;
     fast.vec = avx512 ? 16 : 8;
@@ -916,24 +916,24 @@ static void test_configs_differ_in_speed(void **state)
     slow.unroll = 0;
     dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&f->measure, &opts);
+    dt_cpu_backend_default_options(&f->measure, &opts);
     void *cpu;
-    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, NULL), 0);
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &cpu, NULL), 0);
     double gflops[2];
     const dt_cpu_plan *plans[2] = { &fast, &slow };
     for (int i = 0; i < 2; i++) {
         char *src;
         dt_artifact a;
         dt_measure_result r;
-        assert_int_equal(dt_codegen_cpu(plans[i], &src, NULL), 0);
-        assert_int_equal(dt_cpu_build_source(cpu, src, 1, &a, NULL), 0);
+        assert_int_equal(dt_cpu_codegen(plans[i], &src, NULL), 0);
+        assert_int_equal(dt_cpu_backend_build_source(cpu, src, 1, &a, NULL), 0);
         free(src);
         assert_int_equal(a.result, DT_RESULT_OK);
-        assert_int_equal(dt_cpu_run_artifact(cpu, &t, &a, &r, NULL), 0);
+        assert_int_equal(dt_cpu_backend_run_artifact(cpu, &t, &a, &r, NULL), 0);
         assert_int_equal(r.result, DT_RESULT_OK);
         gflops[i] = r.gflops;
     }
-    dt_backend_cpu.close(cpu);
+    dt_cpu_backend.close(cpu);
     if (!(gflops[0] > 3 * gflops[1]))
         fail_msg("fast %.2f GFLOPS, slow %.2f GFLOPS", gflops[0], gflops[1]);
 }
@@ -941,7 +941,7 @@ static void test_configs_differ_in_speed(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
+        return dt_cpu_runner_main(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),

@@ -3,7 +3,7 @@
  * - launch geometry and shared-memory sizes follow from the knobs;
  * - configs over the thread, shared-memory or register-tile limits are
  *   invalid in the space and rejected by the plan check;
- * - the unroll knobs change the source as codegen_cuda.h says;
+ * - the unroll knobs change the source as cuda_codegen.h says;
  * - the generated kernels compute the task exactly: each is compiled as C++
  *   against a small CPU emulation of the CUDA execution model (one fibre per
  *   thread, __syncthreads as a switch to the block scheduler), under
@@ -26,9 +26,9 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 #include "dtune/measure.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
@@ -191,7 +191,7 @@ static void test_invalid_configs_rejected(void **state)
     assert_non_null(strstr(err.msg, "shared memory"));
     /* the same plan passes under a device limit that allows it */
     dt_cuda_limits big;
-    dt_cuda_limits_default(&big);
+    dt_cuda_plan_limits_default(&big);
     big.max_threads = 1024 * 1024;
     big.max_shared_bytes = 1 << 20;
     assert_int_equal(dt_cuda_plan_check(&plan, &big, NULL), 0);
@@ -207,7 +207,7 @@ static void test_invalid_configs_rejected(void **state)
     /* a plan whose splits do not factor the axis is refused by codegen */
     plan.f[3] = 3;
     char *src = (char *)"unchanged";
-    assert_int_equal(dt_codegen_cuda(&plan, &src, &err), DT_EINVAL);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, &err), DT_EINVAL);
     assert_null(src);
     assert_non_null(strstr(err.msg, "tile_f"));
     dt_space_free(&s);
@@ -253,14 +253,14 @@ static void test_reduction_threads(void **state)
     assert_int_equal(l.block[0], 512);     /* 8 x 8 outputs x 8 reduction threads */
     assert_int_equal(l.shared_bytes, 4 * 512);  /* partials [1][512] > staging 8 x (8 + 8) */
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_non_null(strstr(src, "enum { TK = 8 };"));
     assert_non_null(strstr(src, "if (tk == 0)"));
     free(src);
     /* tile_kt 1 writes no partial sums */
     set_knob(&s, &p, "tile_kt", (int[]){ 1 });
     dt_cuda_plan_from_point(&s, &p, &plan);
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_null(strstr(src, "part_s"));
     free(src);
     dt_space_free(&s);
@@ -282,7 +282,7 @@ static void test_reduction_threads(void **state)
     dt_cuda_plan_from_point(&s, &p, &plan);
     dt_cuda_plan_launch(&plan, &l);
     assert_int_equal(l.block[0], 8 * 14 * 4);
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     assert_non_null(strstr(src, "const int rc = rcc * TK + tk;"));
     assert_non_null(strstr(src, "if (tk == 0)"));
     free(src);
@@ -309,7 +309,7 @@ static char *source_with_unroll(int max_step, int explicit_unroll)
     dt_cuda_plan plan;
     dt_cuda_plan_from_point(&s, &p, &plan);
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     dt_space_free(&s);
     return src;
 }
@@ -450,7 +450,7 @@ static void write_inputs(const emu_case *c, int index, const char *dir)
     size_t in, w, out;
     dt_task_tensor_sizes(&c->task, &in, &w, &out);
     float *x = malloc(in * sizeof *x), *wt = malloc(w * sizeof *wt);
-    dt_cuda_fill_inputs(&c->task, 7, x, wt);
+    dt_cuda_runner_fill_inputs(&c->task, 7, x, wt);
     char path[1100];
     snprintf(path, sizeof path, "%s/%d.in", dir, index);
     write_floats(path, x, in);
@@ -466,7 +466,7 @@ static long compare_output(const emu_case *c, int index, const char *dir)
     dt_task_tensor_sizes(&c->task, &in, &w, &out);
     float *x = malloc(in * sizeof *x), *wt = malloc(w * sizeof *wt);
     float *ref = malloc(out * sizeof *ref);
-    dt_cuda_fill_inputs(&c->task, 7, x, wt);
+    dt_cuda_runner_fill_inputs(&c->task, 7, x, wt);
     dt_task_reference(&c->task, x, wt, ref);
     char path[1100];
     snprintf(path, sizeof path, "%s/%d.out", dir, index);
@@ -508,7 +508,7 @@ static int add_cases(emu_case *cases, int n, const dt_task *task, int per_task, 
         c->task = *task;
         dt_cuda_plan_from_point(&s, &p, &c->plan);
         dt_cuda_plan_launch(&c->plan, &c->launch);
-        assert_int_equal(dt_codegen_cuda(&c->plan, &c->source, NULL), 0);
+        assert_int_equal(dt_cuda_codegen(&c->plan, &c->source, NULL), 0);
     }
     dt_space_free(&s);
     return n;
@@ -600,7 +600,7 @@ static const dt_nvrtc *nvrtc_or_skip(void)
 {
     const dt_nvrtc *nv;
     dt_error err;
-    if (dt_nvrtc_load(&nv, &err) != 0) {
+    if (dt_cuda_api_nvrtc_load(&nv, &err) != 0) {
         printf("test_codegen_cuda: %s; skipping\n", err.msg);
         skip();
     }
@@ -626,17 +626,17 @@ static void compile_random(const dt_nvrtc *nv, const dt_task *task, int configs,
         dt_cuda_plan plan;
         dt_cuda_plan_from_point(&s, &p, &plan);
         char *src = NULL;
-        assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+        assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
         dt_cuda_image image;
         dt_error err = { 0 };
-        int rc = dt_nvrtc_compile(nv, src, task->name, arch, false, &image, &err);
+        int rc = dt_cuda_api_nvrtc_compile(nv, src, task->name, arch, false, &image, &err);
         if (rc)
             print_error("%s\n", err.msg);
         assert_int_equal(rc, 0);
         assert_true(image.size > 256);
         assert_false(image.ptx);
         assert_memory_equal(image.data, "\177ELF", 4);   /* a cubin is an ELF image */
-        dt_cuda_image_free(&image);
+        dt_cuda_api_image_free(&image);
         free(src);
     }
     gsl_rng_free(rng);
@@ -670,20 +670,20 @@ static void test_nvrtc_ptx_and_arch_choice(void **state)
     dt_cuda_plan plan;
     dt_cuda_plan_from_point(&s, &(dt_point){ 0 }, &plan);
     char *src = NULL;
-    assert_int_equal(dt_codegen_cuda(&plan, &src, NULL), 0);
+    assert_int_equal(dt_cuda_codegen(&plan, &src, NULL), 0);
     dt_cuda_image image;
-    assert_int_equal(dt_nvrtc_compile(nv, src, "dense", 80, true, &image, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, src, "dense", 80, true, &image, NULL), 0);
     assert_true(image.ptx);
     assert_non_null(strstr(image.data, ".entry " DT_CUDA_KERNEL_NAME));
     assert_int_equal(strlen(image.data), image.size - (image.data[image.size - 1] == '\0'));
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     free(src);
     dt_space_free(&s);
     bool ptx;
-    assert_int_equal(dt_nvrtc_pick_arch(nv, 90, &ptx), 90);
+    assert_int_equal(dt_cuda_api_nvrtc_pick_arch(nv, 90, &ptx), 90);
     assert_false(ptx);
     /* a future architecture falls back to PTX of the newest known one */
-    int arch = dt_nvrtc_pick_arch(nv, 990, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, 990, &ptx);
     assert_true(arch >= 80 && arch < 990);
     assert_true(ptx);
 }
@@ -695,7 +695,7 @@ static void test_nvrtc_reports_compile_errors(void **state)
     dt_cuda_image image;
     dt_error err = { 0 };
     const char *broken = "extern \"C\" __global__ void dt_kernel(float *o) { o[0] = undefined_name; }\n";
-    assert_int_equal(dt_nvrtc_compile(nv, broken, "broken", 80, false, &image, &err), DT_EFAIL);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, broken, "broken", 80, false, &image, &err), DT_EFAIL);
     assert_non_null(strstr(err.msg, "undefined_name"));
     assert_null(image.data);
 }

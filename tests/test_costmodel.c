@@ -17,6 +17,7 @@
 #include "dtune/backend.h"
 #include "costmodel_internal.h"
 #include "dtune/target.h"
+#include "replay_backend.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -54,7 +55,7 @@ static int setup(void **state)
         if (!dt_space_valid(&f->space, &p))
             continue;
         f->valid[f->nvalid] = p;
-        f->truth[f->nvalid] = dt_replay_true_gflops(&f->space, &p, SEED);
+        f->truth[f->nvalid] = dt_replay_backend_true_gflops(&f->space, &p, SEED);
         dt_space_features(&f->space, &p, f->features + (size_t)f->nvalid * f->space.nfeatures);
         f->nvalid++;
     }
@@ -89,7 +90,7 @@ static dt_costmodel *train(fixture *f, const char *objective, int n, uint64_t se
     for (int i = 0; i < n; i++) {
         int j = (int)gsl_rng_uniform_int(rng, (unsigned long)f->nvalid);
         dt_measure_result r;
-        dt_replay_measure(&f->space, &f->valid[j], SEED, (uint64_t)i, &r);
+        dt_replay_backend_measure(&f->space, &f->valid[j], SEED, (uint64_t)i, &r);
         y[i] = r.result == DT_RESULT_OK ? r.gflops : 0.0;
         memcpy(x + (size_t)i * f->space.nfeatures, f->features + (size_t)j * f->space.nfeatures,
                (size_t)f->space.nfeatures * sizeof *x);

@@ -36,10 +36,10 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cuda.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_backend.h"
+#include "cuda_codegen.h"
 #include "dtune/config.h"
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
@@ -60,7 +60,7 @@ static int probe_device(void **state)
         return -1;
     dt_cuda_device_info info;
     dt_error err;
-    pr->device = dt_cuda_device_probe(0, &info, &err) == 0;
+    pr->device = dt_cuda_api_device_probe(0, &info, &err) == 0;
     if (pr->device)
         printf("test_cuda: device 0 is %s (compute capability %d.%d)\n", info.name, info.cc / 10,
                info.cc % 10);
@@ -96,7 +96,7 @@ static void open_backend(fixture *fx, double timeout_s)
     dt_test_tmpdir(fx->dir, sizeof fx->dir);
     dt_backend_params params = { &fx->cfg.measure, fx->dir, 5 };
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &fx->backend, &err);
+    int rc = dt_cuda_backend.open(&params, &fx->backend, &err);
     if (rc)
         print_error("open: %s\n", err.msg);
     assert_int_equal(rc, 0);
@@ -125,8 +125,8 @@ static void measure_point(fixture *fx, const dt_space *s, const dt_point *p, dt_
 {
     dt_artifact art;
     dt_error err = { 0 };
-    assert_int_equal(dt_backend_cuda.build(fx->backend, s, p, &art, &err), 0);
-    assert_int_equal(dt_backend_cuda.run(fx->backend, s, p, &art, r, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(fx->backend, s, p, &art, &err), 0);
+    assert_int_equal(dt_cuda_backend.run(fx->backend, s, p, &art, r, &err), 0);
 }
 
 /* ---- without a device -------------------------------------------------------------- */
@@ -154,10 +154,10 @@ static int open_without_device(void)
     dt_backend_params params = { &cfg.measure, "/tmp", 1 };
     void *backend = (void *)&cfg;
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &backend, &err);
+    int rc = dt_cuda_backend.open(&params, &backend, &err);
     printf("open %s backend %s | %s\n", dt_error_name(rc), backend ? "set" : "null", err.msg);
     if (rc == 0)
-        dt_backend_cuda.close(backend);
+        dt_cuda_backend.close(backend);
     return 0;
 }
 
@@ -204,8 +204,8 @@ static void test_tune_without_device_exits_1(void **state)
 static void test_runner_entry_rejects_bad_arguments(void **state)
 {
     (void)state;
-    assert_int_equal(dt_cuda_runner_main(2, (char *[]){ "x", "__not-the-runner", NULL }), 1);
-    assert_int_equal(dt_cuda_runner_main(1, (char *[]){ "x", NULL }), 1);
+    assert_int_equal(dt_cuda_backend_runner_main(2, (char *[]){ "x", "__not-the-runner", NULL }), 1);
+    assert_int_equal(dt_cuda_backend_runner_main(1, (char *[]){ "x", NULL }), 1);
 }
 
 /* A builder opened for a described device compiles into the cache without
@@ -214,55 +214,55 @@ static void test_runner_entry_rejects_bad_arguments(void **state)
 static void test_builder_without_device(void **state)
 {
     const dt_nvrtc *nv;
-    if (dt_nvrtc_load(&nv, NULL) != 0)
+    if (dt_cuda_api_nvrtc_load(&nv, NULL) != 0)
         skip();
     dt_cuda_device_info device;
     bool present = ((const probe *)*state)->device;
     if (present)
-        assert_int_equal(dt_cuda_device_probe(0, &device, NULL), 0);
+        assert_int_equal(dt_cuda_api_device_probe(0, &device, NULL), 0);
     else
-        dt_cuda_device_hopper(&device);
+        dt_cuda_backend_device_hopper(&device);
     fixture fx;
     dt_config_defaults(&fx.cfg);
     dt_test_tmpdir(fx.dir, sizeof fx.dir);
     dt_backend_params params = { &fx.cfg.measure, fx.dir, 5 };
     void *builder = NULL;
     dt_error err = { 0 };
-    assert_int_equal(dt_cuda_open_builder(&device, &params, &builder, &err), 0);
+    assert_int_equal(dt_cuda_backend_open_builder(&device, &params, &builder, &err), 0);
     dt_task t = conv_task(DT_OP_CONV2D, 16, 14, 32, 3, 1);
     dt_space s;
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL), 0);
     dt_point p = { 0 };
     assert_true(dt_space_valid(&s, &p));
     dt_artifact a, again;
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &a, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &a, &err), 0);
     assert_int_equal(a.result, DT_RESULT_OK);
     assert_int_equal(access(a.path, R_OK), 0);
     assert_true(a.compile_ms > 0);
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &again, &err), 0);
     assert_string_equal(again.path, a.path);
     assert_string_equal(again.detail, "cached");
     /* it runs nothing */
     dt_measure_result r;
-    assert_int_equal(dt_backend_cuda.run(builder, &s, &p, &a, &r, &err), DT_ENOTSUP);
-    dt_backend_cuda.close(builder);
+    assert_int_equal(dt_cuda_backend.run(builder, &s, &p, &a, &r, &err), DT_ENOTSUP);
+    dt_cuda_backend.close(builder);
     /* the described device's limits decide what is invalid */
     dt_cuda_device_info small = device;
     small.max_shared = small.max_shared_optin = 1;   /* the template stages tiles in shared memory */
-    assert_int_equal(dt_cuda_open_builder(&small, &params, &builder, &err), 0);
-    assert_int_equal(dt_backend_cuda.build(builder, &s, &p, &again, &err), 0);
+    assert_int_equal(dt_cuda_backend_open_builder(&small, &params, &builder, &err), 0);
+    assert_int_equal(dt_cuda_backend.build(builder, &s, &p, &again, &err), 0);
     assert_int_equal(again.result, DT_RESULT_INVALID);
     assert_non_null(strstr(again.detail, "shared memory"));
-    dt_backend_cuda.close(builder);
+    dt_cuda_backend.close(builder);
     if (present) {
         fx.backend = NULL;
-        assert_int_equal(dt_backend_cuda.open(&params, &fx.backend, &err), 0);
-        assert_int_equal(dt_backend_cuda.build(fx.backend, &s, &p, &again, &err), 0);
+        assert_int_equal(dt_cuda_backend.open(&params, &fx.backend, &err), 0);
+        assert_int_equal(dt_cuda_backend.build(fx.backend, &s, &p, &again, &err), 0);
         assert_string_equal(again.path, a.path);
         assert_string_equal(again.detail, "cached");
         measure_point(&fx, &s, &p, &r);
         assert_int_equal(r.result, DT_RESULT_OK);
-        dt_backend_cuda.close(fx.backend);
+        dt_cuda_backend.close(fx.backend);
     }
     dt_space_free(&s);
     char cmd[600];
@@ -321,8 +321,8 @@ static void test_every_kind_measures(void **state)
     check_random_configs(&fx, &dw, 3, 3);
     check_random_configs(&fx, &dense, 3, 4);
     check_random_configs(&fx, &bmm, 3, 5);
-    assert_true(dt_backend_cuda.peak_gflops(fx.backend, &conv) > 100);
-    dt_backend_cuda.close(fx.backend);
+    assert_true(dt_cuda_backend.peak_gflops(fx.backend, &conv) > 100);
+    dt_cuda_backend.close(fx.backend);
 }
 
 /* Compiles source as a dense kernel's artifact, bypassing codegen. */
@@ -330,19 +330,19 @@ static void handmade_artifact(fixture *fx, const char *source, const char *name,
 {
     const dt_nvrtc *nv;
     dt_cuda_device_info info;
-    assert_int_equal(dt_nvrtc_load(&nv, NULL), 0);
-    assert_int_equal(dt_cuda_device_probe(0, &info, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_load(&nv, NULL), 0);
+    assert_int_equal(dt_cuda_api_device_probe(0, &info, NULL), 0);
     bool ptx;
-    int arch = dt_nvrtc_pick_arch(nv, info.cc, &ptx);
+    int arch = dt_cuda_api_nvrtc_pick_arch(nv, info.cc, &ptx);
     dt_cuda_image image;
-    assert_int_equal(dt_nvrtc_compile(nv, source, name, arch, ptx, &image, NULL), 0);
+    assert_int_equal(dt_cuda_api_nvrtc_compile(nv, source, name, arch, ptx, &image, NULL), 0);
     memset(art, 0, sizeof *art);
     snprintf(art->path, sizeof art->path, "%s/%s.img", fx->dir, name);
     FILE *f = fopen(art->path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(image.data, 1, image.size + image.ptx, f), image.size + image.ptx);
     assert_int_equal(fclose(f), 0);
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
 }
 
 static const char wrong_source[] =
@@ -370,7 +370,7 @@ static void expect_bad_then_good(fixture *fx, const char *source, const char *na
     handmade_artifact(fx, source, name, &bad);
     dt_measure_result r;
     dt_error err = { 0 };
-    assert_int_equal(dt_backend_cuda.run(fx->backend, &s, &p, &bad, &r, &err), 0);
+    assert_int_equal(dt_cuda_backend.run(fx->backend, &s, &p, &bad, &r, &err), 0);
     if (r.result != expected)
         print_error("%s: %s (%s)\n", name, dt_result_name(r.result), r.detail);
     assert_int_equal(r.result, expected);
@@ -388,7 +388,7 @@ static void test_failures_are_result_classes(void **state)
     expect_bad_then_good(&fx, wrong_source, "wrong", DT_RESULT_WRONG_OUTPUT);
     expect_bad_then_good(&fx, oob_source, "oob", DT_RESULT_LAUNCH_ERROR);
     expect_bad_then_good(&fx, endless_source, "endless", DT_RESULT_TIMEOUT);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
 }
 
 static void test_flush_l2_and_invalid(void **state)
@@ -396,10 +396,10 @@ static void test_flush_l2_and_invalid(void **state)
     SKIP_WITHOUT_DEVICE(state);
     fixture fx;
     open_backend(&fx, 10);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
     fx.cfg.measure.flush_l2 = true;
     dt_backend_params params = { &fx.cfg.measure, fx.dir, 5 };
-    assert_int_equal(dt_backend_cuda.open(&params, &fx.backend, NULL), 0);
+    assert_int_equal(dt_cuda_backend.open(&params, &fx.backend, NULL), 0);
     dt_task t = conv_task(DT_OP_CONV2D, 64, 14, 64, 3, 1);
     check_random_configs(&fx, &t, 2, 9);
     dt_space s;
@@ -410,13 +410,13 @@ static void test_flush_l2_and_invalid(void **state)
     p.opt[f] = (int16_t)(s.knobs[f].noptions - 1);
     p.opt[dt_space_knob(&s, "tile_y")] = (int16_t)(s.knobs[dt_space_knob(&s, "tile_y")].noptions - 1);
     dt_artifact art;
-    assert_int_equal(dt_backend_cuda.build(fx.backend, &s, &p, &art, NULL), 0);
+    assert_int_equal(dt_cuda_backend.build(fx.backend, &s, &p, &art, NULL), 0);
     assert_int_equal(art.result, DT_RESULT_INVALID);
     dt_measure_result r;
-    assert_int_equal(dt_backend_cuda.run(fx.backend, &s, &p, &art, &r, NULL), 0);
+    assert_int_equal(dt_cuda_backend.run(fx.backend, &s, &p, &art, &r, NULL), 0);
     assert_int_equal(r.result, DT_RESULT_INVALID);
     dt_space_free(&s);
-    dt_backend_cuda.close(fx.backend);
+    dt_cuda_backend.close(fx.backend);
 }
 
 /* ---- the process machinery against a fake driver -------------------------------- */
@@ -434,30 +434,30 @@ static int fake_runs(bool check_output, int runs)
     dt_backend_params params = { &cfg.measure, dir, 3 };
     void *b = NULL;
     dt_error err = { 0 };
-    int rc = dt_backend_cuda.open(&params, &b, &err);
+    int rc = dt_cuda_backend.open(&params, &b, &err);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (rc) {
         printf("open %s | %s\n", dt_error_name(rc), err.msg);
         return system(cmd) == 0 ? 0 : 1;
     }
-    printf("peak %.0f\n", dt_backend_cuda.peak_gflops(b, NULL));
+    printf("peak %.0f\n", dt_cuda_backend.peak_gflops(b, NULL));
     dt_task t = mm_task(DT_OP_DENSE, 1, 2, 64, 32);
     dt_space s;
     dt_target_space_init(&s, &t, DT_TARGET_CUDA, NULL);
     dt_point p = { 0 };
     dt_artifact art;
-    rc = dt_backend_cuda.build(b, &s, &p, &art, &err);
+    rc = dt_cuda_backend.build(b, &s, &p, &art, &err);
     printf("build %s %s | %s\n", dt_error_name(rc), dt_result_name(art.result), art.detail);
     for (int i = 0; i < runs && rc == 0; i++) {
         dt_measure_result r;
         double start = dt_now_seconds();
-        rc = dt_backend_cuda.run(b, &s, &p, &art, &r, &err);
+        rc = dt_cuda_backend.run(b, &s, &p, &art, &r, &err);
         printf("run %d %s repeats=%d seconds=%.1f | %s%s\n", i, rc ? dt_error_name(rc) :
                dt_result_name(r.result), r.repeats, dt_now_seconds() - start, r.detail, rc ? err.msg : "");
     }
     dt_space_free(&s);
-    dt_backend_cuda.close(b);
+    dt_cuda_backend.close(b);
     return system(cmd) == 0 ? 0 : 1;
 }
 
@@ -468,7 +468,7 @@ static int fake_probe(const char *mode)
     dt_cuda_device_info info;
     dt_error err = { 0 };
     int ordinal = atoi(mode + strlen("device"));
-    int rc = dt_cuda_device_probe(ordinal, &info, &err);
+    int rc = dt_cuda_api_device_probe(ordinal, &info, &err);
     if (rc == 0)
         printf("probe ok: ordinal %d, %s\n", info.ordinal, info.name);
     else
@@ -511,7 +511,7 @@ static void fake_driver(fake_env *env)
 static void fake_setup(fake_env *env)
 {
     const dt_nvrtc *nv;
-    if (dt_nvrtc_load(&nv, NULL) != 0)
+    if (dt_cuda_api_nvrtc_load(&nv, NULL) != 0)
         skip();
     fake_driver(env);
 }
@@ -620,27 +620,27 @@ static void test_worker_device_choice(void **state)
     (void)state;
     /* four workers on a node of four GPUs beside rank 0: 0, 1, 2, 3 */
     for (int node_rank = 1; node_rank <= 4; node_rank++)
-        assert_int_equal(dt_cuda_worker_device(node_rank, true, 4, -1), node_rank - 1);
+        assert_int_equal(dt_cuda_api_worker_device(node_rank, true, 4, -1), node_rank - 1);
     /* a node without rank 0: its first rank is a worker */
-    assert_int_equal(dt_cuda_worker_device(0, false, 4, -1), 0);
-    assert_int_equal(dt_cuda_worker_device(3, false, 4, -1), 3);
+    assert_int_equal(dt_cuda_api_worker_device(0, false, 4, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(3, false, 4, -1), 3);
     /* more workers than devices: round robin */
-    assert_int_equal(dt_cuda_worker_device(5, false, 3, -1), 2);
-    assert_int_equal(dt_cuda_worker_device(7, true, 3, -1), 0);
-    assert_int_equal(dt_cuda_worker_device(7, false, 3, -1), 1);
+    assert_int_equal(dt_cuda_api_worker_device(5, false, 3, -1), 2);
+    assert_int_equal(dt_cuda_api_worker_device(7, true, 3, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(7, false, 3, -1), 1);
     /* one visible device per rank (CUDA_VISIBLE_DEVICES): always that one */
-    assert_int_equal(dt_cuda_worker_device(6, false, 1, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(6, false, 1, -1), 0);
     /* an explicit measure.cuda_device is kept on every worker */
-    assert_int_equal(dt_cuda_worker_device(1, true, 4, 3), 3);
-    assert_int_equal(dt_cuda_worker_device(6, false, 2, 5), 5);
+    assert_int_equal(dt_cuda_api_worker_device(1, true, 4, 3), 3);
+    assert_int_equal(dt_cuda_api_worker_device(6, false, 2, 5), 5);
     /* no device known: 0, opening it then says why */
-    assert_int_equal(dt_cuda_worker_device(3, true, 0, -1), 0);
+    assert_int_equal(dt_cuda_api_worker_device(3, true, 0, -1), 0);
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CUDA_RUNNER_ARG) == 0)
-        return dt_cuda_runner_main(argc, argv);
+        return dt_cuda_backend_runner_main(argc, argv);
     if (argc > 2 && strcmp(argv[1], "--fake-scenario") == 0)
         return fake_scenario(argv[2]);
     if (argc > 1 && strcmp(argv[1], "--open-without-device") == 0)

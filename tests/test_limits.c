@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "dtune/backend.h"
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/proclimit.h"
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "dtune/model.h"
 #include "dtune/report.h"
 #include "dtune/runstate.h"
@@ -298,7 +298,7 @@ static void limit_of(pid_t pid, const char *name, char *buf, size_t len)
     fclose(f);
 }
 
-static dt_runner_request reference_request(const char *model_text, const char *dir)
+static dt_cpu_runner_request reference_request(const char *model_text, const char *dir)
 {
     char path[128];
     dt_model *m = NULL;
@@ -306,7 +306,7 @@ static dt_runner_request reference_request(const char *model_text, const char *d
     write_in(dir, "m.yaml", model_text, path, sizeof path);
     if (dt_model_load(path, &m, &err) != 0)
         fail_msg("%s", err.msg);
-    dt_runner_request req = { .task = m->tasks[0], .seed = 5, .flops = m->tasks[0].flops,
+    dt_cpu_runner_request req = { .task = m->tasks[0], .seed = 5, .flops = m->tasks[0].flops,
                               .reference = true, .min_batches = 1, .max_repeats = 1,
                               .cv_threshold = 1, .micro_batch = 1, .threads = 1 };
     dt_model_free(m);
@@ -322,42 +322,42 @@ static void test_runner_limits(void **state)
     (void)state;
     char dir[64], text[128];
     dt_test_tmpdir(dir, sizeof dir);
-    dt_runner_params params = { .threads = 1, .timeout_seconds = 60,
+    dt_cpu_runner_params params = { .threads = 1, .timeout_seconds = 60,
                                 .limits = dt_proclimit_from_settings(512, 1, 40) };
-    dt_runner *r;
+    dt_cpu_runner *r;
     dt_error err;
     dt_measure_result res;
-    assert_int_equal(dt_runner_new(&params, &r, &err), 0);
-    dt_runner_request small = reference_request("name: s\nops: [{kind: dense, input: [4, 64], "
+    assert_int_equal(dt_cpu_runner_new(&params, &r, &err), 0);
+    dt_cpu_runner_request small = reference_request("name: s\nops: [{kind: dense, input: [4, 64], "
                                                 "weight: [8, 64]}]\n", dir);
-    assert_int_equal(dt_runner_run(r, &small, &res, &err), 0);
+    assert_int_equal(dt_cpu_runner_run(r, &small, &res, &err), 0);
     assert_int_equal(res.result, DT_RESULT_OK);
-    limit_of(dt_runner_pid(r), "Max open files", text, sizeof text);
+    limit_of(dt_cpu_runner_pid(r), "Max open files", text, sizeof text);
     assert_contains(text, "40                   40");
-    limit_of(dt_runner_pid(r), "Max core file size", text, sizeof text);
+    limit_of(dt_cpu_runner_pid(r), "Max core file size", text, sizeof text);
     assert_contains(text, "0                    0");
     char note[128];
     dt_proclimit_memory_note(&params.limits, note, sizeof note);
     if (note[0]) {     /* not under a sanitizer, whose shadow memory needs the address space */
-        limit_of(dt_runner_pid(r), "Max address space", text, sizeof text);
+        limit_of(dt_cpu_runner_pid(r), "Max address space", text, sizeof text);
         assert_contains(text, "536870912            536870912");
         /* 1 GiB per tensor */
-        dt_runner_request big = reference_request("name: b\nops: [{kind: dense, input: [16384, 16384], "
+        dt_cpu_runner_request big = reference_request("name: b\nops: [{kind: dense, input: [16384, 16384], "
                                                   "weight: [16384, 16384]}]\n", dir);
-        assert_int_equal(dt_runner_run(r, &big, &res, &err), 0);
+        assert_int_equal(dt_cpu_runner_run(r, &big, &res, &err), 0);
         assert_int_equal(res.result, DT_RESULT_RUNNER_ERROR);
         assert_contains(res.detail, "out of memory for the tensors (address space limited to 512 MiB, "
                         "measure.limit_memory_mb)");
     }
     /* a naive 2048^3 reference takes far more than 1 s of CPU */
-    dt_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
+    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
                                                "weight: [2048, 2048]}]\n", dir);
-    assert_int_equal(dt_runner_run(r, &slow, &res, &err), 0);
+    assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
     assert_int_equal(res.result, DT_RESULT_CRASH);
     assert_string_equal(res.detail, "CPU time limit of 1 s reached (measure.limit_cpu_seconds)");
-    assert_int_equal(dt_runner_run(r, &small, &res, &err), 0);
+    assert_int_equal(dt_cpu_runner_run(r, &small, &res, &err), 0);
     assert_int_equal(res.result, DT_RESULT_OK);
-    dt_runner_free(r);
+    dt_cpu_runner_free(r);
     dt_test_remove_tree(dir);
 }
 
@@ -412,12 +412,12 @@ static void test_compiler_limits(void **state)
     measure.limit_open_files = 77;
     dt_backend_params params = { .measure = &measure, .work_dir = dir, .seed = 1 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&measure, &opts);
+    dt_cpu_backend_default_options(&measure, &opts);
     void *cpu;
     dt_error err;
-    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, &err), 0);
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &cpu, &err), 0);
     dt_artifact art;
-    assert_int_equal(dt_cpu_build_source(cpu, "int dt_limits_probe;\n", 1, &art, &err), 0);
+    assert_int_equal(dt_cpu_backend_build_source(cpu, "int dt_limits_probe;\n", 1, &art, &err), 0);
     assert_int_equal(art.result, DT_RESULT_OK);
     char *got = dt_test_slurp(seen);
     assert_non_null(got);
@@ -427,8 +427,8 @@ static void test_compiler_limits(void **state)
     assert_non_null(be);
     be->close(cpu);
     setenv("DTUNE_CC", "/nonexistent/cc", 1);
-    assert_int_equal(dt_cpu_open(&params, &opts, &cpu, &err), 0);
-    assert_int_equal(dt_cpu_build_source(cpu, "int dt_limits_probe2;\n", 1, &art, &err), DT_EIO);
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &cpu, &err), 0);
+    assert_int_equal(dt_cpu_backend_build_source(cpu, "int dt_limits_probe2;\n", 1, &art, &err), DT_EIO);
     assert_contains(err.msg, "cannot run the C compiler '/nonexistent/cc'");
     be->close(cpu);
     unsetenv("DTUNE_CC");
@@ -438,7 +438,7 @@ static void test_compiler_limits(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
+        return dt_cpu_runner_main(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_huge_tensor_refused_by_every_command),
         cmocka_unit_test(test_task_over_the_targets_memory),

@@ -4,7 +4,7 @@
  * kernel, the builder pool, and `dtune measure`'s exit statuses.
  *
  * The runner child is this test binary itself: main hands argv to
- * dt_runner_main when called as `test_measure __cpu-runner FD`.
+ * dt_cpu_runner_main when called as `test_measure __cpu-runner FD`.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -20,11 +20,11 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 
@@ -50,9 +50,9 @@ static int setup(void **state)
         return -1;
     dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 11 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&f->measure, &opts);
+    dt_cpu_backend_default_options(&f->measure, &opts);
     opts.compile_timeout_s = 1.0;
-    if (dt_cpu_open(&params, &opts, &f->cpu, NULL) != 0)
+    if (dt_cpu_backend_open(&params, &opts, &f->cpu, NULL) != 0)
         return -1;
     *state = f;
     return 0;
@@ -61,7 +61,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    dt_backend_cpu.close(f->cpu);
+    dt_cpu_backend.close(f->cpu);
     dt_test_remove_tree(f->dir);
     free(f);
     return 0;
@@ -72,30 +72,30 @@ static int teardown(void **state)
 static void test_cv_stop_stable_stops_at_min(void **state)
 {
     (void)state;
-    dt_cv_stop s;
-    dt_cv_stop_init(&s, 3, 20, 0.10);
-    assert_false(dt_cv_stop_add(&s, 101.3));
-    assert_false(dt_cv_stop_add(&s, 99.1));
-    assert_true(dt_cv_stop_add(&s, 100.4));
+    dt_measure_cv_stop s;
+    dt_measure_cv_stop_init(&s, 3, 20, 0.10);
+    assert_false(dt_measure_cv_stop_add(&s, 101.3));
+    assert_false(dt_measure_cv_stop_add(&s, 99.1));
+    assert_true(dt_measure_cv_stop_add(&s, 100.4));
     assert_int_equal(s.n, 3);
-    assert_float_equal(dt_cv_stop_mean(&s), (101.3 + 99.1 + 100.4) / 3, 1e-9);
-    assert_true(dt_cv_stop_cv(&s) < 0.01);
+    assert_float_equal(dt_measure_cv_stop_mean(&s), (101.3 + 99.1 + 100.4) / 3, 1e-9);
+    assert_true(dt_measure_cv_stop_cv(&s) < 0.01);
 }
 
 static void test_cv_stop_noisy_runs_to_max(void **state)
 {
     (void)state;
-    dt_cv_stop s;
-    dt_cv_stop_init(&s, 3, 12, 0.10);
+    dt_measure_cv_stop s;
+    dt_measure_cv_stop_init(&s, 3, 12, 0.10);
     int n = 0;
     bool stop = false;
     while (!stop) {
-        stop = dt_cv_stop_add(&s, n % 2 ? 30.7 : 61.9);
+        stop = dt_measure_cv_stop_add(&s, n % 2 ? 30.7 : 61.9);
         n++;
     }
     assert_int_equal(n, 12);
     /* population CV of two values a, b in equal numbers: |a - b| / (a + b) */
-    assert_float_equal(dt_cv_stop_cv(&s), (61.9 - 30.7) / (61.9 + 30.7), 1e-9);
+    assert_float_equal(dt_measure_cv_stop_cv(&s), (61.9 - 30.7) / (61.9 + 30.7), 1e-9);
 }
 
 /* ---- the output check and the input fill ------------------------------------------ */
@@ -166,14 +166,14 @@ static dt_measure_result measure_source(fixture *f, const char *prelude, const c
     dt_artifact a;
     dt_measure_result r;
     memset(&r, 0, sizeof r);
-    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &a, NULL), 0);
+    assert_int_equal(dt_cpu_backend_build_source(f->cpu, src, 1, &a, NULL), 0);
     free(src);
     if (a.result != DT_RESULT_OK) {
         r.result = a.result;
         snprintf(r.detail, sizeof r.detail, "%s", a.detail);
         return r;
     }
-    assert_int_equal(dt_cpu_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
+    assert_int_equal(dt_cpu_backend_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
     return r;
 }
 
@@ -184,14 +184,14 @@ static dt_measure_result measure_source_reopened(fixture *f, const char *prelude
 {
     dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 11 };
     dt_cpu_options opts;
-    dt_cpu_default_options(&f->measure, &opts);
+    dt_cpu_backend_default_options(&f->measure, &opts);
     void *backend;
-    assert_int_equal(dt_cpu_open(&params, &opts, &backend, NULL), 0);
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &backend, NULL), 0);
     void *saved = f->cpu;
     f->cpu = backend;
     dt_measure_result r = measure_source(f, prelude, body);
     f->cpu = saved;
-    dt_backend_cpu.close(backend);
+    dt_cpu_backend.close(backend);
     return r;
 }
 
@@ -209,18 +209,18 @@ static void test_good_kernel_ok(void **state)
 {
     fixture *f = *state;
     assert_good_kernel_runs(f);
-    assert_true(dt_runner_pid(dt_cpu_runner(f->cpu)) > 0);
+    assert_true(dt_cpu_runner_pid(dt_cpu_backend_runner(f->cpu)) > 0);
 }
 
 static void expect_crash(fixture *f, const char *body, const char *signame)
 {
-    dt_runner *runner = dt_cpu_runner(f->cpu);
-    int restarts = dt_runner_restarts(runner);
+    dt_cpu_runner *runner = dt_cpu_backend_runner(f->cpu);
+    int restarts = dt_cpu_runner_restarts(runner);
     dt_measure_result r = measure_source(f, "", body);
     assert_int_equal(r.result, DT_RESULT_CRASH);
     assert_non_null(strstr(r.detail, signame));
-    assert_int_equal(dt_runner_restarts(runner), restarts + 1);
-    assert_int_equal(dt_runner_pid(runner), 0);
+    assert_int_equal(dt_cpu_runner_restarts(runner), restarts + 1);
+    assert_int_equal(dt_cpu_runner_pid(runner), 0);
     assert_good_kernel_runs(f);          /* a new child takes over */
 }
 
@@ -274,9 +274,9 @@ static void test_missing_entry_point(void **state)
     fixture *f = *state;
     dt_artifact a;
     dt_measure_result r;
-    assert_int_equal(dt_cpu_build_source(f->cpu, "int dt_not_a_kernel = 3;\n", 1, &a, NULL), 0);
+    assert_int_equal(dt_cpu_backend_build_source(f->cpu, "int dt_not_a_kernel = 3;\n", 1, &a, NULL), 0);
     assert_int_equal(a.result, DT_RESULT_OK);
-    assert_int_equal(dt_cpu_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
+    assert_int_equal(dt_cpu_backend_run_artifact(f->cpu, &f->task, &a, &r, NULL), 0);
     assert_int_equal(r.result, DT_RESULT_RUNNER_ERROR);
     assert_non_null(strstr(r.detail, "dt_kernel"));
 }
@@ -286,8 +286,8 @@ static void test_cache_hit(void **state)
     fixture *f = *state;
     char *src = planted("/* cache */", "");
     dt_artifact a, b;
-    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &a, NULL), 0);
-    assert_int_equal(dt_cpu_build_source(f->cpu, src, 1, &b, NULL), 0);
+    assert_int_equal(dt_cpu_backend_build_source(f->cpu, src, 1, &a, NULL), 0);
+    assert_int_equal(dt_cpu_backend_build_source(f->cpu, src, 1, &b, NULL), 0);
     free(src);
     assert_int_equal(a.result, DT_RESULT_OK);
     assert_string_equal(a.path, b.path);
@@ -358,7 +358,7 @@ static void test_measurer_batch(void **state)
     while (dt_space_valid(&space, &points[4]));
     dt_measurer *m;
     f->measure.builders = 2;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &f->measure, f->dir, 3, &m, NULL), 0);
     dt_measure_result res[5];
     assert_int_equal(dt_measurer_run(m, &space, points, 5, res, NULL), 0);
     for (int i = 0; i < 4; i++) {
@@ -413,14 +413,14 @@ static void test_reference_time(void **state)
 {
     fixture *f = *state;
     dt_measurer *m;
-    assert_int_equal(dt_measurer_new(&dt_backend_cpu, &f->measure, f->dir, 3, &m, NULL), 0);
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &f->measure, f->dir, 3, &m, NULL), 0);
     dt_measure_result res;
     assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);
     assert_int_equal(res.result, DT_RESULT_OK);
     assert_true(res.latency_s > 0 && res.latency_s < 1.0);
     assert_true(fabs(res.gflops * 1e9 * res.latency_s / f->task.flops - 1) < 1e-9);
     dt_measurer_free(m);
-    dt_backend_i bare = dt_backend_replay;
+    dt_backend_i bare = dt_replay_backend;
     bare.reference = NULL;
     assert_int_equal(dt_measurer_new(&bare, &f->measure, f->dir, 3, &m, NULL), 0);
     assert_int_equal(dt_measurer_reference(m, &f->task, &res, NULL), 0);
@@ -487,7 +487,7 @@ static void test_cmd_measure(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
-        return dt_runner_main(argc, argv);
+        return dt_cpu_runner_main(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cv_stop_stable_stops_at_min),
         cmocka_unit_test(test_cv_stop_noisy_runs_to_max),

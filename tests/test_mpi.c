@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/cuda_api.h"
+#include "cuda_api.h"
 #include "dtune/server.h"
 #include "dtune/util.h"
 #include "support/run_cmd.h"
@@ -350,7 +350,7 @@ static void test_cuda_worker_without_device_stops_the_run(void **state)
     (void)state;
     skip_without_mpi(__func__);
     dt_cuda_device_info info;
-    if (dt_cuda_device_probe(0, &info, NULL) == 0) {
+    if (dt_cuda_api_device_probe(0, &info, NULL) == 0) {
         printf("%s: a CUDA device answers here (%s); skipping\n", __func__, info.name);
         skip();
     }

@@ -12,6 +12,7 @@
 
 #include "dtune/backend.h"
 #include "dtune/target.h"
+#include "replay_backend.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -36,11 +37,11 @@ static void test_deterministic_and_seeded(void **state)
     for (uint64_t i = 0; i < s.size; i += 997) {
         dt_space_point(&s, i, &p);
         dt_measure_result a, b;
-        dt_replay_measure(&s, &p, 3, 17, &a);
-        dt_replay_measure(&s, &p, 3, 17, &b);
+        dt_replay_backend_measure(&s, &p, 3, 17, &a);
+        dt_replay_backend_measure(&s, &p, 3, 17, &b);
         assert_int_equal(a.result, b.result);
         assert_true(a.gflops == b.gflops);
-        differ += dt_replay_true_gflops(&s, &p, 3) != dt_replay_true_gflops(&s, &p, 4);
+        differ += dt_replay_backend_true_gflops(&s, &p, 3) != dt_replay_backend_true_gflops(&s, &p, 4);
     }
     assert_true(differ > 0);
     dt_space_free(&s);
@@ -55,12 +56,12 @@ static void test_noise_level_and_bounds(void **state)
     gsl_rng_set(rng, 5);
     do
         dt_space_random(&s, rng, &p);
-    while (dt_replay_true_gflops(&s, &p, 9) <= 0);
-    double truth = dt_replay_true_gflops(&s, &p, 9), sum = 0, sum2 = 0;
+    while (dt_replay_backend_true_gflops(&s, &p, 9) <= 0);
+    double truth = dt_replay_backend_true_gflops(&s, &p, 9), sum = 0, sum2 = 0;
     int n = 2000;
     for (int i = 0; i < n; i++) {
         dt_measure_result r;
-        dt_replay_measure(&s, &p, 9, (uint64_t)i, &r);
+        dt_replay_backend_measure(&s, &p, 9, (uint64_t)i, &r);
         assert_int_equal(r.result, DT_RESULT_OK);
         double rel = r.gflops / truth - 1.0;
         sum += rel;
@@ -69,7 +70,7 @@ static void test_noise_level_and_bounds(void **state)
     double mean = sum / n, sd = sqrt(sum2 / n - mean * mean);
     assert_true(fabs(mean) < 0.005);
     assert_true(fabs(sd - 0.03) < 0.005);
-    assert_true(truth <= dt_replay_peak_gflops(&s.task));
+    assert_true(truth <= dt_replay_backend_peak_gflops(&s.task));
     gsl_rng_free(rng);
     dt_space_free(&s);
 }
@@ -85,7 +86,7 @@ static void test_failure_fraction(void **state)
         if (!dt_space_valid(&s, &p))
             continue;
         valid++;
-        failed += dt_replay_true_gflops(&s, &p, 1) == 0.0;
+        failed += dt_replay_backend_true_gflops(&s, &p, 1) == 0.0;
     }
     double frac = (double)failed / valid;
     assert_true(frac > 0.08 && frac < 0.12);

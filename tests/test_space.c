@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
 
@@ -126,9 +126,9 @@ static void test_cpu_vec_follows_width(void **state)
     }
     /* the defaults: this machine's width */
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CPU, NULL), 0);
-    assert_int_equal(s.cpu_max_vec, dt_cpu_native_lanes());
+    assert_int_equal(s.cpu_max_vec, dt_cpu_plan_native_lanes());
     const dt_knob *vec = &s.knobs[dt_space_knob(&s, "vec")];
-    assert_int_equal(vec->options[vec->noptions - 1], dt_cpu_native_lanes());
+    assert_int_equal(vec->options[vec->noptions - 1], dt_cpu_plan_native_lanes());
     dt_space_free(&s);
     dt_error err;
     dt_space_opts bad = { .cpu_max_vec = 12 };

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "dtune/backend.h"
-#include "dtune/backend_cpu.h"
-#include "dtune/backend_cuda.h"
-#include "dtune/runner.h"
+#include "cpu_backend.h"
+#include "cuda_backend.h"
+#include "cpu_runner.h"
 #include "dtune/target.h"
 
 /* Every vector width, so the space does not depend on the machine. */
@@ -45,16 +45,16 @@ static void test_names_round_trip(void **state)
 static void test_backend_choice(void **state)
 {
     (void)state;
-    assert_ptr_equal(dt_backend_choose(DT_TARGET_CPU, ""), &dt_backend_cpu);
-    assert_ptr_equal(dt_backend_choose(DT_TARGET_CUDA, NULL), &dt_backend_cuda);
-    assert_ptr_equal(dt_backend_choose(DT_TARGET_CUDA, "replay"), &dt_backend_replay);
+    assert_ptr_equal(dt_backend_choose(DT_TARGET_CPU, ""), &dt_cpu_backend);
+    assert_ptr_equal(dt_backend_choose(DT_TARGET_CUDA, NULL), &dt_cuda_backend);
+    assert_ptr_equal(dt_backend_choose(DT_TARGET_CUDA, "replay"), &dt_replay_backend);
     assert_null(dt_backend_choose(DT_TARGET_CPU, "tpu"));
     /* every target's own backend by name, in target order, then replay */
     assert_string_equal(dt_backend_at(0), "cpu");
     assert_string_equal(dt_backend_at(1), "cuda");
     assert_string_equal(dt_backend_at(2), "replay");
     assert_null(dt_backend_at(3));
-    assert_ptr_equal(dt_backend_find("cuda"), &dt_backend_cuda);
+    assert_ptr_equal(dt_backend_find("cuda"), &dt_cuda_backend);
 }
 
 static void test_runner_dispatch(void **state)
@@ -62,10 +62,10 @@ static void test_runner_dispatch(void **state)
     (void)state;
     const dt_target_i *cpu = dt_target_for_runner(DT_CPU_RUNNER_ARG);
     assert_ptr_equal(cpu, dt_target_get(DT_TARGET_CPU));
-    assert_ptr_equal(cpu->runner_main, dt_runner_main);
+    assert_ptr_equal(cpu->runner_main, dt_cpu_runner_main);
     const dt_target_i *cuda = dt_target_for_runner(DT_CUDA_RUNNER_ARG);
     assert_ptr_equal(cuda, dt_target_get(DT_TARGET_CUDA));
-    assert_ptr_equal(cuda->runner_main, dt_cuda_runner_main);
+    assert_ptr_equal(cuda->runner_main, dt_cuda_backend_runner_main);
     assert_null(dt_target_for_runner("tune"));
     assert_null(dt_target_for_runner(""));
 }

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 #include "dtune/server.h"
 #include "dtune/util.h"
 #include "support/run_cmd.h"

@@ -24,6 +24,7 @@
 #include "dtune/sampling.h"
 #include "tuner_internal.h"
 #include "dtune/target.h"
+#include "replay_backend.h"
 
 /* Every vector width, so the spaces do not depend on the machine. */
 static const dt_space_opts every_width = { .cpu_max_vec = 16 };
@@ -62,7 +63,7 @@ static int replay_measure(void *ctx, const dt_space *space, const dt_point *poin
         assert_int_equal(dt_sampling_set_add(&b->seen, idx), 1);
         if (b->trials + i < ORDER_MAX)
             b->order[b->trials + i] = idx;
-        dt_replay_measure(space, &points[i], REPLAY_SEED, b->nonce++, &results[i]);
+        dt_replay_backend_measure(space, &points[i], REPLAY_SEED, b->nonce++, &results[i]);
     }
     if (b->batches++ == 0)
         b->first_batch = n;
@@ -105,7 +106,7 @@ static double optimum(const dt_space *space)
     for (uint64_t i = 0; i < space->size; i++) {
         dt_point p;
         dt_space_point(space, i, &p);
-        best = fmax(best, dt_replay_true_gflops(space, &p, REPLAY_SEED));
+        best = fmax(best, dt_replay_backend_true_gflops(space, &p, REPLAY_SEED));
     }
     return best;
 }
@@ -144,7 +145,7 @@ static int trials_to_90(const dt_space *space, const char *strategy, uint64_t se
         dt_point best;
         double gflops;
         assert_int_equal(dt_tuner_best(t, &best, &gflops), 0);
-        if (dt_replay_true_gflops(space, &best, REPLAY_SEED) >= 0.9 * opt) {
+        if (dt_replay_backend_true_gflops(space, &best, REPLAY_SEED) >= 0.9 * opt) {
             reached = dt_tuner_trials(t);
             break;
         }

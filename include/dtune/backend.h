@@ -71,22 +71,8 @@ const dt_backend_i *dt_backend_choose(dt_target target, const char *name);
 /* The i-th backend's name in the table, NULL past the last (dt_name_at_fn). */
 const char *dt_backend_at(int i);
 
-extern const dt_backend_i dt_backend_replay;
-
-/* --- The replay backend's synthetic surface (for tests and benches) ---
- * A deterministic performance surface per (task, target, seed): each knob
- * prefers a hidden position, pairs of knobs interact, a seeded tenth of the
- * space is invalid (crash, wrong output or compile error) and every
- * measurement carries a few percent of multiplicative noise. */
-
-/* Noise-free GFLOPS of point; 0 for points the surface makes invalid. */
-double dt_replay_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed);
-
-/* One noisy measurement; `nonce` distinguishes repeated measurements. */
-void dt_replay_measure(const dt_space *space, const dt_point *point, uint64_t seed,
-                       uint64_t nonce, dt_measure_result *out);
-
-/* Peak GFLOPS the replay surface reports for its roofline. */
-double dt_replay_peak_gflops(const dt_task *task);
+/* The replay backend: a synthetic performance surface measured on a
+ * target's space (replay_backend.c; the surface itself: replay_backend.h). */
+extern const dt_backend_i dt_replay_backend;
 
 #endif

@@ -8,7 +8,7 @@
  * CPU (target cpu), for a library called NAME (the model's name as a C
  * identifier) and a task called TASK:
  *   kernels/TASK.c      the task's kernel, the source dtune measured
- *                       (codegen_cpu.h), its entry points named NAME_TASK
+ *                       (cpu_codegen.h), its entry points named NAME_TASK
  *   NAME_kernels.h      the entry points and a table of every kernel
  *                       (NAME_kernels[]: name, kind, shape, geometry,
  *                       tensor sizes, flops, dtune's measured latency)
@@ -17,7 +17,7 @@
  *                       checked against (model.h's operator semantics)
  *   NAME_test.c         checks every kernel against the reference and times
  *                       it as dtune's runner does (one warm-up call, then
- *                       micro-batches of about DT_RUNNER_AUTO_BATCH_S until
+ *                       micro-batches of about DT_CPU_RUNNER_AUTO_BATCH_S until
  *                       the CV rule stops; the mean time per call)
  *   Makefile            `make`: libNAME_kernels.a and NAME_test; `make test`
  *

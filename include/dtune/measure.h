@@ -55,19 +55,19 @@ dt_measure_params dt_measure_params_default(void);
 double dt_measure_compile_timeout(const dt_measure_params *measure);
 
 /* --- CV early stopping --- */
-typedef struct dt_cv_stop {
+typedef struct dt_measure_cv_stop {
     int min_batches;
     int max_repeats;
     double cv_threshold;
     int n;
     double mean, m2;           /* Welford running moments of the estimates */
-} dt_cv_stop;
+} dt_measure_cv_stop;
 
-void dt_cv_stop_init(dt_cv_stop *s, int min_batches, int max_repeats, double cv_threshold);
+void dt_measure_cv_stop_init(dt_measure_cv_stop *s, int min_batches, int max_repeats, double cv_threshold);
 /* Adds one micro-batch estimate; returns true when timing should stop. */
-bool dt_cv_stop_add(dt_cv_stop *s, double estimate);
-double dt_cv_stop_mean(const dt_cv_stop *s);
-double dt_cv_stop_cv(const dt_cv_stop *s);
+bool dt_measure_cv_stop_add(dt_measure_cv_stop *s, double estimate);
+double dt_measure_cv_stop_mean(const dt_measure_cv_stop *s);
+double dt_measure_cv_stop_cv(const dt_measure_cv_stop *s);
 
 /* --- Inputs and the output check, the same in every runner --- */
 

@@ -123,7 +123,7 @@ int dt_task_finish(dt_task *task, dt_error *err);
 /* Along one dimension of a convolution, the kernel taps [*first, *end) of
  * output position pos whose input index pos * stride - pad + tap * dilation
  * lies inside [0, in); the others read padding. *first == *end when none do.
- * Generated kernels skip the rest (codegen_cpu.c); the sum over positions is
+ * Generated kernels skip the rest (cpu_codegen_conv.c); the sum over positions is
  * what useful_flops counts. */
 void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int *first, int *end);
 

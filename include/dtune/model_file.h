@@ -1,7 +1,7 @@
 /* model_file.h — a model named by its file, in either format dtune reads:
  * a model YAML (models/NAME.yaml, model.h) or an ONNX network (onnx.h),
  * told apart by the .onnx extension. Every command that takes a model
- * path loads it here (through dt_model_load_target), so `dtune tune --model
+ * path loads it here (through dt_target_load_model), so `dtune tune --model
  * net.onnx` and a resume of that run read the network the same way.
  */
 #ifndef DTUNE_MODEL_FILE_H

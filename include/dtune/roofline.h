@@ -9,7 +9,7 @@
  * read+write streams: for a task, streams over a working set of the task's
  * own size, and for the machine as a whole, streams at half of each cache
  * level (the CPU backend measures both in its measurement process, on the
- * timing cores, at measure.threads; backend_cpu.c). This module only holds the figures and
+ * timing cores, at measure.threads; cpu_backend.c). This module only holds the figures and
  * the arithmetic, so the report, /status, /metrics, the page, best.json and
  * the scheduler's roofline all compute one bound, here.
  */

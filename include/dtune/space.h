@@ -12,9 +12,9 @@
  * space counts them (size includes them) but dt_space_valid says no, and the
  * search never measures them.
  *
- * The knobs per (op kind, target) are one table per target (space_cpu.c,
- * space_cuda.c), reached through the target's table: a space is built with
- * dt_target_space_init (target.h). codegen_cpu and codegen_cuda read knob
+ * The knobs per (op kind, target) are one table per target (cpu_space.c,
+ * cuda_space.c), reached through the target's table: a space is built with
+ * dt_target_space_init (target.h). cpu_codegen and cuda_codegen read knob
  * values by name with dt_space_get.
  */
 #ifndef DTUNE_SPACE_H
@@ -79,7 +79,7 @@ typedef struct dt_space {
 /* What a space depends on beyond its task and target. */
 typedef struct dt_space_opts {
     /* CPU: the widest vector width (floats) the `vec` knob offers: 4, 8 or
-     * 16; 0 = this machine's (dt_cpu_native_lanes: 16 with AVX-512F, 8 with
+     * 16; 0 = this machine's (dt_cpu_plan_native_lanes: 16 with AVX-512F, 8 with
      * AVX). Wider generic vectors are valid C but several times slower. The
      * replay surface stands for no machine, so runs and benches on it use 16
      * (every width), as do tests whose counts must not depend on the

@@ -127,4 +127,9 @@ typedef const char *(*dt_name_at_fn)(int i);
  * buf of len > 0 bytes, truncated to fit; for "... is not one of a, b, c". */
 void dt_names_join(dt_name_at_fn name_at, char *buf, size_t len);
 
+/* dt_names_join with sep between the names and last before the last one:
+ * "a, b or c" for sep ", " and last " or " (for help texts). */
+void dt_names_join_sep(dt_name_at_fn name_at, const char *sep, const char *last, char *buf,
+                       size_t len);
+
 #endif

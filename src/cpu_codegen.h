@@ -1,15 +1,15 @@
-/* codegen_cpu.h — C source for one configuration of one CPU task.
+/* cpu_codegen.h — C source for one configuration of one CPU task.
  *
  * A configuration (space point) is first read into a dt_cpu_plan: the tile
  * sizes, loop order, unrolling, vector width and weight packing it asks for.
- * dt_codegen_cpu then writes a self-contained C11 (GNU) translation unit that
+ * dt_cpu_codegen then writes a self-contained C11 (GNU) translation unit that
  * the builders compile with `cc DT_CPU_KERNEL_CFLAGS -shared -fPIC` (plus
  * -fopenmp when plan->threads > 1). The source is the kernel alone: the
- * harness that checks and times it is runner.c, and `dtune export` writes
+ * harness that checks and times it is cpu_runner.c, and `dtune export` writes
  * the same source into a library (export.h).
  *
- * Every generated artifact exports three symbols; dt_codegen_cpu names them
- * as below, dt_codegen_cpu_named puts its own ENTRY in place of dt_kernel
+ * Every generated artifact exports three symbols; dt_cpu_codegen names them
+ * as below, dt_cpu_codegen_named puts its own ENTRY in place of dt_kernel
  * (ENTRY_workspace, ENTRY_prepare, ENTRY):
  *
  *   size_t dt_kernel_workspace(void);
@@ -42,8 +42,8 @@
  * tile m_block rows x n_block columns) or over K as dot products on the
  * weights as stored (pack_weight = 0; m_block x n_block accumulators).
  */
-#ifndef DTUNE_CODEGEN_CPU_H
-#define DTUNE_CODEGEN_CPU_H
+#ifndef DTUNE_CPU_CODEGEN_H
+#define DTUNE_CPU_CODEGEN_H
 
 #include <stdbool.h>
 
@@ -55,7 +55,7 @@
  * the builders add -shared -fPIC, an export's Makefile uses them as they are. */
 #define DT_CPU_KERNEL_CFLAGS "-std=gnu11 -O3 -march=native -ffp-contract=fast"
 
-/* The entry point dt_codegen_cpu names (the runner looks it up by name). */
+/* The entry point dt_cpu_codegen names (the runner looks it up by name). */
 #define DT_CPU_KERNEL_ENTRY "dt_kernel"
 
 /* Registers the register tile may use for accumulators (32 zmm/ymm with
@@ -66,7 +66,7 @@
  * -march=native on this machine: 16 with AVX-512F, 8 with AVX, 4 otherwise
  * (SSE, NEON). A wider generic vector is split by the compiler and runs
  * several times slower, so the space offers no wider one. */
-int dt_cpu_native_lanes(void);
+int dt_cpu_plan_native_lanes(void);
 
 /* Number of loop orders per op kind (the `order` knob's options are
  * 0 .. DT_CPU_*_ORDERS - 1). */
@@ -116,7 +116,7 @@ int dt_cpu_native_lanes(void);
  * input row's full-resolution vectors are multiplied as loaded by weight
  * vectors whose even and odd lanes hold the taps of a pair's two columns,
  * one accumulator per pair offset of the window; the pairs are summed and
- * moved to their output columns once a row (codegen_cpu.c). Valid where a
+ * moved to their output columns once a row (cpu_codegen_pairs.c). Valid where a
  * row's accumulators and weights fit the registers; row_block unrolls the
  * row loop; the tile, order, unroll and pack knobs do not apply. */
 #define DT_CPU_FORM_SLOTS 4
@@ -126,7 +126,7 @@ typedef struct dt_cpu_plan {
     dt_task task;
     int threads;        /* kernel threads; > 1 emits OpenMP */
     int vec;            /* vector lanes: 1, 4, 8 or 16 floats */
-    int order;          /* loop order of the tile loops (see codegen_cpu.c) */
+    int order;          /* loop order of the tile loops (see cpu_codegen_*.c) */
     int unroll;         /* conv: 1 = kw loop unrolled in the source; mm: GCC unroll factor of k */
     int pack_weight;    /* 1: weights packed once in dt_kernel_prepare */
     int red_order;      /* conv2d: 0 = r,s outside ci (input [ci/cb][h][w][cb]); 1 = ci outside r,s */
@@ -141,7 +141,7 @@ typedef struct dt_cpu_plan {
     int m_block, n_block, k_block;
 } dt_cpu_plan;
 
-/* Reads the knobs of point (names as in space_cpu.c: tile_co, tile_oh,
+/* Reads the knobs of point (names as in cpu_space.c: tile_co, tile_oh,
  * tile_ow, tile_ci, tile_m, tile_n, tile_k, order, unroll, vec, pack_weight,
  * red_order, form, tile_rows) into plan; a knob the space lacks takes a safe default. Does not
  * check the plan. */
@@ -158,13 +158,13 @@ int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
 
 /* Writes the C source of plan into *source (malloc'd, caller frees).
  * Returns 0, DT_EINVAL (plan fails dt_cpu_plan_check) or DT_ENOMEM. */
-int dt_codegen_cpu(const dt_cpu_plan *plan, char **source, dt_error *err);
+int dt_cpu_codegen(const dt_cpu_plan *plan, char **source, dt_error *err);
 
-/* dt_codegen_cpu with the entry points named entry, entry_prepare and
+/* dt_cpu_codegen with the entry points named entry, entry_prepare and
  * entry_workspace, so several kernels can be linked into one program.
- * Returns what dt_codegen_cpu returns; DT_EINVAL too when entry is not a C
+ * Returns what dt_cpu_codegen returns; DT_EINVAL too when entry is not a C
  * identifier. */
-int dt_codegen_cpu_named(const dt_cpu_plan *plan, const char *entry, char **source,
+int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **source,
                          dt_error *err);
 
 

@@ -1,6 +1,6 @@
-/* backend_cpu.c — the `cpu` backend (see backend_cpu.h).
+/* cpu_backend.c — the `cpu` backend (see cpu_backend.h).
  *
- * Builders call dt_cpu_build_source concurrently: the cache key is computed
+ * Builders call dt_cpu_backend_build_source concurrently: the cache key is computed
  * from the text, a hit costs one access(2), a miss writes KEY.c and runs the
  * compiler to a private temporary name which is renamed into place, so two
  * builders compiling the same source both end with a complete KEY.so and a
@@ -18,7 +18,7 @@
  * temporaries and prunes to measure.cache_mb, and every CACHE_PRUNE_EVERY
  * compiles one builder prunes again (least recently used first).
  */
-#include "dtune/backend_cpu.h"
+#include "cpu_backend.h"
 #include "dtune/measure.h"
 
 #include <errno.h>
@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "cpu_cache.h"
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/util.h"
 
 extern char **environ;
@@ -63,7 +63,7 @@ typedef struct cpu_backend {
     pthread_mutex_t cache_mu;    /* one pruning at a time */
 
     pthread_mutex_t runner_mu;
-    dt_runner *runner;
+    dt_cpu_runner *runner;
     uint64_t *checked;
     size_t nchecked, checked_cap;
     dt_roofline roofline;        /* the probes' figures, once roofline_state > 0; a
@@ -111,14 +111,14 @@ static void cache_key(const char *cmd, const char *source, char key[33])
     snprintf(key, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *opts)
+void dt_cpu_backend_default_options(const dt_measure_params *measure, dt_cpu_options *opts)
 {
     opts->compile_timeout_s = measure ? dt_measure_compile_timeout(measure) : 60;
     opts->runner_exe = NULL;
     opts->pin = true;
 }
 
-void dt_cpu_task_memory(dt_model_memory *memory)
+void dt_cpu_backend_task_memory(dt_model_memory *memory)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     memset(memory, 0, sizeof *memory);
@@ -132,8 +132,8 @@ void dt_cpu_task_memory(dt_model_memory *memory)
 
 static void cpu_close(void *state);
 
-int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
-                dt_error *err)
+int dt_cpu_backend_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
+                        dt_error *err)
 {
     *state = NULL;
     cpu_backend *b = calloc(1, sizeof *b);
@@ -162,10 +162,10 @@ int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, voi
     dt_cpu_cache_prune(b->cache_dir, b->cache_limit);
     b->limits = dt_proclimit_from_settings(b->measure.limit_memory_mb, b->measure.limit_cpu_seconds,
                                            b->measure.limit_open_files);
-    dt_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
+    dt_cpu_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
                             .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds,
                             .limits = b->limits };
-    if ((rc = dt_runner_new(&rp, &b->runner, err)) < 0)
+    if ((rc = dt_cpu_runner_new(&rp, &b->runner, err)) < 0)
         goto fail;
     *state = b;
     return 0;
@@ -177,8 +177,8 @@ fail:
 static int cpu_open(const dt_backend_params *params, void **state, dt_error *err)
 {
     dt_cpu_options opts;
-    dt_cpu_default_options(params->measure, &opts);
-    return dt_cpu_open(params, &opts, state, err);
+    dt_cpu_backend_default_options(params->measure, &opts);
+    return dt_cpu_backend_open(params, &opts, state, err);
 }
 
 static void cpu_close(void *state)
@@ -186,7 +186,7 @@ static void cpu_close(void *state)
     cpu_backend *b = state;
     if (!b)
         return;
-    dt_runner_free(b->runner);
+    dt_cpu_runner_free(b->runner);
     pthread_mutex_destroy(&b->runner_mu);
     pthread_mutex_destroy(&b->cache_mu);
     free(b->checked);
@@ -335,8 +335,8 @@ static int run_compiler(cpu_backend *b, const char *cfile, const char *sofile, i
     return rc < 0 ? rc : 0;
 }
 
-int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifact *out,
-                        dt_error *err)
+int dt_cpu_backend_build_source(void *state, const char *source, int threads, dt_artifact *out,
+                                dt_error *err)
 {
     cpu_backend *b = state;
     memset(out, 0, sizeof *out);
@@ -378,7 +378,7 @@ static int cpu_build(void *state, const dt_space *space, const dt_point *point,
     dt_cpu_plan_from_point(space, point, b->measure.threads, &plan);
     char *source = NULL;
     dt_error why;
-    int rc = dt_codegen_cpu(&plan, &source, &why);
+    int rc = dt_cpu_codegen(&plan, &source, &why);
     if (rc == DT_EINVAL) {
         out->result = DT_RESULT_INVALID;
         (void)fmt_str(out->detail, sizeof out->detail, "%s", why.msg);
@@ -389,7 +389,7 @@ static int cpu_build(void *state, const dt_space *space, const dt_point *point,
             *err = why;
         return rc;
     }
-    rc = dt_cpu_build_source(b, source, plan.threads, out, err);
+    rc = dt_cpu_backend_build_source(b, source, plan.threads, out, err);
     free(source);
     return rc;
 }
@@ -424,7 +424,7 @@ static void mark_checked(cpu_backend *b, uint64_t key)
 }
 
 static void fill_request(const cpu_backend *b, const dt_task *task, const char *path,
-                         dt_runner_request *req)
+                         dt_cpu_runner_request *req)
 {
     memset(req, 0, sizeof *req);
     (void)fmt_str(req->artifact, sizeof req->artifact, "%s", path);
@@ -439,16 +439,16 @@ static void fill_request(const cpu_backend *b, const dt_task *task, const char *
     req->threads = b->measure.threads;
 }
 
-int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
-                        dt_measure_result *out, dt_error *err)
+int dt_cpu_backend_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
+                                dt_measure_result *out, dt_error *err)
 {
     cpu_backend *b = state;
-    dt_runner_request req;
+    dt_cpu_runner_request req;
     fill_request(b, task, artifact->path, &req);
     uint64_t key = mix(fnv1a(artifact->path, 0xcbf29ce484222325ULL));
     pthread_mutex_lock(&b->runner_mu);
     req.check = b->measure.check_output && !was_checked(b, key);
-    int rc = dt_runner_run(b->runner, &req, out, err);
+    int rc = dt_cpu_runner_run(b->runner, &req, out, err);
     if (rc == 0 && req.check && out->result == DT_RESULT_OK)
         mark_checked(b, key);
     pthread_mutex_unlock(&b->runner_mu);
@@ -459,7 +459,7 @@ int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *art
 static int cpu_run(void *state, const dt_space *space, const dt_point *point,
                    const dt_artifact *artifact, dt_measure_result *out, dt_error *err)
 {
-    return dt_cpu_run_artifact(state, &space->task, artifact, out, err);
+    return dt_cpu_backend_run_artifact(state, &space->task, artifact, out, err);
 }
 
 /* The naive reference, timed by the runner like a candidate; a few calls
@@ -467,14 +467,14 @@ static int cpu_run(void *state, const dt_space *space, const dt_point *point,
 static int cpu_reference(void *state, const dt_task *task, dt_measure_result *out, dt_error *err)
 {
     cpu_backend *b = state;
-    dt_runner_request req;
+    dt_cpu_runner_request req;
     fill_request(b, task, "", &req);
     req.reference = true;
     req.min_batches = 1;
     req.max_repeats = 3;
     req.micro_batch = 1;
     pthread_mutex_lock(&b->runner_mu);
-    int rc = dt_runner_run(b->runner, &req, out, err);
+    int rc = dt_cpu_runner_run(b->runner, &req, out, err);
     pthread_mutex_unlock(&b->runner_mu);
     return rc;
 }
@@ -614,18 +614,18 @@ static double run_probe(cpu_backend *b, char *src, int threads)
 {
     dt_artifact a;
     dt_measure_result res = { 0 };
-    int rc = src ? dt_cpu_build_source(b, src, threads, &a, NULL) : -1;
+    int rc = src ? dt_cpu_backend_build_source(b, src, threads, &a, NULL) : -1;
     free(src);
     if (rc != 0 || a.result != DT_RESULT_OK)
         return -1;
-    dt_runner_request req;
+    dt_cpu_runner_request req;
     fill_request(b, &probe_task, a.path, &req);
     req.min_batches = 3;
     req.max_repeats = 10;
     req.cv_threshold = 0.01;
     req.micro_batch = 0;
     pthread_mutex_lock(&b->runner_mu);
-    rc = dt_runner_run(b->runner, &req, &res, NULL);
+    rc = dt_cpu_runner_run(b->runner, &req, &res, NULL);
     pthread_mutex_unlock(&b->runner_mu);
     return rc == 0 && res.result == DT_RESULT_OK ? res.gflops : -1;
 }
@@ -794,12 +794,12 @@ static double cpu_peak_gflops(void *state, const dt_task *task)
     return cpu_roofline(state, task ? task->bytes : -1, &r) == 0 ? r.peak_gflops : 0;
 }
 
-dt_runner *dt_cpu_runner(void *state)
+dt_cpu_runner *dt_cpu_backend_runner(void *state)
 {
     return ((cpu_backend *)state)->runner;
 }
 
-const dt_backend_i dt_backend_cpu = {
+const dt_backend_i dt_cpu_backend = {
     .name = "cpu",
     .target = DT_TARGET_CPU,
     .open = cpu_open,

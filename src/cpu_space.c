@@ -1,10 +1,10 @@
-/* space_cpu.c — the CPU knob templates, one row per op kind.
+/* cpu_space.c — the CPU knob templates, one row per op kind.
  *
- * The knobs are the ones codegen_cpu turns into loop nests (see the table at
- * the top of codegen_cpu.c): register tiles of output channels (the
+ * The knobs are the ones cpu_codegen turns into loop nests (see the table at
+ * the top of cpu_codegen.c): register tiles of output channels (the
  * vectorised axis) and width, row and reduction tiles, loop order, reduction
  * order, unrolling, vector width and weight packing. A point is valid exactly
- * when codegen_cpu can generate it (dt_cpu_plan_check): tiles divisible by
+ * when cpu_codegen can generate it (dt_cpu_plan_check): tiles divisible by
  * the vector width and a register tile within the 32 vector registers of
  * AVX-512, so the space and the generator cannot disagree. The vector width
  * knob offers only widths up to the machine's (dt_space_opts): wider
@@ -14,7 +14,7 @@
  * The `form` knob (DT_CPU_FORM_BLOCKED / DT_CPU_FORM_PIXELS, and for
  * depthwise DT_CPU_FORM_PLANE, valid where each of its taps fits two vector
  * loads, and DT_CPU_FORM_PAIRS and DT_CPU_FORM_SLOTS where the rows' stride
- * is 2; see codegen_cpu.h) is offered where the blocked form's layout conversions
+ * is 2; see cpu_codegen.h) is offered where the blocked form's layout conversions
  * dominate: every depthwise convolution, 1x1 convolutions (expansions and
  * projections on large maps with few channels, strided 1x1) and
  * convolutions with at most DT_CPU_PIXELS_MAX_CIN input channels (a
@@ -29,7 +29,7 @@
  */
 #include <string.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "space_table.h"
 
 static const int vec_widths[] = { 1, 4, 8, 16 };
@@ -56,7 +56,7 @@ static const int unroll_factors[] = { 1, 2, 4, 8 };
 static int add_vec_knob(dt_space *s)
 {
     if (s->cpu_max_vec == 0)
-        s->cpu_max_vec = dt_cpu_native_lanes();
+        s->cpu_max_vec = dt_cpu_plan_native_lanes();
     int n = 0;
     while (n < NELEMS(vec_widths) && vec_widths[n] <= s->cpu_max_vec)
         n++;
@@ -141,7 +141,7 @@ static int build_matmul(dt_space *s)
     return 0;
 }
 
-/* The knobs the plane, pairs and slots forms read (codegen_cpu.h); each
+/* The knobs the plane, pairs and slots forms read (cpu_codegen.h); each
  * builds one kernel for every value of the others. */
 static const char *const plane_knobs[] = { "form", "vec", "unroll_kw", "tile_rows", NULL };
 static const char *const strided_knobs[] = { "form", "vec", "tile_rows", NULL };
@@ -191,7 +191,7 @@ static bool valid_plan(const dt_space *s, const dt_point *p)
     return dt_space_same_point(s, &q, p);
 }
 
-const dt_space_template dt_space_cpu_templates[DT_OP_KIND_COUNT] = {
+const dt_space_template dt_cpu_space_templates[DT_OP_KIND_COUNT] = {
     [DT_OP_CONV2D] = { build_conv, valid_plan },
     [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_plan, canonical_point },
     [DT_OP_DENSE] = { build_matmul, valid_plan },

@@ -1,7 +1,7 @@
-/* backend_cpu.h — the `cpu` backend: codegen_cpu + the system C compiler in
- * the builder threads, timing in the runner process (runner.h).
+/* cpu_backend.h — the `cpu` backend: cpu_codegen + the system C compiler in
+ * the builder threads, timing in the runner process (cpu_runner.h).
  *
- * build: the point's plan is generated (codegen_cpu.h) and compiled with
+ * build: the point's plan is generated (cpu_codegen.h) and compiled with
  * `cc -std=gnu11 -O3 -march=native -ffp-contract=fast -shared -fPIC`
  * (+ -fopenmp when measure.threads > 1; $DTUNE_CC replaces cc) into the
  * content-addressed cache WORK_DIR/cache/KEY.so, KEY = 128-bit hash of the
@@ -13,42 +13,42 @@
  * in this backend (when measure.check_output) and timed by the runner with
  * the CV rule. peak_gflops: an FMA probe compiled and timed the same way.
  */
-#ifndef DTUNE_BACKEND_CPU_H
-#define DTUNE_BACKEND_CPU_H
+#ifndef DTUNE_CPU_BACKEND_H
+#define DTUNE_CPU_BACKEND_H
 
 #include <stdbool.h>
 
 #include "dtune/backend.h"
-#include "dtune/runner.h"
+#include "cpu_runner.h"
 
-extern const dt_backend_i dt_backend_cpu;
+extern const dt_backend_i dt_cpu_backend;
 
 /* Settings beyond dt_backend_params, for tests and benches. */
 typedef struct dt_cpu_options {
     double compile_timeout_s;   /* default dt_measure_compile_timeout(measure) */
-    const char *runner_exe;     /* NULL: runner.h's default */
+    const char *runner_exe;     /* NULL: cpu_runner.h's default */
     bool pin;                   /* pin the runner to its own core(s); default true */
 } dt_cpu_options;
 
-void dt_cpu_default_options(const dt_measure_params *measure, dt_cpu_options *opts);
+void dt_cpu_backend_default_options(const dt_measure_params *measure, dt_cpu_options *opts);
 
-/* dt_backend_cpu.open with explicit options. */
-int dt_cpu_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
-                dt_error *err);
+/* dt_cpu_backend.open with explicit options. */
+int dt_cpu_backend_open(const dt_backend_params *params, const dt_cpu_options *opts, void **state,
+                        dt_error *err);
 
-/* Compiles source (with codegen_cpu's entry points) into the cache; threads
+/* Compiles source (with cpu_codegen's entry points) into the cache; threads
  * > 1 adds -fopenmp. Thread-safe. Candidate problems are out->result;
  * returns < 0 only when the backend itself failed (cannot write the cache,
  * cannot start the compiler). */
-int dt_cpu_build_source(void *state, const char *source, int threads, dt_artifact *out,
-                        dt_error *err);
+int dt_cpu_backend_build_source(void *state, const char *source, int threads, dt_artifact *out,
+                                dt_error *err);
 
 /* Checks (first time only, when enabled) and times an artifact for task. */
-int dt_cpu_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
-                        dt_measure_result *out, dt_error *err);
+int dt_cpu_backend_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
+                                dt_measure_result *out, dt_error *err);
 
 /* The backend's runner (for its pid, restarts and cores). */
-dt_runner *dt_cpu_runner(void *state);
+dt_cpu_runner *dt_cpu_backend_runner(void *state);
 
 /* The share of physical memory one task's tensors may take on the CPU (the
  * daemon, the compilers and the system need the rest). */
@@ -56,6 +56,12 @@ dt_runner *dt_cpu_runner(void *state);
 
 /* The CPU target's task_memory (target.h): DT_CPU_MEMORY_SHARE of physical
  * memory, read with sysconf. */
-void dt_cpu_task_memory(dt_model_memory *memory);
+void dt_cpu_backend_task_memory(dt_model_memory *memory);
+
+/* The CPU target's fingerprint (target.h; cpu_machine.c): "MODEL NAME,
+ * family F model M stepping S, SIMD FLAGS, nproc N" of /proc/cpuinfo's first
+ * processor; device is not used. Returns 0 or DT_EIO (/proc/cpuinfo
+ * unreadable). */
+int dt_cpu_machine_fingerprint(int device, char *buf, size_t len, dt_error *err);
 
 #endif

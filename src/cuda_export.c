@@ -1,6 +1,6 @@
-/* export_cuda.c — the CUDA form of an export (see export.h).
+/* cuda_export.c — the CUDA form of an export (see export.h).
  *
- * Each tuned kernel is the NVRTC source codegen_cuda writes for the
+ * Each tuned kernel is the NVRTC source cuda_codegen writes for the
  * measurement, kept twice: as kernels/TASK.cu to read, and as a string in
  * NAME_cuda.c with its launch geometry (dt_cuda_plan_launch). The loader in
  * NAME_cuda.c reaches libcuda.so.1 and NVRTC through dlopen, as cuda_api.c
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 
 static int write_header(const export_job *job, dt_error *err)
 {
@@ -92,7 +92,7 @@ static int emit_kernel(const export_job *job, int i, dt_buf *table, dt_error *er
         dt_cuda_plan_from_point(&space, &point, &plan);
         dt_space_free(&space);
         dt_error why;
-        if ((rc = dt_codegen_cuda(&plan, &source, &why)) != 0)
+        if ((rc = dt_cuda_codegen(&plan, &source, &why)) != 0)
             return dt_error_set(err, rc, "task %s: %s", c->task.name, why.msg);
         dt_cuda_plan_launch(&plan, &launch);
         dt_buf cu = { 0 };
@@ -453,24 +453,18 @@ static const char test_body[] =
 
 static int write_test(const export_job *job, dt_error *err)
 {
-    const dt_measure_params *m = &job->params->measure;
     const char *l = job->lib;
     dt_buf b = { 0 };
     export_emit(&b, "/* %s_cuda_test.c — checks every kernel of %s_cuda.h on device 0 against\n"
                     " * the reference loops and times it with dtune's rule; `./%s_cuda_test --help`.\n"
                     " * Timing: micro-batches of launches closed by a synchronisation, on the\n"
                     " * host clock (dtune's own runner uses CUDA events). */\n"
-                    "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-                    "#include <string.h>\n#include <time.h>\n\n#include \"%s_cuda.h\"\n\n"
+                    "%s#include \"%s_cuda.h\"\n\n"
                     "#define API(x) %s_##x\ntypedef %s_cuda_kernel_info kernel_info;\n"
-                    "#define KERNELS %s_cuda_kernels\n#define NKERNELS %s_CUDA_NKERNELS\n\n"
-                    "/* dtune's measure settings of the export */\n"
-                    "#define TOLERANCE %.17g\n#define MIN_BATCHES %d\n#define MAX_REPEATS %d\n"
-                    "#define CV_THRESHOLD %.17g\n#define AUTO_BATCH_S %.17g\n"
-                    "#define AUTO_BATCH_MAX_CALLS %d\n#define SEED 1ULL\n\n%s%s%s",
-                l, l, l, l, l, l, l, job->upper, m->tolerance, m->min_batches, m->max_repeats,
-                m->cv_threshold, DT_CUDA_AUTO_BATCH_S, DT_CUDA_AUTO_BATCH_MAX_CALLS,
-                export_reference_body, export_test_common, test_body);
+                    "#define KERNELS %s_cuda_kernels\n#define NKERNELS %s_CUDA_NKERNELS\n\n",
+                l, l, l, export_test_includes, l, l, l, l, job->upper);
+    export_emit_test_settings(&b, job, DT_CUDA_AUTO_BATCH_S, DT_CUDA_AUTO_BATCH_MAX_CALLS);
+    export_emit(&b, "%s%s%s", export_reference_body, export_test_common, test_body);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_cuda_test.c", l);
     return export_write_file(job, name, &b, err);
@@ -487,8 +481,8 @@ static int write_loader(const export_job *job, dt_error *err)
                     "#define KERNEL_NAME \"%s\"\ntypedef %s_cuda_kernel_info kernel_info;\n\n"
                     "static const char *const NVRTC_NAMES[] = {", l, l, l, l, l, job->upper,
                 DT_CUDA_KERNEL_NAME, l);
-    for (int i = 0; dt_nvrtc_library_at(i); i++)
-        export_emit(&b, " \"%s\",", dt_nvrtc_library_at(i));
+    for (int i = 0; dt_cuda_api_nvrtc_library_at(i); i++)
+        export_emit(&b, " \"%s\",", dt_cuda_api_nvrtc_library_at(i));
     export_emit(&b, " NULL };\n\nconst kernel_info KERNELS[NKERNELS] = {\n");
     for (int i = 0; i < job->n; i++) {
         int rc = emit_kernel(job, i, &b, err);
@@ -523,10 +517,16 @@ static int write_makefile(const export_job *job, dt_error *err)
     return export_write_file(job, "Makefile", &b, err);
 }
 
-int export_write_cuda(const export_job *job, dt_error *err)
+static int write_cuda(const export_job *job, dt_error *err)
 {
     int rc = write_header(job, err);
     rc = rc ? rc : write_loader(job, err);
     rc = rc ? rc : write_test(job, err);
     return rc ? rc : write_makefile(job, err);
 }
+
+const dt_export_form dt_cuda_export = {
+    .write = write_cuda,
+    .vector_widths = false,
+    .build_hint = "build the loader and its test: make -C %s (the test runs on a machine with the GPU)",
+};

@@ -1,11 +1,11 @@
-/* codegen_cuda.h — CUDA C source and launch geometry of one configuration of
+/* cuda_codegen.h — CUDA C source and launch geometry of one configuration of
  * one task, shaped like AutoTVM's conv2d_nchw.cuda / dense / batch_matmul
  * templates.
  *
  * A configuration (space point) is first read into a dt_cuda_plan: the 4-way
  * splits of the output axes (block, virtual thread, thread, inner), the 2-way
  * splits of the reduction axes (outer loop, inner loop staged through shared
- * memory) and the unrolling knobs. dt_codegen_cuda writes one translation unit
+ * memory) and the unrolling knobs. dt_cuda_codegen writes one translation unit
  * for NVRTC holding one kernel, `extern "C" __global__ void dt_kernel(const
  * float *input, const float *weight, float *output)`, over the task's tensors
  * as model.h lays them out (NCHW / OIHW; [B][M][K] x [B][N][K] -> [B][M][N]).
@@ -39,8 +39,8 @@
  * per iteration with the loop variable as a constant (unroll_explicit = 1).
  * With auto_unroll_max_step = 0 the source has plain loops only.
  */
-#ifndef DTUNE_CODEGEN_CUDA_H
-#define DTUNE_CODEGEN_CUDA_H
+#ifndef DTUNE_CUDA_CODEGEN_H
+#define DTUNE_CUDA_CODEGEN_H
 
 #include <stddef.h>
 
@@ -81,7 +81,7 @@ typedef struct dt_cuda_limits {
 
 #define DT_CUDA_MAX_ACCUMULATORS 256
 
-void dt_cuda_limits_default(dt_cuda_limits *limits);
+void dt_cuda_plan_limits_default(dt_cuda_limits *limits);
 
 /* Launch geometry of a plan. */
 typedef struct dt_cuda_launch {
@@ -91,7 +91,7 @@ typedef struct dt_cuda_launch {
 } dt_cuda_launch;
 
 /* Reads the knobs of point (tile_f, tile_y, tile_x, tile_rc, tile_ry, tile_rx,
- * tile_k, tile_kt, auto_unroll_max_step, unroll_explicit, as in space_cuda.c) into
+ * tile_k, tile_kt, auto_unroll_max_step, unroll_explicit, as in cuda_space.c) into
  * plan; an absent split is all ones except its block part, which takes the
  * whole axis. Does not check the plan. */
 void dt_cuda_plan_from_point(const dt_space *space, const dt_point *point, dt_cuda_plan *plan);
@@ -112,7 +112,7 @@ int dt_cuda_plan_check(const dt_cuda_plan *plan, const dt_cuda_limits *limits, d
  * Launch limits are not checked here (the device's may exceed the defaults).
  * Returns 0, DT_EINVAL (a split does not factor its axis, or a tensor is too
  * large for int indexing) or DT_ENOMEM. */
-int dt_codegen_cuda(const dt_cuda_plan *plan, char **source, dt_error *err);
+int dt_cuda_codegen(const dt_cuda_plan *plan, char **source, dt_error *err);
 
 /* One-line description, e.g. "f=[2,2,16,1] y=[...] ... unroll=512/1". */
 void dt_cuda_plan_str(const dt_cuda_plan *plan, char *buf, size_t len);

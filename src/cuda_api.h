@@ -9,7 +9,7 @@
  * capability, limits, peak).
  *
  * Every entry point returns the library's own status code (0 = success);
- * dt_cuda_status_str turns a driver code into text.
+ * dt_cuda_api_status_str turns a driver code into text.
  */
 #ifndef DTUNE_CUDA_API_H
 #define DTUNE_CUDA_API_H
@@ -118,11 +118,11 @@ typedef struct dt_cuda_driver {
 /* The driver table, loaded once per process from libcuda.so.1. Returns 0 and
  * *out (valid for the life of the process), or DT_ENODEV with the reason
  * (dlopen's or the missing symbol's message) in err. */
-int dt_cuda_driver_load(const dt_cuda_driver **out, dt_error *err);
+int dt_cuda_api_driver_load(const dt_cuda_driver **out, dt_error *err);
 
 /* Text of a driver status code, e.g. "an illegal memory access was
  * encountered (700)"; works without a loaded driver (prints the number). */
-void dt_cuda_status_str(dt_cu_result r, char *buf, size_t len);
+void dt_cuda_api_status_str(dt_cu_result r, char *buf, size_t len);
 
 /* --- NVRTC --- */
 typedef struct dt_nvrtc_prog_st *dt_nvrtc_program;
@@ -153,17 +153,17 @@ typedef struct dt_nvrtc {
  * libnvrtc.so.12 by the loader's search path, then the same names under
  * $CUDA_HOME/lib64 and /usr/local/cuda/lib64. Returns 0 and *out, or DT_ELIB
  * naming what was tried. */
-int dt_nvrtc_load(const dt_nvrtc **out, dt_error *err);
+int dt_cuda_api_nvrtc_load(const dt_nvrtc **out, dt_error *err);
 
-/* The i-th NVRTC library name dt_nvrtc_load tries, NULL past the last (an
+/* The i-th NVRTC library name dt_cuda_api_nvrtc_load tries, NULL past the last (an
  * export's loader tries the same). */
-const char *dt_nvrtc_library_at(int i);
+const char *dt_cuda_api_nvrtc_library_at(int i);
 
 /* The architecture to compile for on a device of compute capability cc
  * (major * 10 + minor): cc itself when NVRTC supports it (*ptx = false, a
  * cubin), else the highest supported architecture below it (*ptx = true:
  * PTX the driver JIT-compiles). Returns -1 when NVRTC supports none. */
-int dt_nvrtc_pick_arch(const dt_nvrtc *nvrtc, int cc, bool *ptx);
+int dt_cuda_api_nvrtc_pick_arch(const dt_nvrtc *nvrtc, int cc, bool *ptx);
 
 /* A compiled image (cubin or NUL-terminated PTX), malloc'd. */
 typedef struct dt_cuda_image {
@@ -174,13 +174,13 @@ typedef struct dt_cuda_image {
 
 /* Compiles source (name used in messages) for arch: a cubin for sm_ARCH, or
  * PTX for compute_ARCH when ptx is true. Thread-safe (NVRTC programs are
- * per-call). Returns 0 and fills image (free with dt_cuda_image_free);
+ * per-call). Returns 0 and fills image (free with dt_cuda_api_image_free);
  * DT_EFAIL when the source does not compile, with the first error line of
  * the log in err; DT_ELIB or DT_ENOMEM when NVRTC itself fails. */
-int dt_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name, int arch,
-                     bool ptx, dt_cuda_image *image, dt_error *err);
+int dt_cuda_api_nvrtc_compile(const dt_nvrtc *nvrtc, const char *source, const char *name, int arch,
+                              bool ptx, dt_cuda_image *image, dt_error *err);
 
-void dt_cuda_image_free(dt_cuda_image *image);
+void dt_cuda_api_image_free(dt_cuda_image *image);
 
 /* --- One device as the driver reports it ------------------------------------ */
 
@@ -206,14 +206,14 @@ typedef struct dt_cuda_device_info {
  * ordinal out of range. Returns 0, or DT_ENODEV with the reason (no
  * driver, "cuInit: ...", "measure.cuda_device 3: the driver reports 2 CUDA
  * devices (0 to 1)"). */
-int dt_cuda_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
-                        dt_error *err);
+int dt_cuda_api_device_open(int ordinal, const dt_cuda_driver **cu, dt_cu_device *dev, int *count,
+                            dt_error *err);
 
-/* Probes device `ordinal` (dt_cuda_device_open, then its name and
+/* Probes device `ordinal` (dt_cuda_api_device_open, then its name and
  * attributes; no context). Returns 0, or DT_ENODEV with the reason
  * ("libcuda.so.1: cannot open shared object file: ...", "cuInit: no
  * CUDA-capable device is detected (100)", ...). */
-int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err);
+int dt_cuda_api_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err);
 
 /* The device a measurement worker of an MPI job uses: explicit_device when
  * it is >= 0 (the user set measure.cuda_device), else its index among the
@@ -223,10 +223,10 @@ int dt_cuda_device_probe(int ordinal, dt_cuda_device_info *info, dt_error *err);
  * them, in which case it is node rank 0. device_count < 1 gives 0. Where
  * CUDA_VISIBLE_DEVICES leaves each rank one device, device_count is 1 and
  * every worker takes that one. */
-int dt_cuda_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device);
+int dt_cuda_api_worker_device(int node_rank, bool rank0_on_node, int device_count, int explicit_device);
 
 /* Peak fp32 GFLOPS: SMs x fp32 lanes per SM (by compute capability) x 2 x
  * clock; 0 when the clock is unknown. */
-double dt_cuda_peak_gflops(const dt_cuda_device_info *info);
+double dt_cuda_api_peak_gflops(const dt_cuda_device_info *info);
 
 #endif

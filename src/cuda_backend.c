@@ -1,5 +1,5 @@
-/* backend_cuda.c — the `cuda` backend: NVRTC builds in the builder threads,
- * timing in a separate measurement process (see backend_cuda.h).
+/* cuda_backend.c — the `cuda` backend: NVRTC builds in the builder threads,
+ * timing in a separate measurement process (see cuda_backend.h).
  *
  * Parent and measurement process talk over one AF_UNIX stream socket in
  * fixed-size messages (both ends are the same executable, so the structs are
@@ -10,7 +10,7 @@
  * result. The parent kills a child that overruns and starts a new one on the
  * next run; a child whose context was lost exits after answering.
  */
-#include "dtune/backend_cuda.h"
+#include "cuda_backend.h"
 #include "ipc.h"
 
 #include <errno.h>
@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/codegen_cuda.h"
-#include "dtune/cuda_api.h"
-#include "dtune/cuda_runner.h"
+#include "cuda_codegen.h"
+#include "cuda_api.h"
+#include "cuda_runner.h"
 #include "dtune/measure.h"
 #include "dtune/proclimit.h"
 #include "dtune/util.h"
@@ -58,7 +58,7 @@ typedef struct cuda_backend {
     int arch;
     bool ptx;
     atomic_ulong tmp_counter;      /* unique temporary names across builders */
-    bool build_only;               /* dt_cuda_open_builder's: no device behind it */
+    bool build_only;               /* dt_cuda_backend_open_builder's: no device behind it */
     /* the runner thread's: the measurement process */
     pid_t child;
     int sock;
@@ -80,7 +80,7 @@ static int runner_path(char *out, size_t len, dt_error *err)
 
 static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
 {
-    dt_cuda_limits_default(l);
+    dt_cuda_plan_limits_default(l);
     l->max_threads = d->max_threads;
     l->max_shared_bytes = d->max_shared_optin > d->max_shared ? d->max_shared_optin : d->max_shared;
     l->max_grid_yz = d->max_grid_y < d->max_grid_z ? d->max_grid_y : d->max_grid_z;
@@ -89,10 +89,10 @@ static void device_limits(const dt_cuda_device_info *d, dt_cuda_limits *l)
 /* Everything but the device probe: b->device is set. */
 static int setup(cuda_backend *b, const dt_backend_params *params, dt_error *err)
 {
-    int rc = dt_nvrtc_load(&b->nvrtc, err);
+    int rc = dt_cuda_api_nvrtc_load(&b->nvrtc, err);
     if (rc)
         return rc;
-    b->arch = dt_nvrtc_pick_arch(b->nvrtc, b->device.cc, &b->ptx);
+    b->arch = dt_cuda_api_nvrtc_pick_arch(b->nvrtc, b->device.cc, &b->ptx);
     if (b->arch < 0)
         return dt_error_set(err, DT_ENOTSUP, "%s cannot compile for compute capability %d.%d",
                             b->nvrtc->path, b->device.cc / 10, b->device.cc % 10);
@@ -122,7 +122,7 @@ static int open_for(const dt_cuda_device_info *device, const dt_backend_params *
     b->build_only = device != NULL;
     if (device)
         b->device = *device;
-    else if (dt_cuda_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
+    else if (dt_cuda_api_device_probe(params->measure->cuda_device, &b->device, &why) != 0)
         rc = dt_error_set(err, DT_ENODEV, "no CUDA device found: %s", why.msg);
     if (rc == 0)
         rc = setup(b, params, err);
@@ -139,13 +139,13 @@ static int cuda_open(const dt_backend_params *params, void **state, dt_error *er
     return open_for(NULL, params, state, err);
 }
 
-int dt_cuda_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
-                         void **state, dt_error *err)
+int dt_cuda_backend_open_builder(const dt_cuda_device_info *device, const dt_backend_params *params,
+                                 void **state, dt_error *err)
 {
     return open_for(device, params, state, err);
 }
 
-void dt_cuda_device_hopper(dt_cuda_device_info *d)
+void dt_cuda_backend_device_hopper(dt_cuda_device_info *d)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "compute capability 9.0, not present");
@@ -209,14 +209,14 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
 {
     char *source = NULL;
     dt_error why;
-    int rc = dt_codegen_cuda(plan, &source, &why);
+    int rc = dt_cuda_codegen(plan, &source, &why);
     if (rc) {
         artifact_result(out, DT_RESULT_INVALID, why.msg);
         return rc == DT_ENOMEM ? dt_error_set(err, rc, "%s", why.msg) : 0;
     }
     dt_cuda_image image;
     double start = dt_now_seconds();
-    rc = dt_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
+    rc = dt_cuda_api_nvrtc_compile(b->nvrtc, source, plan->task.name, b->arch, b->ptx, &image, &why);
     out->compile_ms = (dt_now_seconds() - start) * 1e3;
     free(source);
     if (rc == DT_ENOMEM)
@@ -226,7 +226,7 @@ static int compile_plan(cuda_backend *b, const dt_cuda_plan *plan, dt_artifact *
         return 0;
     }
     rc = write_image(b, out->path, &image, err);
-    dt_cuda_image_free(&image);
+    dt_cuda_api_image_free(&image);
     if (rc == 0 && out->compile_ms > dt_measure_compile_timeout(&b->measure) * 1e3)
         artifact_result(out, DT_RESULT_COMPILE_TIMEOUT, "NVRTC ran past the compile limit");
     return rc;
@@ -332,7 +332,7 @@ static bool serve_request(dt_cuda_session *s, child_ctx *c, const msg_request *r
     dt_cuda_job job = { &req->task, &req->launch, image, &req->measure, req->seed, announce_ready, c };
     bool lost = false;
     dt_error err = { 0 };
-    int rc = dt_cuda_session_measure(s, &job, &reply.result, &lost, &err);
+    int rc = dt_cuda_runner_session_measure(s, &job, &reply.result, &lost, &err);
     free(image);
     if (rc) {
         reply.phase = PHASE_FAILED;
@@ -347,18 +347,18 @@ static int child_hello(int fd, int ordinal, dt_cuda_session **s)
 {
     msg_hello hello = { .magic = MSG_MAGIC };
     dt_error err = { 0 };
-    hello.status = dt_cuda_session_open(ordinal, s, &hello.device, &err);
+    hello.status = dt_cuda_runner_session_open(ordinal, s, &hello.device, &err);
     snprintf(hello.detail, sizeof hello.detail, "%s", hello.status ? err.msg : "");
     bool sent = dt_ipc_send_all(fd, &hello, sizeof hello);
     return sent && hello.status == 0 ? 0 : 1;
 }
 
-void dt_cuda_task_memory(dt_model_memory *memory)
+void dt_cuda_backend_task_memory(dt_model_memory *memory)
 {
     dt_cuda_device_info device;
     dt_error why;
     memset(memory, 0, sizeof *memory);
-    if (dt_cuda_device_probe(dt_measure_params_default().cuda_device, &device, &why) != 0 ||
+    if (dt_cuda_api_device_probe(dt_measure_params_default().cuda_device, &device, &why) != 0 ||
         !device.memory_bytes)
         return;
     memory->task_bytes = (uint64_t)(DT_CUDA_MEMORY_SHARE * (double)device.memory_bytes);
@@ -366,7 +366,7 @@ void dt_cuda_task_memory(dt_model_memory *memory)
              DT_CUDA_MEMORY_SHARE, (double)device.memory_bytes / (1 << 30), device.name);
 }
 
-int dt_cuda_runner_main(int argc, char **argv)
+int dt_cuda_backend_runner_main(int argc, char **argv)
 {
     if (argc < 3 || strcmp(argv[1], DT_CUDA_RUNNER_ARG) != 0) {
         fprintf(stderr, "usage: %s %s FD (internal: the CUDA measurement process)\n", argv[0],
@@ -391,7 +391,7 @@ int dt_cuda_runner_main(int argc, char **argv)
     int ordinal = argc >= 8 && strcmp(argv[6], "--device") == 0 ? atoi(argv[7]) : 0;
     dt_cuda_session *s = NULL;
     if (child_hello(fd, ordinal, &s) != 0) {
-        dt_cuda_session_close(s);
+        dt_cuda_runner_session_close(s);
         return 1;
     }
     child_ctx c = { .fd = fd };
@@ -408,7 +408,7 @@ int dt_cuda_runner_main(int argc, char **argv)
             break;
         }
     }
-    dt_cuda_session_close(s);
+    dt_cuda_runner_session_close(s);
     close(fd);
     return status;
 }
@@ -607,7 +607,7 @@ static int cuda_run(void *state, const dt_space *space, const dt_point *point,
 static double cuda_peak(void *state, const dt_task *task)
 {
     const cuda_backend *b = state;
-    return dt_cuda_peak_gflops(&b->device);
+    return dt_cuda_api_peak_gflops(&b->device);
 }
 
 static void cuda_close(void *state)
@@ -619,7 +619,7 @@ static void cuda_close(void *state)
     free(b);
 }
 
-const dt_backend_i dt_backend_cuda = {
+const dt_backend_i dt_cuda_backend = {
     .name = "cuda",
     .target = DT_TARGET_CUDA,
     .open = cuda_open,

@@ -1,12 +1,12 @@
-/* runner.h — the CPU measurement process: checks and times compiled kernels
- * (codegen_cpu.h's entry points) in a child process, so that a candidate
+/* cpu_runner.h — the CPU measurement process: checks and times compiled kernels
+ * (cpu_codegen.h's entry points) in a child process, so that a candidate
  * that crashes, hangs or scribbles over memory costs one restart of the
  * child and never the daemon.
  *
  * The child is `EXE __cpu-runner FD [--cpus LIST] [--limits BYTES SECONDS
  * FILES]` (proclimit.h: applied at its start, the CPU time per request): EXE is /proc/self/exe
  * (or $DTUNE_CPU_RUNNER when set), so every program that measures on the
- * CPU (dtune, the tests, the benches) must pass argv to dt_runner_main when
+ * CPU (dtune, the tests, the benches) must pass argv to dt_cpu_runner_main when
  * argv[1] is DT_CPU_RUNNER_ARG, before doing anything else. Parent and child
  * exchange fixed-size structs over one AF_UNIX stream socket (fd 3 in the
  * child): request; "ready" once inputs and the reference exist (the
@@ -15,12 +15,12 @@
  * Inside the child, per request: dlopen the artifact, fill inputs with
  * seeded data in [-1, 1), call dt_kernel_prepare once, check the output
  * against dt_task_reference when asked, warm up with one call, then time
- * micro-batches with CLOCK_MONOTONIC_RAW until dt_cv_stop says stop. A
+ * micro-batches with CLOCK_MONOTONIC_RAW until dt_measure_cv_stop says stop. A
  * request with `reference` set times dt_task_reference the same way: the
  * latency a task that no config of its space can run is counted at.
  */
-#ifndef DTUNE_RUNNER_H
-#define DTUNE_RUNNER_H
+#ifndef DTUNE_CPU_RUNNER_H
+#define DTUNE_CPU_RUNNER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,11 +35,11 @@
 
 /* Seconds one automatic micro-batch aims at (measure.micro_batch = 0), and
  * its most calls. */
-#define DT_RUNNER_AUTO_BATCH_S 0.002
-#define DT_RUNNER_AUTO_BATCH_MAX_CALLS 1000000
+#define DT_CPU_RUNNER_AUTO_BATCH_S 0.002
+#define DT_CPU_RUNNER_AUTO_BATCH_MAX_CALLS 1000000
 
-typedef struct dt_runner_request {
-    char artifact[DT_PATH_MAX];   /* shared object with the codegen_cpu entry points */
+typedef struct dt_cpu_runner_request {
+    char artifact[DT_PATH_MAX];   /* shared object with the cpu_codegen entry points */
     dt_task task;                 /* geometry: tensor sizes and the reference */
     uint64_t seed;                /* input data */
     double flops;                 /* per kernel call (task.flops, or the peak probe's) */
@@ -50,40 +50,40 @@ typedef struct dt_runner_request {
     double cv_threshold;
     int micro_batch;              /* kernel calls per micro-batch; 0 = auto */
     int threads;                  /* > 1: the artifact uses OpenMP */
-} dt_runner_request;
+} dt_cpu_runner_request;
 
-typedef struct dt_runner_params {
+typedef struct dt_cpu_runner_params {
     const char *exe;              /* NULL: $DTUNE_CPU_RUNNER, else /proc/self/exe */
     int threads;                  /* cores the child keeps for kernels */
     bool pin;                     /* pin the child to the last `threads` allowed cores */
     double timeout_seconds;       /* one candidate, from "ready" to the result */
     dt_proclimit limits;          /* the child's resource limits (zero: none) */
-} dt_runner_params;
+} dt_cpu_runner_params;
 
-typedef struct dt_runner dt_runner;
+typedef struct dt_cpu_runner dt_cpu_runner;
 
 /* Creates the runner; the child starts on the first request. Returns 0,
  * DT_ENOMEM or DT_EIO (the executable cannot be found). */
-int dt_runner_new(const dt_runner_params *params, dt_runner **out, dt_error *err);
+int dt_cpu_runner_new(const dt_cpu_runner_params *params, dt_cpu_runner **out, dt_error *err);
 
 /* Stops the child (EOF, then SIGKILL after a grace period). Accepts NULL. */
-void dt_runner_free(dt_runner *r);
+void dt_cpu_runner_free(dt_cpu_runner *r);
 
 /* Checks and times one artifact. Every field of out but compile_ms is
  * filled; a candidate's failure (crash, timeout, wrong output, artifact that
  * does not load) is a result class. After a crash, timeout or wrong output
  * the child is replaced before the next request. Returns 0, or DT_EIO when
  * no child can be started at all. */
-int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result *out,
-                  dt_error *err);
+int dt_cpu_runner_run(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_measure_result *out,
+                      dt_error *err);
 
 /* The cores the child is pinned to; returns how many (0: not pinned). */
-int dt_runner_cpus(const dt_runner *r, int *cpus, int max);
+int dt_cpu_runner_cpus(const dt_cpu_runner *r, int *cpus, int max);
 
 /* Deterministic values in [-1, 1) from seed. */
-void dt_runner_fill(float *data, size_t n, uint64_t seed);
+void dt_cpu_runner_fill(float *data, size_t n, uint64_t seed);
 
 /* The child's main: argv[1] is DT_CPU_RUNNER_ARG. Returns the exit status. */
-int dt_runner_main(int argc, char **argv);
+int dt_cpu_runner_main(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-/* backend_replay.c — a synthetic, seeded performance surface per task, so the
+/* replay_backend.c — a synthetic, seeded performance surface per task, so the
  * tuner and scheduler can be tested and benchmarked without hardware.
  *
  * It is NOT a measurement of anything. For each (task, target, seed) a hash
@@ -19,7 +19,7 @@
  * fails every point, as on a real CPU. The reference implementation "runs"
  * at REPLAY_REFERENCE_GFLOPS.
  */
-#include "dtune/backend.h"
+#include "replay_backend.h"
 #include "dtune/measure.h"
 
 #include <math.h>
@@ -60,7 +60,7 @@ static uint64_t task_hash(const dt_space *space, uint64_t seed)
     return h;
 }
 
-double dt_replay_peak_gflops(const dt_task *task)
+double dt_replay_backend_peak_gflops(const dt_task *task)
 {
     (void)task;
     return REPLAY_PEAK_GFLOPS;
@@ -99,7 +99,7 @@ static dt_result_class failure_of(const dt_space *space, const dt_point *point, 
     return kinds[(h >> 20) % 3];
 }
 
-double dt_replay_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed)
+double dt_replay_backend_true_gflops(const dt_space *space, const dt_point *point, uint64_t seed)
 {
     uint64_t th = task_hash(space, seed);
     if (failure_of(space, point, th) != DT_RESULT_OK)
@@ -114,8 +114,8 @@ static double hashed_normal(uint64_t h)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-void dt_replay_measure(const dt_space *space, const dt_point *point, uint64_t seed,
-                       uint64_t nonce, dt_measure_result *out)
+void dt_replay_backend_measure(const dt_space *space, const dt_point *point, uint64_t seed,
+                               uint64_t nonce, dt_measure_result *out)
 {
     memset(out, 0, sizeof *out);
     uint64_t th = task_hash(space, seed);
@@ -189,7 +189,7 @@ static int replay_run(void *state, const dt_space *space, const dt_point *point,
                       const dt_artifact *artifact, dt_measure_result *out, dt_error *err)
 {
     replay_state *st = state;
-    dt_replay_measure(space, point, st->seed, st->nonce++, out);
+    dt_replay_backend_measure(space, point, st->seed, st->nonce++, out);
     if (artifact->result != DT_RESULT_OK)
         out->result = artifact->result;
     double error = planted_error(space, point, task_hash(space, st->seed));
@@ -214,7 +214,7 @@ static int replay_reference(void *state, const dt_task *task, dt_measure_result 
 
 static double replay_peak(void *state, const dt_task *task)
 {
-    return dt_replay_peak_gflops(task);
+    return dt_replay_backend_peak_gflops(task);
 }
 
 static void replay_close(void *state)
@@ -222,7 +222,7 @@ static void replay_close(void *state)
     free(state);
 }
 
-const dt_backend_i dt_backend_replay = {
+const dt_backend_i dt_replay_backend = {
     .name = "replay",
     .target = DT_TARGET_CPU,
     .open = replay_open,

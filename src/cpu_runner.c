@@ -1,4 +1,4 @@
-/* runner.c — the CPU measurement process and its parent-side handle.
+/* cpu_runner.c — the CPU measurement process and its parent-side handle.
  *
  * Parent side: the child is started with posix_spawn (safe in a threaded
  * daemon: no code runs between fork and exec), in its own process group,
@@ -15,7 +15,7 @@
  * libgomp is loaded once with RTLD_NODELETE before the first OpenMP kernel:
  * unloading it with a kernel would unmap the code its idle threads sleep in.
  */
-#include "runner_internal.h"
+#include "cpu_runner_internal.h"
 #include "ipc.h"
 
 #include <dlfcn.h>
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/codegen_cpu.h"
+#include "cpu_codegen.h"
 #include "dtune/measure.h"
 #include "dtune/util.h"
 
@@ -55,12 +55,12 @@ typedef struct reply_msg {
 
 typedef struct request_msg {
     uint32_t magic;
-    dt_runner_request req;
+    dt_cpu_runner_request req;
 } request_msg;
 
 /* ---- shared helpers ---------------------------------------------------------- */
 
-void dt_runner_fill(float *data, size_t n, uint64_t seed)
+void dt_cpu_runner_fill(float *data, size_t n, uint64_t seed)
 {
     uint64_t state = seed;
     dt_measure_fill(data, n, &state);
@@ -107,7 +107,7 @@ static void drop_data(child_state *c)
     c->have_data = false;
 }
 
-static int ensure_data(child_state *c, const dt_runner_request *req)
+static int ensure_data(child_state *c, const dt_cpu_runner_request *req)
 {
     if (c->have_data && c->seed == req->seed && memcmp(&c->task, &req->task, sizeof c->task) == 0)
         return 0;
@@ -117,8 +117,8 @@ static int ensure_data(child_state *c, const dt_runner_request *req)
     c->weight = alloc_floats(c->n_w);
     if (!c->input || !c->weight)
         return -1;
-    dt_runner_fill(c->input, c->n_in, req->seed);
-    dt_runner_fill(c->weight, c->n_w, req->seed ^ 0x5eedULL);
+    dt_cpu_runner_fill(c->input, c->n_in, req->seed);
+    dt_cpu_runner_fill(c->weight, c->n_w, req->seed ^ 0x5eedULL);
     c->task = req->task;
     c->seed = req->seed;
     c->have_data = true;
@@ -136,7 +136,7 @@ static int ensure_reference(child_state *c)
     return 0;
 }
 
-static int load_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                        dt_measure_result *res)
 {
     memset(k, 0, sizeof *k);
@@ -172,7 +172,7 @@ static void unload_kernel(loaded_kernel *k)
         dlclose(k->handle);
 }
 
-static bool check_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+static bool check_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                          dt_measure_result *res)
 {
     for (size_t i = 0; i < c->n_out; i++)
@@ -208,7 +208,7 @@ static void call_kernel(const child_state *c, const loaded_kernel *k)
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
  * loop; between micro-batches (outside the timed calls) it leaves if the
  * parent is gone. */
-static void time_kernel(child_state *c, const dt_runner_request *req, loaded_kernel *k,
+static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                         dt_measure_result *res)
 {
     double t0 = dt_now_seconds();
@@ -216,12 +216,12 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
     double first = dt_now_seconds() - t0;
     long calls = req->micro_batch;
     if (calls <= 0) {
-        double want = DT_RUNNER_AUTO_BATCH_S / (first > 1e-9 ? first : 1e-9);
-        calls = want < 1 ? 1 : want > DT_RUNNER_AUTO_BATCH_MAX_CALLS ? DT_RUNNER_AUTO_BATCH_MAX_CALLS
+        double want = DT_CPU_RUNNER_AUTO_BATCH_S / (first > 1e-9 ? first : 1e-9);
+        calls = want < 1 ? 1 : want > DT_CPU_RUNNER_AUTO_BATCH_MAX_CALLS ? DT_CPU_RUNNER_AUTO_BATCH_MAX_CALLS
                                                              : (long)ceil(want);
     }
-    dt_cv_stop cv;
-    dt_cv_stop_init(&cv, req->min_batches, req->max_repeats, req->cv_threshold);
+    dt_measure_cv_stop cv;
+    dt_measure_cv_stop_init(&cv, req->min_batches, req->max_repeats, req->cv_threshold);
     double total = 0;
     long total_calls = 0;
     bool stop = false;
@@ -232,7 +232,7 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
         double seconds = dt_now_seconds() - start;
         total += seconds;
         total_calls += calls;
-        stop = dt_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
+        stop = dt_measure_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
         if (!stop && parent_gone(c->fd))
             _exit(0);
     }
@@ -240,7 +240,7 @@ static void time_kernel(child_state *c, const dt_runner_request *req, loaded_ker
     res->latency_s = total / (double)total_calls;
     res->gflops = k->flops / fmax(res->latency_s, 1e-15) * 1e-9;
     res->repeats = cv.n;
-    res->cv = dt_cv_stop_cv(&cv);
+    res->cv = dt_measure_cv_stop_cv(&cv);
 }
 
 static int send_reply(int fd, uint32_t type, const dt_measure_result *res)
@@ -251,7 +251,7 @@ static int send_reply(int fd, uint32_t type, const dt_measure_result *res)
     return dt_ipc_send_all(fd, &m, sizeof m) ? 0 : -1;
 }
 
-static int serve(child_state *c, const dt_runner_request *req)
+static int serve(child_state *c, const dt_cpu_runner_request *req)
 {
     dt_measure_result res;
     memset(&res, 0, sizeof res);
@@ -300,7 +300,7 @@ static void pin_to(const char *list)
         perror("dtune runner: sched_setaffinity");
 }
 
-int dt_runner_main(int argc, char **argv)
+int dt_cpu_runner_main(int argc, char **argv)
 {
     if (argc < 3 || strcmp(argv[1], DT_CPU_RUNNER_ARG) != 0) {
         fprintf(stderr, "usage: %s %s FD [--cpus LIST] (internal: the CPU measurement process)\n",
@@ -335,8 +335,8 @@ int dt_runner_main(int argc, char **argv)
 
 /* ---- parent side -------------------------------------------------------------- */
 
-struct dt_runner {
-    dt_runner_params params;
+struct dt_cpu_runner {
+    dt_cpu_runner_params params;
     char exe[DT_PATH_MAX];
     char cpu_list[256];
     int cpus[MAX_PIN_CPUS];
@@ -347,7 +347,7 @@ struct dt_runner {
 };
 
 /* The last `threads` cores of the allowed set, when more than that exist. */
-static void choose_cpus(dt_runner *r)
+static void choose_cpus(dt_cpu_runner *r)
 {
     cpu_set_t set;
     r->ncpus = 0;
@@ -366,10 +366,10 @@ static void choose_cpus(dt_runner *r)
                                 len ? "," : "", r->cpus[i]);
 }
 
-int dt_runner_new(const dt_runner_params *params, dt_runner **out, dt_error *err)
+int dt_cpu_runner_new(const dt_cpu_runner_params *params, dt_cpu_runner **out, dt_error *err)
 {
     *out = NULL;
-    dt_runner *r = calloc(1, sizeof *r);
+    dt_cpu_runner *r = calloc(1, sizeof *r);
     if (!r)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     r->params = *params;
@@ -391,7 +391,7 @@ int dt_runner_new(const dt_runner_params *params, dt_runner **out, dt_error *err
     return 0;
 }
 
-static void reap(dt_runner *r, bool kill_first, int *status)
+static void reap(dt_cpu_runner *r, bool kill_first, int *status)
 {
     if (r->pid <= 0)
         return;
@@ -430,7 +430,7 @@ static int spawn_attrs(posix_spawnattr_t *attr)
     return 0;
 }
 
-static int start_child(dt_runner *r, dt_error *err)
+static int start_child(dt_cpu_runner *r, dt_error *err)
 {
     int ends[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
@@ -477,7 +477,7 @@ static int start_child(dt_runner *r, dt_error *err)
     return 0;
 }
 
-static void class_of_death(const dt_runner *r, int status, dt_measure_result *out)
+static void class_of_death(const dt_cpu_runner *r, int status, dt_measure_result *out)
 {
     out->result = DT_RESULT_CRASH;
     dt_proclimit_explain(&r->params.limits, status, out->detail, sizeof out->detail);
@@ -492,7 +492,7 @@ static void class_of_death(const dt_runner *r, int status, dt_measure_result *ou
 }
 
 /* Sends req, starting (or restarting once) the child as needed. */
-static int send_request(dt_runner *r, const dt_runner_request *req, dt_error *err)
+static int send_request(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_error *err)
 {
     request_msg m = { .magic = MSG_MAGIC, .req = *req };
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -511,7 +511,7 @@ static int send_request(dt_runner *r, const dt_runner_request *req, dt_error *er
 }
 
 /* Awaits one message of the given type; fills out's class on death or timeout. */
-static int await(dt_runner *r, uint32_t type, double timeout_s, reply_msg *m,
+static int await(dt_cpu_runner *r, uint32_t type, double timeout_s, reply_msg *m,
                  dt_measure_result *out)
 {
     int got = dt_ipc_recv_all(r->fd, m, sizeof *m, timeout_s);
@@ -539,8 +539,8 @@ static int await(dt_runner *r, uint32_t type, double timeout_s, reply_msg *m,
     return 1;
 }
 
-int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result *out,
-                  dt_error *err)
+int dt_cpu_runner_run(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_measure_result *out,
+                      dt_error *err)
 {
     memset(out, 0, sizeof *out);
     double t0 = dt_now_seconds();
@@ -560,7 +560,7 @@ int dt_runner_run(dt_runner *r, const dt_runner_request *req, dt_measure_result 
     return 0;
 }
 
-void dt_runner_free(dt_runner *r)
+void dt_cpu_runner_free(dt_cpu_runner *r)
 {
     if (!r)
         return;
@@ -580,17 +580,17 @@ void dt_runner_free(dt_runner *r)
     free(r);
 }
 
-int dt_runner_pid(const dt_runner *r)
+int dt_cpu_runner_pid(const dt_cpu_runner *r)
 {
     return r->pid;
 }
 
-int dt_runner_restarts(const dt_runner *r)
+int dt_cpu_runner_restarts(const dt_cpu_runner *r)
 {
     return r->restarts;
 }
 
-int dt_runner_cpus(const dt_runner *r, int *cpus, int max)
+int dt_cpu_runner_cpus(const dt_cpu_runner *r, int *cpus, int max)
 {
     int n = r->ncpus < max ? r->ncpus : max;
     for (int i = 0; i < n; i++)

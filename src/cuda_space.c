@@ -1,4 +1,4 @@
-/* space_cuda.c — the CUDA knob templates, shaped like AutoTVM's *.cuda ones.
+/* cuda_space.c — the CUDA knob templates, shaped like AutoTVM's *.cuda ones.
  *
  * conv2d (direct): tile_f / tile_y / tile_x split output channels, rows and
  * columns 4 ways (block, virtual thread, thread, inner); tile_rc / tile_ry /
@@ -9,12 +9,12 @@
  * has the three output splits and the unroll knobs; dense and batch_matmul
  * split M (tile_y) and N (tile_x) 4 ways and K (tile_k) 2 ways, batch on grid
  * z, and tile_kt threads (1 to 32) may share each output's reduction.
- * Validity is codegen_cuda's plan check under the default limits: more than
+ * Validity is cuda_codegen's plan check under the default limits: more than
  * 1024 threads per block, a shared-memory tile over 48 KiB, a grid y/z over
  * 65535, a register tile over DT_CUDA_MAX_ACCUMULATORS or a tile_kt that does
  * not divide the staged K (channels) is invalid.
  */
-#include "dtune/codegen_cuda.h"
+#include "cuda_codegen.h"
 #include "space_table.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -46,7 +46,7 @@ static int build_conv(dt_space *s)
 }
 
 /* One validity rule for every kind, shared with the backend: the plan
- * codegen_cuda would generate must fit the default limits (1024 threads,
+ * cuda_codegen would generate must fit the default limits (1024 threads,
  * 48 KiB of shared memory, grid y/z <= 65535, a bounded register tile). */
 static bool valid_plan(const dt_space *s, const dt_point *p)
 {
@@ -78,7 +78,7 @@ static int build_matmul(dt_space *s)
     return add_unroll(s, conv_unroll_steps, NELEMS(conv_unroll_steps));
 }
 
-const dt_space_template dt_space_cuda_templates[DT_OP_KIND_COUNT] = {
+const dt_space_template dt_cuda_space_templates[DT_OP_KIND_COUNT] = {
     [DT_OP_CONV2D] = { build_conv, valid_plan },
     [DT_OP_DEPTHWISE_CONV2D] = { build_depthwise, valid_plan },
     [DT_OP_DENSE] = { build_matmul, valid_plan },

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dtune/cuda_api.h"
-#include "dtune/codegen_cuda.h"
+#include "cuda_api.h"
+#include "cuda_codegen.h"
 #include "dtune/measure.h"
 #include "dtune/result.h"
 
@@ -28,12 +28,12 @@ typedef struct dt_cuda_session dt_cuda_session;
 
 /* Makes device `ordinal`'s (measure.cuda_device) primary context current on
  * this thread and fills info. Returns 0, DT_ENODEV (no such device: see
- * dt_cuda_device_open) or DT_ELIB (a driver call failed; message names it). */
-int dt_cuda_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
-                         dt_error *err);
+ * dt_cuda_api_device_open) or DT_ELIB (a driver call failed; message names it). */
+int dt_cuda_runner_session_open(int ordinal, dt_cuda_session **out, dt_cuda_device_info *info,
+                                dt_error *err);
 
 /* Releases everything, the context last. Accepts NULL. */
-void dt_cuda_session_close(dt_cuda_session *s);
+void dt_cuda_runner_session_close(dt_cuda_session *s);
 
 /* One candidate. */
 typedef struct dt_cuda_job {
@@ -53,11 +53,11 @@ typedef struct dt_cuda_job {
  * (illegal address, launch failure) poisoned the context: the session must
  * then be closed and the process should exit. Returns 0, or DT_ENOMEM /
  * DT_ELIB when the session itself failed (not the candidate). */
-int dt_cuda_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
-                            bool *context_lost, dt_error *err);
+int dt_cuda_runner_session_measure(dt_cuda_session *s, const dt_cuda_job *job, dt_measure_result *out,
+                                   bool *context_lost, dt_error *err);
 
 /* Deterministic inputs in [-1, 1) for (task, seed); the backend and benches
  * use the same ones. */
-void dt_cuda_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight);
+void dt_cuda_runner_fill_inputs(const dt_task *task, uint64_t seed, float *input, float *weight);
 
 #endif
