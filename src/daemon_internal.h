@@ -104,12 +104,6 @@ typedef struct dt_run {
 int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atomic_int *stop,
                 dt_run **out, dt_error *err);
 
-/* The parts of dt_run_open an MPI worker shares with rank 0 (it measures
- * rank 0's tasks in the same spaces): every task's space, r->tasks
- * allocated here (needs r->cfg and r->model), and the measurer of the
- * config's backend with its work under r->run_dir. */
-int dt_run_open_spaces(dt_run *r, dt_error *err);
-int dt_run_open_measurer(dt_run *r, dt_error *err);
 void dt_run_close(dt_run *r);
 
 /* ---- daemon_slots.c ---- */
