@@ -95,7 +95,7 @@ typedef struct dt_run {
     dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
     struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
     const dt_daemon_remote *remote; /* measures the batches instead of measurer; NULL: none */
-    struct dt_run_slots *slots; /* daemon_slots.c's slots in flight; NULL: one slot at a time */
+    struct dt_run_pool *pool;  /* daemon_loop.c's slots in flight; NULL outside dt_run_loop */
 } dt_run;
 
 /* Opens the run of cfg measured by remote (NULL: by its own measurer; see
@@ -106,8 +106,8 @@ int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atom
 
 void dt_run_close(dt_run *r);
 
-/* ---- daemon_slots.c ---- */
-/* The steps of a run daemon.c lends to dt_run_slots, which calls back into
+/* ---- daemon_loop.c ---- */
+/* The steps of a run daemon.c lends to dt_run_loop, which calls back into
  * daemon.c only through them (daemon.c calls it). */
 typedef struct dt_run_steps {
     /* one task's warm-up: batches until a valid measurement, or the task
@@ -129,19 +129,25 @@ typedef struct dt_run_steps {
      * NULL: none did), its statistics, the reports */
     int (*write_slot)(dt_run *r, int slot, int k, const dt_task_score *rows, double decision_ms,
                       dt_error *err);
+    /* the run's end once no slot is in flight: dt_run_retime through the
+     * run's measurer or workers */
+    int (*retime)(dt_run *r, dt_error *err);
     /* asks every slot to end after its point in flight, as a signal does */
     void (*stop)(void);
     void (*set_phase)(dt_run *r, const char *phase, int warmup_task);
 } dt_run_steps;
 
-/* The run with remote->workers slots in flight until a stop (*reason). */
-int dt_run_slots(dt_run *r, const dt_run_steps *steps, dt_stop_reason *reason, dt_error *err);
-/* One request of the slot holding task, called on its thread: n points to
- * its worker through the daemon's thread, which sends it and hands back
- * the answer (*measured results filled). 0 or the remote's error. */
-int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_point *points,
-                         int n, double deadline, dt_measure_result *results, int *measured,
-                         dt_error *err);
+/* The run, to a stop (*reason): the warm-up, slots (one in flight per
+ * worker of r->remote, else one) and the re-timing at the end. 0 or the
+ * first error. */
+int dt_run_loop(dt_run *r, const dt_run_steps *steps, dt_stop_reason *reason, dt_error *err);
+/* One request of task k's slot to the remote, called where the slot runs:
+ * with several slots, its thread, through the daemon's thread, which sends
+ * it to the slot's worker and hands back the answer; else (one slot, or
+ * outside the loop) to worker 0 and back at once. *measured results
+ * filled; 0 or the remote's error. */
+int dt_run_request(dt_run *r, int task, const dt_space *space, const dt_point *points, int n,
+                   double deadline, dt_measure_result *results, int *measured, dt_error *err);
 
 /* Task k's probe (probe->reference says which): on the remote's workers
  * where it has send_probe (the worker of the slot holding k, else worker
