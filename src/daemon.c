@@ -63,7 +63,7 @@ static void set_phase(dt_run *r, const char *phase, int warmup_task)
 static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
                            const dt_measure_result *m, dt_error *err)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     dt_measure_record rec;
     memset(&rec, 0, sizeof rec);
     dt_run_name_point(r, k, p, rec.task, sizeof rec.task, &rec.config, rec.knobs,
@@ -162,7 +162,7 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
 static void fill_sched(dt_run *r, dt_sched_task *st)
 {
     for (int k = 0; k < r->model->ntasks; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         dt_sched_task *s = &st[k];
         s->weight = r->model->tasks[k].count;
         s->flops = r->model->tasks[k].flops;
@@ -196,7 +196,7 @@ static double slot_seconds_left(const dt_run *r)
 /* A task's turn starts from what the run knows of its kind (tuner.transfer):
  * at its first turn, and again whenever the run's records have doubled
  * since its last refresh. */
-static int refresh_transfer(dt_run *r, dt_task_run *tr, dt_error *err)
+static int refresh_transfer(dt_run *r, dt_run_task *tr, dt_error *err)
 {
     int records = r->transfer ? dt_transfer_records(r->transfer) : 0;
     if (!r->transfer || (tr->transfer_records > 0 && records < 2 * tr->transfer_records))
@@ -297,7 +297,7 @@ static int write_slot(dt_run *r, int slot, int k, const dt_task_score *rows, dou
 /* ---- failed tasks ------------------------------------------------------------- */
 
 /* "no valid config in 64 trials: 64 wrong_output (last: element 3 is ...)" */
-static void failure_reason(const dt_task_run *tr, char *buf, size_t len)
+static void failure_reason(const dt_run_task *tr, char *buf, size_t len)
 {
     int most = DT_RESULT_COMPILE_ERROR;
     for (int c = DT_RESULT_COMPILE_ERROR; c < DT_RESULT_COUNT; c++)
@@ -373,7 +373,7 @@ static bool every_task_known(const dt_run *r)
 
 static int warm_task(dt_run *r, int k, dt_error *err)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     int rc = 0;
     while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
         if (tr->trials >= DT_WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
@@ -451,7 +451,7 @@ static const char *score_note(const dt_run *r, const dt_sched_task *st, int i)
 static void score_row(const dt_run *r, const dt_sched_task *st, const double *scores, int i,
                       dt_task_score *row)
 {
-    const dt_task_run *tr = &r->tasks[i];
+    const dt_run_task *tr = &r->tasks[i];
     bool believed = dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0;
     *row = dt_run_state_logged_score(scores[i], believed ? &tr->pred : NULL);
     if (dt_scheduler_predicts(r->sched))

@@ -54,7 +54,7 @@ static int open_tasks(dt_run *r, dt_error *err)
     if (rc)
         return rc;
     for (int k = 0; k < n; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
         rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
                           &tr->tuner, err);
@@ -264,7 +264,7 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
                             "positive finite number", rc->path, rc->line, rec->m.gflops);
     if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
         return transfer_foreign(rc, rec);
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     dt_point p;
     /* An index means a config only in the space it was drawn from: a log of
      * another machine (vector width) or dtune version must not be misread. */
