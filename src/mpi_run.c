@@ -19,12 +19,13 @@
  * Rank 0's daemon is given the workers as a dt_daemon_remote: send puts a
  * MEASURE on its way to one worker, receive waits (MPI_Iprobe over every
  * source) for the next RESULTS of any worker with a request out and checks
- * it against that request. With N = 2 the daemon runs its one-slot loop
- * and every batch goes to rank 1: the run measures what the one-process
- * run measures. With N > 2 it keeps N − 1 slots in flight, each on another
- * task and measured by its own worker (daemon_slots.c: slot threads, the
- * daemon's thread the only one that calls send and receive, so the only
- * MPI caller). Rank 0 times nothing itself and opens no backend: each
+ * it against that request. The daemon's one loop (daemon_loop.c) keeps a
+ * slot in flight per worker: with N = 2 one, on the daemon's thread, and
+ * every batch goes to rank 1: the run measures what the one-process run
+ * measures, its end's re-timing too. With N > 2 it keeps N − 1 slots in
+ * flight, each on another task and measured by its own worker (slot
+ * threads, the daemon's thread the only one that calls send and receive,
+ * so the only MPI caller), and does not re-time. Rank 0 times nothing itself and opens no backend: each
  * task's roofline (the peak probe) is asked of rank 1 when the run starts
  * or resumes, and a failed task's reference of the worker of its slot, by
  * PROBE, which the worker answers with the measurer calls the one-process
