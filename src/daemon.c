@@ -412,7 +412,7 @@ static int end_warm_up(dt_run *r, dt_error *err)
     return rc;
 }
 
-/* ---- the loop ------------------------------------------------------------------ */
+/* ---- the stop rules, the pick, the run's end ---------------------------------- */
 
 static dt_stop_reason should_stop(const dt_run *r)
 {

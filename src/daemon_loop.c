@@ -101,7 +101,7 @@ struct dt_run_pool {
     int njobs;
 };
 
-/* ---- a slot thread ------------------------------------------------------------ */
+/* ---- a slot: on the daemon's thread, or on its own ----------------------------- */
 
 /* Job j's warm-up or slot, to its end. */
 static void job_run(job *j)
