@@ -286,8 +286,9 @@ static int start_job(job *j, int k, int slot, dt_error *err)
     return dt_error_set(err, DT_EIO, "could not start a slot thread");
 }
 
-/* Joins the ended slots and writes each tuning slot's record; the first
- * error (a slot's or a record's) into *first. */
+/* Joins the ended slots' threads (one slot ran here, with none) and writes
+ * each tuning slot's record; the first error (a slot's or a record's) into
+ * *first. */
 static void reap(struct dt_run_pool *pool, int *first, dt_error *err)
 {
     dt_run *r = pool->run;
@@ -295,7 +296,8 @@ static void reap(struct dt_run_pool *pool, int *first, dt_error *err)
         job *j = &pool->jobs[i];
         if (j->state != JOB_DONE)
             continue;
-        pthread_join(j->thread, NULL);
+        if (pool->threads)
+            pthread_join(j->thread, NULL);
         int rc = j->rc;
         dt_error e = j->err;
         if (rc == 0 && j->slot >= 0)
