@@ -2,7 +2,7 @@
  * replay backend in simulated time.
  *
  * What runs is the daemon of `mpirun -np N dtune tune` (dt_daemon_run_remote
- * with N − 1 workers: the same dispatch, daemon_slots.c, that drives the MPI
+ * with N − 1 workers: the same loop, daemon_loop.c, that drives the MPI
  * workers, slot threads and all), on one process. The remote it is given
  * here is a discrete-event simulation of the workers: a request is measured
  * at once by a replay measurer of this process, and its answer is due at the
@@ -11,7 +11,7 @@
  * on a tie) and moves the simulated clock, which is the run's clock, to it.
  * Because the daemon acts only when every slot thread waits for an answer,
  * a run is deterministic for a seed. N = 1 is one process measuring itself
- * (the one-slot loop, every batch to one simulated worker); N = 2 runs the
+ * (one slot in flight, every batch to one simulated worker); N = 2 runs the
  * same loop with the worker on another rank, which in simulated time costs
  * the same, so its speed-up is 1 by construction.
  *

@@ -1,6 +1,7 @@
-/* daemon.c — the tuning run (see daemon.h).
+/* daemon.c — the tuning run (see daemon.h): its steps, which the one run
+ * loop (daemon_loop.c) takes in order, with one slot in flight or several.
  *
- * One scheduler loop in this thread. Each task has a space, a tuner whose
+ * The scheduler decides on the daemon's thread. Each task has a space, a tuner whose
  * state lives for the whole run, and its best-so-far curve. The tuner measures
  * through measure_batch, which hands the batch to the measurer (builder pool +
  * runner) and writes every result to the log, fsync'd, before the tuner sees
@@ -62,7 +63,7 @@ static void set_phase(dt_run *r, const char *phase, int warmup_task)
 static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
                            const dt_measure_result *m, dt_error *err)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     dt_measure_record rec;
     memset(&rec, 0, sizeof rec);
     dt_run_name_point(r, k, p, rec.task, sizeof rec.task, &rec.config, rec.knobs,
@@ -102,20 +103,9 @@ static double budget_end(const dt_run *r)
     return r->t0 + (tuning_seconds(r) - r->elapsed_base);
 }
 
-/* One request of the one-slot loop: to worker 0, then its answer. */
-static int request_worker0(dt_run *r, int task, const dt_space *space, const dt_point *points,
-                           int n, double deadline, dt_measure_result *results, int *measured,
-                           dt_error *err)
-{
-    const dt_daemon_remote *rm = r->remote;
-    int w = -1;
-    int rc = rm->send(rm->ctx, 0, task, space, points, n, deadline, results, err);
-    return rc ? rc : rm->receive(rm->ctx, &w, measured, err);
-}
-
 /* The batch on the remote's workers, in requests of at most max_configs,
- * until one comes back short (the limit ended it): on worker 0 in the
- * one-slot loop, else on the worker of the slot holding the task. */
+ * until one comes back short (the limit ended it): on the worker of the
+ * slot holding the task (worker 0 with one slot, or at the run's end). */
 static int measure_remote(dt_run *r, int task, const dt_space *space, const dt_point *points,
                           int n, dt_measure_result *results, const dt_measure_limit *limit,
                           dt_error *err)
@@ -125,10 +115,8 @@ static int measure_remote(dt_run *r, int task, const dt_space *space, const dt_p
         if (*limit->stop || (limit->deadline > 0 && dt_run_now(r) >= limit->deadline))
             break;
         int chunk = n - done < max ? n - done : max, got = 0;
-        int rc = r->slots ? dt_run_slots_request(r, task, space, points + done, chunk,
-                                                 limit->deadline, results + done, &got, err)
-                          : request_worker0(r, task, space, points + done, chunk, limit->deadline,
-                                            results + done, &got, err);
+        int rc = dt_run_request(r, task, space, points + done, chunk, limit->deadline,
+                                results + done, &got, err);
         if (rc)
             return rc;
         done += got;
@@ -174,7 +162,7 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
 static void fill_sched(dt_run *r, dt_sched_task *st)
 {
     for (int k = 0; k < r->model->ntasks; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         dt_sched_task *s = &st[k];
         s->weight = r->model->tasks[k].count;
         s->flops = r->model->tasks[k].flops;
@@ -208,7 +196,7 @@ static double slot_seconds_left(const dt_run *r)
 /* A task's turn starts from what the run knows of its kind (tuner.transfer):
  * at its first turn, and again whenever the run's records have doubled
  * since its last refresh. */
-static int refresh_transfer(dt_run *r, dt_task_run *tr, dt_error *err)
+static int refresh_transfer(dt_run *r, dt_run_task *tr, dt_error *err)
 {
     int records = r->transfer ? dt_transfer_records(r->transfer) : 0;
     if (!r->transfer || (tr->transfer_records > 0 && records < 2 * tr->transfer_records))
@@ -309,7 +297,7 @@ static int write_slot(dt_run *r, int slot, int k, const dt_task_score *rows, dou
 /* ---- failed tasks ------------------------------------------------------------- */
 
 /* "no valid config in 64 trials: 64 wrong_output (last: element 3 is ...)" */
-static void failure_reason(const dt_task_run *tr, char *buf, size_t len)
+static void failure_reason(const dt_run_task *tr, char *buf, size_t len)
 {
     int most = DT_RESULT_COMPILE_ERROR;
     for (int c = DT_RESULT_COMPILE_ERROR; c < DT_RESULT_COUNT; c++)
@@ -385,7 +373,7 @@ static bool every_task_known(const dt_run *r)
 
 static int warm_task(dt_run *r, int k, dt_error *err)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     int rc = 0;
     while (rc == 0 && tr->best_gflops <= 0 && !tr->dead && !stop_requested && !budget_spent(r)) {
         if (tr->trials >= DT_WARMUP_MAX_TRIALS || dt_tuner_exhausted(tr->tuner))
@@ -396,9 +384,22 @@ static int warm_task(dt_run *r, int k, dt_error *err)
     return rc;
 }
 
+/* Whether a warm-up may not start: a stop or the budget's end cuts it. */
+static bool warm_up_cut(const dt_run *r)
+{
+    return stop_requested || budget_spent(r);
+}
+
+/* Once every task's warm-up ended: DT_EFAIL when every task failed (a stop
+ * or the budget's end does not excuse that), else the warm-up's record
+ * (slot 0) once every task has a latency; the tuning phase. */
 static int end_warm_up(dt_run *r, dt_error *err)
 {
-    int rc = 0;
+    int rc = 0, failed = 0;
+    for (int k = 0; k < r->model->ntasks; k++)
+        failed += r->tasks[k].dead;
+    if (failed == r->model->ntasks)
+        return every_task_failed(r, err);
     if (r->slot < 0 && every_task_known(r)) {
         r->slot = 0;
         double start = dt_run_model_latency(r);
@@ -407,24 +408,11 @@ static int end_warm_up(dt_run *r, dt_error *err)
         pthread_mutex_unlock(&r->state.lock);
         rc = write_slot(r, r->slot, -1, NULL, 0, err);
     }
+    set_phase(r, "tuning", -1);
     return rc;
 }
 
-static int warm_up(dt_run *r, dt_error *err)
-{
-    int rc = 0, failed = 0;
-    for (int k = 0; k < r->model->ntasks && !stop_requested && !budget_spent(r) && rc == 0; k++) {
-        if (r->tasks[k].best_gflops <= 0 && !r->tasks[k].dead)
-            set_phase(r, "warm-up", k);
-        rc = warm_task(r, k, err);
-        failed += r->tasks[k].dead;
-    }
-    if (rc == 0 && failed == r->model->ntasks)
-        return every_task_failed(r, err);
-    return rc ? rc : end_warm_up(r, err);
-}
-
-/* ---- the loop ------------------------------------------------------------------ */
+/* ---- the stop rules, the pick, the run's end ---------------------------------- */
 
 static dt_stop_reason should_stop(const dt_run *r)
 {
@@ -463,7 +451,7 @@ static const char *score_note(const dt_run *r, const dt_sched_task *st, int i)
 static void score_row(const dt_run *r, const dt_sched_task *st, const double *scores, int i,
                       dt_task_score *row)
 {
-    const dt_task_run *tr = &r->tasks[i];
+    const dt_run_task *tr = &r->tasks[i];
     bool believed = dt_scheduler_needs_belief(r->sched) && st[i].pred_ok && st[i].best_gflops > 0;
     *row = dt_run_state_logged_score(scores[i], believed ? &tr->pred : NULL);
     if (dt_scheduler_predicts(r->sched))
@@ -533,71 +521,10 @@ static int run_slot(dt_run *r, int slot, int k, dt_error *err)
     return run_task(r, slot, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
 }
 
-static int one_slot(dt_run *r, dt_stop_reason *reason, dt_error *err)
+/* The run's end: each task's best configs re-timed where the run measures. */
+static int retime(dt_run *r, dt_error *err)
 {
-    int n = r->model->ntasks, k;
-    dt_task_score rows[n > 0 ? n : 1];
-    double decision_ms;
-    int rc = pick_slot(r, NULL, &k, rows, &decision_ms, err);
-    if (rc)
-        return rc;
-    if (k < 0) {
-        *reason = DT_STOP_FINISHED;
-        return 0;
-    }
-    rc = run_slot(r, r->slot, k, err);
-    if (rc == 0)
-        rc = write_slot(r, r->slot, k, rows, decision_ms, err);
-    return rc;
-}
-
-/* A resume whose log ends at or past the budget (its latest record of any
- * kind: measure, slot, failure or re-timing) measures nothing, not even the
- * re-timing: the run it continues spent the budget. */
-static bool spent_before_start(const dt_run *r)
-{
-    return r->elapsed_base >= r->cfg->budget.total_seconds;
-}
-
-static int main_loop(dt_run *r, dt_daemon_result *res, dt_error *err)
-{
-    bool spent = spent_before_start(r);
-    int rc = warm_up(r, err);
-    set_phase(r, "tuning", -1);
-    dt_stop_reason reason = rc ? DT_STOP_NONE : should_stop(r);
-    while (rc == 0 && reason == DT_STOP_NONE) {
-        rc = one_slot(r, &reason, err);
-        if (rc == 0 && reason == DT_STOP_NONE)
-            reason = should_stop(r);
-    }
-    res->reason = reason;
-    if (rc == 0 && reason != DT_STOP_SIGNAL && !spent) {
-        set_phase(r, "re-timing", -1);
-        rc = dt_run_retime(r, measure_points, &stop_requested, err);
-    }
-    set_phase(r, "done", -1);
-    return rc;
-}
-
-/* ---- N - 1 slots in flight (daemon_slots.c) -------------------------------------- */
-
-/* Whether a warm-up may not start: a stop or the budget's end cuts it. */
-static bool warm_up_cut(const dt_run *r)
-{
-    return stop_requested || budget_spent(r);
-}
-
-/* The warm-up's end once every task's warm-up ended: as warm_up's. */
-static int end_slots_warm_up(dt_run *r, dt_error *err)
-{
-    int failed = 0;
-    for (int k = 0; k < r->model->ntasks; k++)
-        failed += r->tasks[k].dead;
-    if (!warm_up_cut(r) && failed == r->model->ntasks)
-        return every_task_failed(r, err);
-    int rc = end_warm_up(r, err);
-    set_phase(r, "tuning", -1);
-    return rc;
+    return dt_run_retime(r, measure_points, &stop_requested, err);
 }
 
 static void request_stop(void)
@@ -605,14 +532,15 @@ static void request_stop(void)
     stop_requested = 1;
 }
 
-static const dt_run_steps slot_steps = {
+static const dt_run_steps steps = {
     .warm_task = warm_task,
     .warm_up_cut = warm_up_cut,
-    .end_warm_up = end_slots_warm_up,
+    .end_warm_up = end_warm_up,
     .should_stop = should_stop,
     .pick = pick_slot,
     .run_slot = run_slot,
     .write_slot = write_slot,
+    .retime = retime,
     .stop = request_stop,
     .set_phase = set_phase,
 };
@@ -662,7 +590,7 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
         r->t0 = remote->now(remote->ctx);   /* the run's clock is the remote's */
     res->resumed_records = r->resumed_records;
     dt_run_ticker_start(r);
-    rc = remote && remote->workers > 1 ? dt_run_slots(r, &slot_steps, &res->reason, err) : main_loop(r, res, err);
+    rc = dt_run_loop(r, &steps, &res->reason, err);
     dt_run_ticker_stop(r);
     restore_signals(&old_int, &old_term);
     res->slots = r->slot;

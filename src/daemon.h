@@ -55,9 +55,9 @@ typedef struct dt_daemon_probe {
 
 /* Measurers in other processes (MPI workers, mpi_run.c) or simulated ones
  * (bench/mpi_bench.c). The daemon calls send and receive from its own
- * thread only, never two at once. With workers > 1 it keeps one slot in
- * flight per worker, each on a different task (daemon_slots.c); with one
- * worker it runs today's loop and every batch goes to worker 0. */
+ * thread only, never two at once. It keeps one slot in flight per worker,
+ * each on a different task (daemon_loop.c); with one worker, as on its own
+ * measurer, one slot runs on its thread and every batch goes to worker 0. */
 typedef struct dt_daemon_remote {
     int workers;               /* slots in flight, one per worker: >= 1 */
     int max_configs;           /* most configs one request may carry: >= 1 */

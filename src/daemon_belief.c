@@ -28,7 +28,7 @@ void dt_run_belief_free(dt_run *r)
 }
 
 /* Trials the task's next slot is expected to take. */
-static double next_slot_trials(const dt_run *r, const dt_task_run *tr)
+static double next_slot_trials(const dt_run *r, const dt_run_task *tr)
 {
     if (r->cfg->budget.slot_trials > 0)
         return r->cfg->budget.slot_trials;
@@ -72,7 +72,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
         goto done;
     }
     for (int k = 0; k < n; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         if (!(ys[k] = malloc((size_t)(tr->ncurve ? tr->ncurve : 1) * sizeof **ys))) {
             rc = dt_error_set(err, DT_ENOMEM, "out of memory");
             goto done;
@@ -86,7 +86,7 @@ int dt_run_predict(dt_run *r, dt_error *err)
     if ((rc = dt_belief_pool_predict(r->belief, hist, n, pred, err)))
         goto done;
     for (int k = 0; k < n; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         tr->pred_ok = pred[k].ok;
         tr->pred.gflops = (pred[k].best_observed + pred[k].expected_improvement) * tr->peak_gflops;
         credible_interval(&pred[k], tr->peak_gflops, &tr->pred.lo_gflops, &tr->pred.hi_gflops);

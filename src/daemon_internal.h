@@ -1,7 +1,11 @@
-/* daemon_internal.h — the run's state, shared by daemon.c (the loop),
+/* daemon_internal.h — the run's state (dt_run, and dt_run_task per task),
+ * shared by the daemon's files only: daemon.c (the steps of a run),
+ * daemon_loop.c (the one run loop: warm-up, slots, the run's end),
  * daemon_run.c (bookkeeping), daemon_setup.c (open, resume, close),
- * daemon_publish.c (reports, status line) and daemon_belief.c (belief).
- * Not for callers outside the daemon. */
+ * daemon_retime.c (the run's end), daemon_publish.c (reports, status
+ * line), daemon_belief.c (belief) and daemon_db.c (the tuning database).
+ * Not for callers outside the daemon: `dtune tune` goes through daemon.h,
+ * and an MPI worker measures from a run_view.h, never from a dt_run. */
 #ifndef DTUNE_DAEMON_INTERNAL_H
 #define DTUNE_DAEMON_INTERNAL_H
 
@@ -9,6 +13,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "dtune/belief.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
 #include "dtune/model.h"
@@ -20,7 +25,9 @@
 #include "dtune/tunelog.h"
 #include "dtune/tuner.h"
 
-typedef struct dt_task_run {
+/* One task of the run: its space and tuner (alive for the whole run), its
+ * statistics and the belief's view of it. */
+typedef struct dt_run_task {
     dt_space space;
     dt_tuner *tuner;
     size_t history_bytes;      /* dt_tuner_history_bytes after its last turn */
@@ -57,22 +64,33 @@ typedef struct dt_task_run {
                                   reachable, as its latest record logged; 0 = none */
     double last_slot_trials;   /* trials of this task's last slot (horizon) */
     int transfer_records;      /* the run's records at the tuner's last transfer */
-} dt_task_run;
+} dt_run_task;
 
 typedef struct dt_run_ticker dt_run_ticker;
 
+/* One run in this process. One thread at a time changes it (the daemon's,
+ * or a slot thread holding daemon_loop.c's lock); the ticker and the status
+ * server read state under its own lock, and the clock's fields (t0,
+ * elapsed_base, remote) once set. */
 typedef struct dt_run {
+    /* what is tuned, and where it is measured */
     const dt_config *cfg;
     dt_model *model;
-    dt_task_run *tasks;
+    dt_run_task *tasks;        /* model->ntasks */
+    dt_measurer *measurer;     /* NULL where the remote probes (it times everything) */
+    const dt_daemon_remote *remote; /* measures the batches instead of measurer; NULL: none */
+    /* the parts the run owns */
     dt_tunelog *log;
-    dt_measurer *measurer;
     dt_scheduler *sched;
     dt_server *server;
-    dt_run_state state;
+    dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
+    struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
+    dt_belief_pool *belief;    /* daemon_belief.c's; NULL until the first prediction */
+    dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
+    struct dt_run_pool *pool;  /* daemon_loop.c's slots in flight; NULL outside dt_run_loop */
+    dt_run_state state;        /* what /status, the reports and the terminal show */
     bool state_ready;
-    char run_dir[DT_PATH_MAX];
-    int lock_fd;               /* RUN_DIR/lock, flock'd; -1 before it is taken */
+    /* the run's clock and counts */
     double elapsed_base;       /* run seconds before this process started */
     double t0;                 /* monotonic seconds when this process opened the run:
                                   setting up and resuming count as budget too */
@@ -86,16 +104,13 @@ typedef struct dt_run {
     double reports_at;         /* dt_now_seconds() when latency.svg and report.html
                                   were last rewritten; 0: not yet */
     double reports_took;       /* seconds that rewrite took */
+    /* the process */
+    char run_dir[DT_PATH_MAX];
+    int lock_fd;               /* RUN_DIR/lock, flock'd; -1 before it is taken */
     bool tty;
-    void *belief;              /* daemon_belief.c's dt_belief_pool */
-    dt_run_ticker *ticker;     /* daemon_publish.c's once-a-second clock */
     bool pinned;               /* the process was moved off the timing cores */
     cpu_set_t old_cpus;        /* the opening thread's cores before, given
                                   back to it at close */
-    dt_transfer *transfer;     /* every task's records, for tuner.transfer; NULL when off */
-    struct dt_run_db *db;      /* daemon_db.c's link to the tuning database; NULL when none */
-    const dt_daemon_remote *remote; /* measures the batches instead of measurer; NULL: none */
-    struct dt_run_slots *slots; /* daemon_slots.c's slots in flight; NULL: one slot at a time */
 } dt_run;
 
 /* Opens the run of cfg measured by remote (NULL: by its own measurer; see
@@ -104,16 +119,10 @@ typedef struct dt_run {
 int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atomic_int *stop,
                 dt_run **out, dt_error *err);
 
-/* The parts of dt_run_open an MPI worker shares with rank 0 (it measures
- * rank 0's tasks in the same spaces): every task's space, r->tasks
- * allocated here (needs r->cfg and r->model), and the measurer of the
- * config's backend with its work under r->run_dir. */
-int dt_run_open_spaces(dt_run *r, dt_error *err);
-int dt_run_open_measurer(dt_run *r, dt_error *err);
 void dt_run_close(dt_run *r);
 
-/* ---- daemon_slots.c ---- */
-/* The steps of a run daemon.c lends to dt_run_slots, which calls back into
+/* ---- daemon_loop.c ---- */
+/* The steps of a run daemon.c lends to dt_run_loop, which calls back into
  * daemon.c only through them (daemon.c calls it). */
 typedef struct dt_run_steps {
     /* one task's warm-up: batches until a valid measurement, or the task
@@ -135,19 +144,25 @@ typedef struct dt_run_steps {
      * NULL: none did), its statistics, the reports */
     int (*write_slot)(dt_run *r, int slot, int k, const dt_task_score *rows, double decision_ms,
                       dt_error *err);
+    /* the run's end once no slot is in flight: dt_run_retime through the
+     * run's measurer or workers */
+    int (*retime)(dt_run *r, dt_error *err);
     /* asks every slot to end after its point in flight, as a signal does */
     void (*stop)(void);
     void (*set_phase)(dt_run *r, const char *phase, int warmup_task);
 } dt_run_steps;
 
-/* The run with remote->workers slots in flight until a stop (*reason). */
-int dt_run_slots(dt_run *r, const dt_run_steps *steps, dt_stop_reason *reason, dt_error *err);
-/* One request of the slot holding task, called on its thread: n points to
- * its worker through the daemon's thread, which sends it and hands back
- * the answer (*measured results filled). 0 or the remote's error. */
-int dt_run_slots_request(dt_run *r, int task, const dt_space *space, const dt_point *points,
-                         int n, double deadline, dt_measure_result *results, int *measured,
-                         dt_error *err);
+/* The run, to a stop (*reason): the warm-up, slots (one in flight per
+ * worker of r->remote, else one) and the re-timing at the end. 0 or the
+ * first error. */
+int dt_run_loop(dt_run *r, const dt_run_steps *steps, dt_stop_reason *reason, dt_error *err);
+/* One request of task k's slot to the remote, called where the slot runs:
+ * with several slots, its thread, through the daemon's thread, which sends
+ * it to the slot's worker and hands back the answer; else (one slot, or
+ * outside the loop) to worker 0 and back at once. *measured results
+ * filled; 0 or the remote's error. */
+int dt_run_request(dt_run *r, int task, const dt_space *space, const dt_point *points, int n,
+                   double deadline, dt_measure_result *results, int *measured, dt_error *err);
 
 /* Task k's probe (probe->reference says which): on the remote's workers
  * where it has send_probe (the worker of the slot holding k, else worker

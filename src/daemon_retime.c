@@ -130,7 +130,7 @@ static bool keep_winner(dt_run *r, int k, const retime_task *t, int rounds)
     }
     if (best < 0)
         return false;
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     const dt_task *task = &r->model->tasks[k];
     uint64_t index = dt_space_index(&tr->space, &t->points[best]);
     bool changed = index != tr->best_index;

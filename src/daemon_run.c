@@ -32,13 +32,13 @@ double dt_run_elapsed(const dt_run *r)
 void dt_run_name_point(const dt_run *r, int k, const dt_point *p, char *task, size_t task_len,
                        uint64_t *config, char *knobs, size_t knobs_len)
 {
-    const dt_task_run *tr = &r->tasks[k];
+    const dt_run_task *tr = &r->tasks[k];
     snprintf(task, task_len, "%s", r->model->tasks[k].name);
     *config = dt_space_index(&tr->space, p);
     dt_space_point_str(&tr->space, p, knobs, knobs_len);
 }
 
-static int push_curve(dt_task_run *tr, double best)
+static int push_curve(dt_run_task *tr, double best)
 {
     if (tr->ncurve == tr->capcurve) {
         size_t cap = dt_grow_capacity((size_t)tr->capcurve, (size_t)tr->ncurve + 1);
@@ -53,7 +53,7 @@ static int push_curve(dt_task_run *tr, double best)
 /* Updates a task's statistics and the shared run state with one result. */
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     const dt_task *t = &r->model->tasks[k];
     tr->trials = trial;
     if ((int)m->result >= 0 && m->result < DT_RESULT_COUNT)
@@ -109,11 +109,11 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
 
 bool dt_run_task_finished(const dt_run *r, int k)
 {
-    const dt_task_run *tr = &r->tasks[k];
+    const dt_run_task *tr = &r->tasks[k];
     return tr->trials - tr->last_improvement >= r->cfg->scheduler.finish_after;
 }
 
-static void push_latency_history(dt_task_run *tr, double latency_ms)
+static void push_latency_history(dt_run_task *tr, double latency_ms)
 {
     if (tr->nhistory == DT_SCHED_WINDOW) {
         memmove(tr->latency_history, tr->latency_history + 1,
@@ -125,7 +125,7 @@ static void push_latency_history(dt_task_run *tr, double latency_ms)
 
 double dt_run_task_latency(const dt_run *r, int k)
 {
-    const dt_task_run *tr = &r->tasks[k];
+    const dt_run_task *tr = &r->tasks[k];
     if (tr->dead && tr->reference_ms > 0)
         return tr->reference_ms;
     return tr->best_gflops > 0 ? r->model->tasks[k].flops / (tr->best_gflops * 1e9) * 1e3 : INFINITY;
@@ -143,7 +143,7 @@ double dt_run_model_latency(const dt_run *r)
 int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency_ms)
 {
     if (k >= 0) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         tr->slots++;
         tr->measured_slots += tr->trials > tr->trials_at_close;
         tr->trials_at_close = tr->trials;
@@ -174,7 +174,7 @@ int dt_run_close_slot(dt_run *r, int slot, int k, double elapsed, double latency
 
 void dt_run_mark_failed(dt_run *r, int k, const char *reason, double reference_ms)
 {
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     tr->dead = true;
     tr->reference_ms = reference_ms;
     pthread_mutex_lock(&r->state.lock);

@@ -22,29 +22,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtune/backend.h"
 #include "dtune/db.h"
 #include "daemon.h"
 #include "daemon_internal.h"
+#include "run_view.h"
 #include "dtune/util.h"
 #include "dtune/target.h"
 
-/* The replay surface is no machine's: its spaces offer every width; a real
- * backend's spaces offer this machine's. */
-static dt_space_opts run_space_opts(const dt_run *r)
-{
-    return (dt_space_opts){ .cpu_max_vec = strcmp(r->cfg->backend, dt_replay_backend.name) == 0 ? 16 : 0 };
-}
-
-int dt_run_open_spaces(dt_run *r, dt_error *err)
+/* The model's task spaces, as every rank of the run builds them
+ * (run_view.c): r->tasks allocated here. */
+static int open_spaces(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
     r->tasks = calloc((size_t)n, sizeof *r->tasks);
     if (!r->tasks)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    dt_space_opts opts = run_space_opts(r);
     for (int k = 0; k < n; k++) {
-        int rc = dt_target_space_init_opts(&r->tasks[k].space, &r->model->tasks[k], r->cfg->target, &opts, err);
+        int rc = dt_run_view_space_init(r->cfg, &r->model->tasks[k], &r->tasks[k].space, err);
         if (rc)
             return rc;
     }
@@ -54,13 +48,13 @@ int dt_run_open_spaces(dt_run *r, dt_error *err)
 static int open_tasks(dt_run *r, dt_error *err)
 {
     int n = r->model->ntasks;
-    int rc = dt_run_open_spaces(r, err);
+    int rc = open_spaces(r, err);
     if (rc == 0 && r->cfg->tuner.transfer)
         rc = dt_transfer_new(&r->transfer, err);
     if (rc)
         return rc;
     for (int k = 0; k < n; k++) {
-        dt_task_run *tr = &r->tasks[k];
+        dt_run_task *tr = &r->tasks[k];
         const dt_task *t = &r->model->tasks[k];
         rc = dt_tuner_new(&tr->space, &r->cfg->tuner, r->cfg->seed * 1000003u + (uint64_t)k,
                           &tr->tuner, err);
@@ -200,14 +194,12 @@ static void open_log_model(replay_ctx *rc, const dt_run_record *rec)
         return;
     }
     int n = rc->log_model->ntasks;
-    dt_space_opts opts = run_space_opts(r);
     if (!(rc->log_spaces = calloc((size_t)n, sizeof *rc->log_spaces))) {
         drop_log_model(rc);
         return;
     }
     for (int k = 0; k < n; k++, rc->nlog_spaces++)
-        if (dt_target_space_init_opts(&rc->log_spaces[k], &rc->log_model->tasks[k], r->cfg->target, &opts,
-                                      &why) != 0) {
+        if (dt_run_view_space_init(r->cfg, &rc->log_model->tasks[k], &rc->log_spaces[k], &why) != 0) {
             drop_log_model(rc);
             return;
         }
@@ -272,7 +264,7 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
                             "positive finite number", rc->path, rc->line, rec->m.gflops);
     if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
         return transfer_foreign(rc, rec);
-    dt_task_run *tr = &r->tasks[k];
+    dt_run_task *tr = &r->tasks[k];
     dt_point p;
     /* An index means a config only in the space it was drawn from: a log of
      * another machine (vector width) or dtune version must not be misread. */
@@ -539,15 +531,6 @@ static void fill_state_header(dt_run *r)
     s->target_latency_ms = c->budget.target_latency_ms;
 }
 
-int dt_run_open_measurer(dt_run *r, dt_error *err)
-{
-    const char *name = r->cfg->backend[0] ? r->cfg->backend : dt_target_name(r->cfg->target);
-    const dt_backend_i *b = dt_backend_choose(r->cfg->target, r->cfg->backend);
-    if (!b)
-        return dt_error_set(err, DT_ENOTSUP, "backend '%s' is not built into this dtune", name);
-    return dt_measurer_new(b, &r->cfg->measure, r->run_dir, r->cfg->seed, &r->measurer, err);
-}
-
 /* Moves every thread of the process off the cores that time kernels, before
  * the tuning thread starts the status server, the ticker and the belief
  * fits: threads inherit their creator's cores, so none of them ever runs
@@ -610,7 +593,7 @@ int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atom
         /* a remote that probes times everything on its workers: this
          * process needs no backend (on a cluster rank 0 may have no GPU) */
         if (!remote || !remote->send_probe)
-            rc = dt_run_open_measurer(r, err);
+            rc = dt_run_view_measurer_new(cfg, r->run_dir, &r->measurer, err);
     }
     if (rc == 0)
         pin_off_timing(r);
@@ -665,7 +648,7 @@ int dt_daemon_check_inputs(const dt_config *cfg, dt_error *err)
     dt_run r = { .cfg = cfg, .slot = -1 };
     int rc = dt_target_load_model(cfg->model, cfg->target, &r.model, err);
     if (rc == 0)
-        rc = dt_run_open_spaces(&r, err);
+        rc = open_spaces(&r, err);
     if (rc == 0 && cfg->warm_start[0])
         rc = replay_log(&r, cfg->warm_start, false, true, err);
     for (int k = 0; r.tasks && k < r.model->ntasks; k++)

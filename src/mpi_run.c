@@ -19,12 +19,13 @@
  * Rank 0's daemon is given the workers as a dt_daemon_remote: send puts a
  * MEASURE on its way to one worker, receive waits (MPI_Iprobe over every
  * source) for the next RESULTS of any worker with a request out and checks
- * it against that request. With N = 2 the daemon runs its one-slot loop
- * and every batch goes to rank 1: the run measures what the one-process
- * run measures. With N > 2 it keeps N − 1 slots in flight, each on another
- * task and measured by its own worker (daemon_slots.c: slot threads, the
- * daemon's thread the only one that calls send and receive, so the only
- * MPI caller). Rank 0 times nothing itself and opens no backend: each
+ * it against that request. The daemon's one loop (daemon_loop.c) keeps a
+ * slot in flight per worker: with N = 2 one, on the daemon's thread, and
+ * every batch goes to rank 1: the run measures what the one-process run
+ * measures, its end's re-timing too. With N > 2 it keeps N − 1 slots in
+ * flight, each on another task and measured by its own worker (slot
+ * threads, the daemon's thread the only one that calls send and receive,
+ * so the only MPI caller), and does not re-time. Rank 0 times nothing itself and opens no backend: each
  * task's roofline (the peak probe) is asked of rank 1 when the run starts
  * or resumes, and a failed task's reference of the worker of its slot, by
  * PROBE, which the worker answers with the measurer calls the one-process
@@ -65,7 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon_internal.h"
+#include "run_view.h"
 #include "dtune/backend.h"
 #include "dtune/db.h"
 #include "dtune/machine.h"
@@ -191,13 +192,13 @@ static int machine_fingerprint(const dt_config *cfg, char *buf, size_t len, dt_e
 /* A hash over every task of its signature (kind and shape) and its space's
  * schema hash, the keys the database files records under: a config index
  * names the same config on two ranks only where these agree. */
-static void space_version(const dt_run *r, char *buf, size_t len)
+static void space_version(const dt_run_view *view, char *buf, size_t len)
 {
     uint64_t h = DT_FNV1A_INIT;
-    for (int k = 0; k < r->model->ntasks; k++) {
+    for (int k = 0; k < view->model->ntasks; k++) {
         char signature[DT_DB_SIGNATURE_MAX], schema[32];
-        dt_db_task_signature(&r->model->tasks[k], signature, sizeof signature);
-        dt_db_space_hash(&r->tasks[k].space, schema, sizeof schema);
+        dt_db_task_signature(&view->model->tasks[k], signature, sizeof signature);
+        dt_db_space_hash(&view->spaces[k], schema, sizeof schema);
         h = dt_fnv1a(h, signature, strlen(signature) + 1);
         h = dt_fnv1a(h, schema, strlen(schema) + 1);
     }
@@ -243,40 +244,9 @@ static void choose_device(dt_config *cfg, int node_rank, bool rank0_on_node)
                                                        rank0_on_node);
 }
 
-/* ---- the model and spaces every rank builds -------------------------------- */
-
-/* Model, spaces and (for a worker, work under work_dir) a measurer: the
- * parts of a run a rank needs to name configs and measure them. */
-static int open_view(const dt_config *cfg, const char *work_dir, dt_run *view, dt_error *err)
-{
-    memset(view, 0, sizeof *view);
-    view->cfg = cfg;
-    view->slot = -1;
-    view->lock_fd = -1;
-    int rc = dt_model_file_load(cfg->model, NULL, NULL, &view->model, err);
-    if (rc == 0)
-        rc = dt_run_open_spaces(view, err);
-    if (rc == 0 && work_dir) {
-        snprintf(view->run_dir, sizeof view->run_dir, "%s", work_dir);
-        rc = dt_mkdir_p(work_dir, err);
-        if (rc == 0)
-            rc = dt_run_open_measurer(view, err);
-    }
-    return rc;
-}
-
-static void close_view(dt_run *view)
-{
-    dt_measurer_free(view->measurer);
-    for (int k = 0; view->tasks && k < view->model->ntasks; k++)
-        dt_space_free(&view->tasks[k].space);
-    free(view->tasks);
-    dt_model_free(view->model);
-}
-
 /* The versions a rank says in its HELLO; the fingerprint is left "" (rank
  * 0 measures nothing: the run's machine is rank 1's). */
-static void fill_versions(const dt_run *view, dt_wire_hello *h)
+static void fill_versions(const dt_run_view *view, dt_wire_hello *h)
 {
     memset(h, 0, sizeof *h);
     snprintf(h->dtune_version, sizeof h->dtune_version, "%s", DT_VERSION);
@@ -302,7 +272,7 @@ static void fill_error(dt_wire_msg *out, int rc, const char *message)
 typedef struct worker {
     int rank;
     bool cut_probed;           /* WORKER_FAULT_ENV=probed */
-    dt_run view;
+    dt_run_view *view;         /* model, spaces, measurer: all a worker keeps */
     dt_buf buf;
     dt_wire_msg *in, *out;
     dt_point *points;
@@ -317,10 +287,10 @@ static void answer_measure(worker *w, const dt_wire_measure *q)
     dt_error err;
     dt_error_clear(&err);
     int rc = 0;
-    if (q->task >= (uint32_t)w->view.model->ntasks)
+    if (q->task >= (uint32_t)w->view->model->ntasks)
         rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: task %u of a model of %d tasks", w->rank,
-                          q->task, w->view.model->ntasks);
-    const dt_space *space = rc ? NULL : &w->view.tasks[q->task].space;
+                          q->task, w->view->model->ntasks);
+    const dt_space *space = rc ? NULL : &w->view->spaces[q->task];
     for (int i = 0; rc == 0 && i < q->n; i++) {
         if (q->configs[i] >= space->size)
             rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: config %llu of task %u is outside its "
@@ -333,7 +303,7 @@ static void answer_measure(worker *w, const dt_wire_measure *q)
     if (rc == 0) {
         dt_measure_limit limit = { .deadline = q->seconds > 0 ? dt_now_seconds() + q->seconds : 0,
                                    .stop = &worker_stop };
-        measured = dt_measurer_run_until(w->view.measurer, space, w->points, q->n,
+        measured = dt_measurer_run_until(w->view->measurer, space, w->points, q->n,
                                          out->u.results.results, &limit, &err);
         rc = measured < 0 ? measured : 0;
     }
@@ -357,14 +327,14 @@ static void answer_probe(worker *w, const dt_wire_probe *q)
     dt_error_clear(&err);
     int rc = 0;
     memset(&out->u.probed, 0, sizeof out->u.probed);
-    if (q->task >= (uint32_t)w->view.model->ntasks)
+    if (q->task >= (uint32_t)w->view->model->ntasks)
         rc = dt_error_set(&err, DT_EINVAL, "mpi rank %d: task %u of a model of %d tasks", w->rank,
-                          q->task, w->view.model->ntasks);
-    const dt_task *t = rc ? NULL : &w->view.model->tasks[q->task];
+                          q->task, w->view->model->ntasks);
+    const dt_task *t = rc ? NULL : &w->view->model->tasks[q->task];
     if (t && q->what == DT_WIRE_PROBE_REFERENCE)
-        rc = dt_measurer_reference(w->view.measurer, t, &out->u.probed.reference, &err);
+        rc = dt_measurer_reference(w->view->measurer, t, &out->u.probed.reference, &err);
     else if (t)
-        (void)dt_measurer_roofline(w->view.measurer, t, &out->u.probed.roofline); /* peak 0: unknown */
+        (void)dt_measurer_roofline(w->view->measurer, t, &out->u.probed.roofline); /* peak 0: unknown */
     if (rc) {
         fill_error(out, rc, err.msg);
         return;
@@ -425,10 +395,10 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
         open_rc = dt_error_set(&open_err, DT_EINVAL, "output.dir is too long for a worker's "
                                "directory below it");
     else
-        open_rc = open_view(cfg, work_dir, &w.view, &open_err);
+        open_rc = dt_run_view_new(cfg, work_dir, &w.view, &open_err);
     if (open_rc == 0) {
         w.out->type = DT_WIRE_HELLO;
-        fill_versions(&w.view, &w.out->u.hello);
+        fill_versions(w.view, &w.out->u.hello);
         open_rc = machine_fingerprint(cfg, w.out->u.hello.fingerprint,
                                       sizeof w.out->u.hello.fingerprint, &open_err);
     }
@@ -457,7 +427,7 @@ static int run_worker(const dt_config *cfg, int rank, dt_error *err)
         *err = open_err;                    /* said above */
     else
         fprintf(stderr, "dtune rank %d: %s\n", rank, err->msg);
-    close_view(&w.view);
+    dt_run_view_free(w.view);
     dt_buf_free(&w.buf);
     free(w.in);
     free(w.out);
@@ -669,12 +639,12 @@ static int greet_worker(remote *rm, int rank, dt_wire_hello *mine, dt_error *err
  * 1's fingerprint) into rm->machine. */
 static int greet_workers(const dt_config *cfg, remote *rm, dt_error *err)
 {
-    dt_run view;
+    dt_run_view *view = NULL;
     dt_wire_hello mine;
-    int rc = open_view(cfg, NULL, &view, err);
+    int rc = dt_run_view_new(cfg, NULL, &view, err);
     if (rc == 0)
-        fill_versions(&view, &mine);
-    close_view(&view);
+        fill_versions(view, &mine);
+    dt_run_view_free(view);
     for (int w = 0; rc == 0 && w < rm->workers; w++)
         rc = greet_worker(rm, w + 1, &mine, err);
     snprintf(rm->machine, sizeof rm->machine, "%s", rc == 0 ? mine.fingerprint : "");

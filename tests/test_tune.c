@@ -1283,7 +1283,7 @@ static void test_dynatune_beats_sequential_on_replay(void **state)
 
 /* The one-process run measures the configs it always measured, in the same
  * order: tests/data/tiny_replay_configs.txt ("task config" per measure
- * record) holds the one-slot loop's sequence for this command; a change of
+ * record) holds the one-slot run's sequence for this command; a change of
  * the daemon that moves a tuner's, the scheduler's or the log's sequence
  * for a fixed seed shows here (a change of a space or a tuner that moves it
  * on purpose rewrites the file). */
