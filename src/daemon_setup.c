@@ -157,16 +157,10 @@ static void mismatch_cause(const dt_space *s, const char *log_knobs, char *buf, 
     snprintf(buf, len, "the log was written by another dtune version's space");
 }
 
-/* A hand-edited or damaged number must not reach the run's arithmetic: run
- * seconds are finite and >= 0, a slot number stays far from INT_MAX (the run
- * counts on from it), an ok result has a finite positive speed. */
-static int check_time(replay_ctx *rc, double time)
-{
-    if (isfinite(time) && time >= 0)
-        return 0;
-    return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: time %g is not a number of seconds >= 0",
-                        rc->path, rc->line, time);
-}
+/* A hand-edited or damaged number must not reach the run's arithmetic: the
+ * log's reader refuses times outside 0 to DT_TUNELOG_TIME_MAX and ok results
+ * without a positive finite speed (tunelog.c); a slot number must stay far
+ * from INT_MAX (the run counts on from it), checked here. */
 
 static void drop_log_model(replay_ctx *rc)
 {
@@ -257,11 +251,6 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
     if (k < 0 && rc->own_log)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: measurement of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
-    if (check_time(rc, rec->time))
-        return DT_EINVAL;
-    if (rec->m.result == DT_RESULT_OK && !(isfinite(rec->m.gflops) && rec->m.gflops > 0))
-        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: an ok result with gflops %g; expected a "
-                            "positive finite number", rc->path, rc->line, rec->m.gflops);
     if (!rc->own_log && (k < 0 || !same_task(rc, k, rec)))
         return transfer_foreign(rc, rec);
     dt_run_task *tr = &r->tasks[k];
@@ -331,8 +320,6 @@ static int replay_slot(void *ctx, const dt_slot_record *rec)
     if (rec->slot < 0 || rec->slot >= INT_MAX / 2)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: slot number %d is out of range (0 to %d)",
                             rc->path, rc->line, rec->slot, INT_MAX / 2 - 1);
-    if (check_time(rc, rec->time))
-        return DT_EINVAL;
     for (int i = 0; i < rec->nfits; i++) {
         const dt_slot_fit *fit = &rec->fits[i];
         if (fit->task_index >= r->model->ntasks)
@@ -370,8 +357,6 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
     if (k < 0)
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: failure of task '%s', which model %s does not have",
                             rc->path, rc->line, rec->task, r->model->name);
-    if (check_time(rc, rec->time))
-        return DT_EINVAL;
     if (!(rec->reference_s > 0) || !isfinite(rec->reference_s))
         return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: task '%s' failed with reference_ms %g; "
                             "expected a positive number", rc->path, rc->line, rec->task, rec->reference_s * 1e3);
@@ -389,8 +374,6 @@ static int replay_retime(void *ctx, const dt_retime_record *rec)
     rc->line++;
     if (!rc->own_log)
         return 0;
-    if (check_time(rc, rec->time))
-        return DT_EINVAL;
     if (rec->time > rc->run->elapsed_base)
         rc->run->elapsed_base = rec->time;
     return 0;

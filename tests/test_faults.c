@@ -625,8 +625,9 @@ static void test_large_numbers_in_log_and_best(void **state)
     static const struct { const char *from, *to, *message; } edits[] = {
         { "{\"type\":\"slot\",\"slot\":1,", "{\"type\":\"slot\",\"slot\":2147483647,", "slot number 2147483647 is out of range" },
         { "{\"type\":\"slot\",\"slot\":1,", "{\"type\":\"slot\",\"slot\":-7,", "slot number -7 is out of range" },
-        { "\"result\":\"ok\",\"gflops\":", "\"result\":\"ok\",\"gflops\":-1,\"was\":", "an ok result with gflops -1" },
-        { ",\"time\":", ",\"time\":\"inf\",\"was\":", "time inf is not a number of seconds" },
+        { "\"result\":\"ok\",\"gflops\":", "\"result\":\"ok\",\"gflops\":-1,\"was\":",
+          "field 'gflops' of an ok result must be a positive finite number" },
+        { ",\"time\":", ",\"time\":\"inf\",\"was\":", "field 'time' must be a run time in seconds" },
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         char *at = strstr(text, edits[i].from);

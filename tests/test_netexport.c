@@ -634,13 +634,15 @@ static void test_refusals(void **state)
     assert_int_equal(dt_netexport_write(&params, g, choices, n, dir, &err), DT_EINVAL);
     assert_non_null(strstr(err.msg, "node 'fc'"));
     dt_graph *read = NULL;
-    assert_int_equal(dt_netexport_read_graph("models/resnet18.onnx", &read, &err), DT_ENOTSUP);
+    assert_int_equal(dt_netexport_read_graph("models/resnet18.yaml", &read, &err), DT_ENOTSUP);
     assert_null(read);
     assert_non_null(strstr(err.msg, "ONNX"));
-    /* the command's flag: the network comes from the model file */
+    assert_int_equal(dt_netexport_read_graph("no/such/net.onnx", &read, &err), DT_ENOTFOUND);
+    assert_null(read);
+    /* the command's flag: the network comes from the run, which must be one */
     int rc = dt_test_run((char *[]){ "dtune", "export", dir, "--network", NULL }, out, sizeof out);
     assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "--network reads the network from its model file: -m MODEL.onnx"));
+    assert_non_null(strstr(out, "best.json"));
     free(choices);
     dt_graph_free(g);
     assert_int_equal(dt_test_remove_tree(dir), 0);
