@@ -45,9 +45,16 @@ static int open_spaces(dt_run *r, dt_error *err)
     return 0;
 }
 
-static int open_tasks(dt_run *r, dt_error *err)
+/* Whether the set-up's probes must stop: a signal, or the budget spent in
+ * the set-up (a 2 s budget must not wait for every task's memory streams). */
+static bool probes_cut(const dt_run *r, const atomic_int *stop)
 {
-    int n = r->model->ntasks;
+    return (stop && atomic_load(stop)) || dt_run_elapsed(r) >= r->cfg->budget.total_seconds;
+}
+
+static int open_tasks(dt_run *r, const atomic_int *stop, dt_error *err)
+{
+    int n = r->model->ntasks, unprobed = 0;
     int rc = open_spaces(r, err);
     if (rc == 0 && r->cfg->tuner.transfer)
         rc = dt_transfer_new(&r->transfer, err);
@@ -63,7 +70,9 @@ static int open_tasks(dt_run *r, dt_error *err)
         tr->group = dt_task_similarity_group(t);
         dt_daemon_probe probe = { .reference = false };
         dt_task_bound bound;
-        if ((rc = dt_run_probe(r, k, &probe, err)))
+        if (probes_cut(r, stop))
+            unprobed++;      /* its bound stays unknown (peak 0) */
+        else if ((rc = dt_run_probe(r, k, &probe, err)))
             return rc;
         const dt_roofline roof = probe.roofline;
         dt_roofline_task_bound(&roof, t, &bound);
@@ -81,6 +90,9 @@ static int open_tasks(dt_run *r, dt_error *err)
         if (tr->peak_gflops <= 0)
             tr->peak_gflops = 1.0; /* the belief needs a scale */
     }
+    if (unprobed)
+        fprintf(stderr, "dtune: %s during the set-up's probes: %d of %d tasks have no bound\n",
+                stop && atomic_load(stop) ? "stopped" : "budget spent", unprobed, n);
     return 0;
 }
 
@@ -581,7 +593,7 @@ int dt_run_open(const dt_config *cfg, const dt_daemon_remote *remote, const atom
     if (rc == 0)
         pin_off_timing(r);
     if (rc == 0)
-        rc = open_tasks(r, err);
+        rc = open_tasks(r, stop, err);
     if (rc == 0)
         rc = dt_scheduler_new(cfg->scheduler.policy, &cfg->scheduler, cfg->seed, &r->sched, err);
     if (rc == 0)
