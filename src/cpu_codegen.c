@@ -200,9 +200,49 @@ void cpu_emit_conv_defines(dt_buf *b, const dt_cpu_plan *p)
          c->oh / p->oh_block, p->ow_block, c->ow / p->ow_block, p->co_block / p->vec);
 }
 
+/* The task's epilogue as a pass over the output inside the kernel call:
+ * y = act(y + bias + r) over each output channel's plane (conv) or row
+ * (matrix products), the parts the task lacks left out, the activation
+ * picked at run time (0 none, 1 relu, 2 relu6). Written as scalar loops
+ * that -O3 vectorises; a NULL bias or residual skips that part. */
+static void emit_epilogue_pass(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_task *t = &p->task;
+    bool conv = is_conv(t);
+    long outer = conv ? (long)t->conv.n * t->conv.c_out : (long)t->mm.b * t->mm.m;
+    long inner = conv ? (long)t->conv.oh * t->conv.ow : (long)t->mm.n;
+    emit(b, "static void epilogue(float *restrict y, const float *restrict bias,\n"
+            "    const float *restrict residual, int act)\n{\n");
+    if (!t->epilogue.bias)
+        emit(b, "    (void)bias;\n");
+    if (!t->epilogue.residual)
+        emit(b, "    (void)residual;\n");
+    if (t->epilogue.act == DT_ACT_NONE)
+        emit(b, "    (void)act;\n");
+    cpu_emit_omp(b, p, 1);
+    emit(b, "    for (long o = 0; o < %ldL; o++) {\n"
+            "        float *restrict yo = y + (size_t)o * %ld;\n", outer, inner);
+    if (t->epilogue.bias && conv)
+        emit(b, "        const float bo = bias ? bias[o %% %d] : 0.0f;\n", t->conv.c_out);
+    if (t->epilogue.residual)
+        emit(b, "        const float *restrict ro = residual ? residual + (size_t)o * %ld : NULL;\n", inner);
+    emit(b, "        for (long i = 0; i < %ldL; i++) {\n            float v = yo[i];\n", inner);
+    if (t->epilogue.bias)
+        emit(b, "            v += %s;\n", conv ? "bo" : "(bias ? bias[i] : 0.0f)");
+    if (t->epilogue.residual)
+        emit(b, "            v += ro ? ro[i] : 0.0f;\n");
+    if (t->epilogue.act != DT_ACT_NONE)
+        emit(b, "            v = act && !(v > 0.0f) ? 0.0f : v;\n"
+                "            v = act == 2 && v > 6.0f ? 6.0f : v;\n");
+    emit(b, "            yo[i] = v;\n        }\n    }\n}\n\n");
+}
+
 void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t ws_floats,
                     const char *image_step)
 {
+    bool has_epilogue = dt_task_has_epilogue(&p->task);
+    if (has_epilogue)
+        emit_epilogue_pass(b, p);
     emit(b, "size_t %s_workspace(void)\n{\n    return %zu;\n}\n\n", entry, ws_floats);
     emit(b, "void %s_prepare(const float *restrict weight, float *restrict ws)\n{\n", entry);
     if (p->pack_weight)
@@ -216,6 +256,17 @@ void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t w
     else
         emit(b, "    pack_w(weight, ws);\n");
     emit(b, "%s}\n", image_step);
+    if (!has_epilogue)
+        return;
+    /* the kernel with its epilogue: the same steps, then the pass */
+    emit(b, "\nvoid %s_epilogue(const float *restrict input, const float *restrict weight,\n"
+            "    float *restrict output, float *restrict ws, const float *restrict bias,\n"
+            "    const float *restrict residual, int act)\n{\n", entry);
+    if (p->pack_weight)
+        emit(b, "    (void)weight;\n");
+    else
+        emit(b, "    pack_w(weight, ws);\n");
+    emit(b, "%s    epilogue(output, bias, residual, act);\n}\n", image_step);
 }
 
 /* ---- the channel-blocked layout's conversions ------------------------------- */

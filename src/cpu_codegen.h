@@ -27,6 +27,15 @@
  *       for convolutions, row-major [B][M][K] x [B][N][K] -> [B][M][N] for
  *       matrix products. Activations are packed inside the call (they change
  *       per inference); weights too when pack_weight = 0.
+ *   void dt_kernel_epilogue(const float *input, const float *weight,
+ *                           float *output, float *workspace, const float *bias,
+ *                           const float *residual, int act);
+ *       Only for a task with an epilogue (model.h): dt_kernel's work, then
+ *       output = act(output + bias + residual) in the same call, a pass
+ *       over each output channel's plane (conv) or row (matrix products).
+ *       bias or residual NULL skips that part; act 0 none, 1 relu, 2 relu6
+ *       (the parts the task lacks are not generated). A task without an
+ *       epilogue gets no such entry and the same source as before.
  *
  * Loop nests. conv2d and depthwise_conv2d in the BLOCKED form (below)
  * vectorise over output channels: the

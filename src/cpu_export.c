@@ -56,12 +56,18 @@ static int write_header(const export_job *job, dt_error *err)
         " *   void %s_TASK(const float *input, const float *weight, float *output,\n"
         " *                float *workspace)\n"
         " *       one inference of the operator; weight is the same array prepare saw\n"
+        " *   void %s_TASK_epilogue(const float *input, const float *weight, float *output,\n"
+        " *                         float *workspace, const float *bias, const float *residual,\n"
+        " *                         int act)\n"
+        " *       (a task with an epilogue) the same, then output = act(output + bias[channel\n"
+        " *       or column] + residual) in the same call; bias or residual NULL skips it,\n"
+        " *       act is 0 (none), 1 (relu) or 2 (relu6)\n"
         " * A workspace belongs to one call at a time.%s\n"
         " */\n"
         "#ifndef %s_KERNELS_H\n#define %s_KERNELS_H\n\n#include <stddef.h>\n\n",
         job->lib, job->lib, job->params->source ? " from " : "",
         job->params->source ? job->params->source : "", job->lib, job->lib, job->lib, job->lib,
-        job->params->measure.threads > 1 ? " The kernels run on OpenMP threads." : "",
+        job->lib, job->params->measure.threads > 1 ? " The kernels run on OpenMP threads." : "",
         job->upper, job->upper);
     for (int i = 0; i < job->n; i++) {
         const dt_export_choice *c = &job->choices[i];
@@ -73,7 +79,12 @@ static int write_header(const export_job *job, dt_error *err)
         export_emit(&b, "size_t %s_%s_workspace(void);\n"
                         "void %s_%s_prepare(const float *weight, float *workspace);\n"
                         "void %s_%s(const float *input, const float *weight, float *output,\n"
-                        "    float *workspace);\n\n", job->lib, t, job->lib, t, job->lib, t);
+                        "    float *workspace);\n", job->lib, t, job->lib, t, job->lib, t);
+        if (dt_task_has_epilogue(&c->task))
+            export_emit(&b, "void %s_%s_epilogue(const float *input, const float *weight, float *output,\n"
+                            "    float *workspace, const float *bias, const float *residual, int act);\n",
+                        job->lib, t);
+        export_emit(&b, "\n");
     }
     emit_info_type(&b, job);
     export_emit(&b, "#define %s_NKERNELS %d\nextern const %s_kernel_info %s_kernels[%s_NKERNELS];\n\n"
@@ -151,6 +162,28 @@ static void emit_reference_kernel(dt_buf *b, const export_job *job, int i)
                    "void %s_%s(const float *input, const float *weight, float *output, float *workspace)\n{\n"
                    "    (void)workspace;\n    %s_reference(&%s_kernels[%d], input, weight, output);\n}\n",
                 c->task.name, c->why[0] ? c->why : "not measured", l, l, t, l, t, l, t, l, l, i);
+    if (!dt_task_has_epilogue(&c->task))
+        return;
+    bool conv = c->task.kind != DT_OP_DENSE && c->task.kind != DT_OP_BATCH_MATMUL;
+    size_t n_in, n_w, n_out;
+    dt_task_tensor_sizes(&c->task, &n_in, &n_w, &n_out);
+    size_t inner = conv ? (size_t)c->task.conv.oh * c->task.conv.ow : (size_t)c->task.mm.n;
+    char channel[64];   /* the bias index of output float i */
+    if (conv)
+        snprintf(channel, sizeof channel, "i / %zu %% %d", inner, c->task.conv.c_out);
+    else
+        snprintf(channel, sizeof channel, "i %% %zu", inner);
+    export_emit(b, "\nvoid %s_%s_epilogue(const float *input, const float *weight, float *output,\n"
+                   "    float *workspace, const float *bias, const float *residual, int act)\n{\n"
+                   "    %s_%s(input, weight, output, workspace);\n"
+                   "    for (size_t i = 0; i < %zu; i++) {\n"
+                   "        float v = output[i];\n"
+                   "        if (bias)\n            v += bias[%s];\n"
+                   "        if (residual)\n            v += residual[i];\n"
+                   "        if (act && !(v > 0.0f))\n            v = 0.0f;\n"
+                   "        if (act == 2 && v > 6.0f)\n            v = 6.0f;\n"
+                   "        output[i] = v;\n    }\n}\n",
+                l, t, l, t, n_out, channel);
 }
 
 static int emit_cpu_kernel(dt_buf *b, const export_job *job, int i, dt_error *err)

@@ -71,6 +71,8 @@ void dt_cpu_runner_fill(float *data, size_t n, uint64_t seed)
 typedef size_t (*workspace_fn)(void);
 typedef void (*prepare_fn)(const float *, float *);
 typedef void (*kernel_fn)(const float *, const float *, float *, float *);
+typedef void (*epilogue_kernel_fn)(const float *, const float *, float *, float *, const float *,
+                                   const float *, int);
 typedef double (*flops_fn)(void);
 
 typedef struct child_state {
@@ -80,6 +82,7 @@ typedef struct child_state {
     uint64_t seed;
     size_t n_in, n_w, n_out;
     float *input, *weight, *reference;
+    float *bias, *residual;    /* a task with an epilogue: its other inputs (else NULL) */
     bool gomp_pinned;
     dt_proclimit limits;
 } child_state;
@@ -88,6 +91,7 @@ typedef struct loaded_kernel {
     void *handle;
     prepare_fn prepare;
     kernel_fn kernel;          /* NULL: the task's reference implementation */
+    epilogue_kernel_fn kernel_epilogue;   /* a task with an epilogue: called instead */
     float *workspace, *output;
     double flops;              /* per call: the request's, or dt_kernel_flops() */
 } loaded_kernel;
@@ -103,7 +107,9 @@ static void drop_data(child_state *c)
     free(c->input);
     free(c->weight);
     free(c->reference);
-    c->input = c->weight = c->reference = NULL;
+    free(c->bias);
+    free(c->residual);
+    c->input = c->weight = c->reference = c->bias = c->residual = NULL;
     c->have_data = false;
 }
 
@@ -119,6 +125,19 @@ static int ensure_data(child_state *c, const dt_cpu_runner_request *req)
         return -1;
     dt_cpu_runner_fill(c->input, c->n_in, req->seed);
     dt_cpu_runner_fill(c->weight, c->n_w, req->seed ^ 0x5eedULL);
+    const dt_task *t = &req->task;
+    if (t->epilogue.bias) {
+        bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+        size_t n_bias = conv ? (size_t)t->conv.c_out : (size_t)t->mm.n;
+        if (!(c->bias = alloc_floats(n_bias)))
+            return -1;
+        dt_cpu_runner_fill(c->bias, n_bias, req->seed ^ 0xb1a5ULL);
+    }
+    if (t->epilogue.residual) {
+        if (!(c->residual = alloc_floats(c->n_out)))
+            return -1;
+        dt_cpu_runner_fill(c->residual, c->n_out, req->seed ^ 0x2e51ULL);
+    }
     c->task = req->task;
     c->seed = req->seed;
     c->have_data = true;
@@ -133,6 +152,7 @@ static int ensure_reference(child_state *c)
     if (!c->reference)
         return -1;
     dt_task_reference(&c->task, c->input, c->weight, c->reference);
+    dt_task_apply_epilogue(&c->task, c->bias, c->residual, c->task.epilogue.act, c->reference);
     return 0;
 }
 
@@ -146,7 +166,10 @@ static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_
     workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_workspace") : NULL;
     k->prepare = k->handle ? (prepare_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_prepare") : NULL;
     k->kernel = k->handle ? (kernel_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY) : NULL;
-    if (!ws || !k->prepare || !k->kernel) {
+    if (k->kernel && dt_task_has_epilogue(&req->task))
+        k->kernel_epilogue = (epilogue_kernel_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_epilogue");
+    if (!ws || !k->prepare || !k->kernel ||
+        (dt_task_has_epilogue(&req->task) && !k->kernel_epilogue)) {
         const char *why = dlerror();
         res->result = DT_RESULT_RUNNER_ERROR;
         snprintf(res->detail, sizeof res->detail, "cannot load kernel: %s", why ? why : "?");
@@ -172,12 +195,25 @@ static void unload_kernel(loaded_kernel *k)
         dlclose(k->handle);
 }
 
+static void call_kernel(const child_state *c, const loaded_kernel *k)
+{
+    if (k->kernel_epilogue)
+        k->kernel_epilogue(c->input, c->weight, k->output, k->workspace, c->bias, c->residual,
+                           (int)c->task.epilogue.act);
+    else if (k->kernel)
+        k->kernel(c->input, c->weight, k->output, k->workspace);
+    else {
+        dt_task_reference(&c->task, c->input, c->weight, k->output);
+        dt_task_apply_epilogue(&c->task, c->bias, c->residual, c->task.epilogue.act, k->output);
+    }
+}
+
 static bool check_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                          dt_measure_result *res)
 {
     for (size_t i = 0; i < c->n_out; i++)
         k->output[i] = NAN;
-    k->kernel(c->input, c->weight, k->output, k->workspace);
+    call_kernel(c, k);
     long bad = dt_measure_check_output(k->output, c->reference, c->n_out, req->tolerance);
     if (bad < 0)
         return true;
@@ -197,13 +233,6 @@ static bool parent_gone(int fd)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-static void call_kernel(const child_state *c, const loaded_kernel *k)
-{
-    if (k->kernel)
-        k->kernel(c->input, c->weight, k->output, k->workspace);
-    else
-        dt_task_reference(&c->task, c->input, c->weight, k->output);
-}
 
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
  * loop; between micro-batches (outside the timed calls) it leaves if the

@@ -14,7 +14,9 @@
  *
  * Inside the child, per request: dlopen the artifact, fill inputs with
  * seeded data in [-1, 1), call dt_kernel_prepare once, check the output
- * against dt_task_reference when asked, warm up with one call, then time
+ * against dt_task_reference when asked (a task with an epilogue: its
+ * dt_kernel_epilogue entry on seeded bias and residual tensors, against the
+ * reference with dt_task_apply_epilogue), warm up with one call, then time
  * micro-batches with CLOCK_MONOTONIC_RAW until dt_measure_cv_stop says stop. A
  * request with `reference` set times dt_task_reference the same way: the
  * latency a task that no config of its space can run is counted at.

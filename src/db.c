@@ -366,6 +366,11 @@ void dt_db_task_signature(const dt_task *task, char *buf, size_t len)
     for (int i = 0; i < n && used > 0 && (size_t)used < len; i++)
         used += snprintf(buf + used, len - (size_t)used, " %s=%d", f[i].name,
                          *(const int *)((const char *)task + f[i].offset));
+    if (dt_task_has_epilogue(task) && used > 0 && (size_t)used < len) {
+        char parts[64];
+        dt_task_epilogue_str(&task->epilogue, parts, sizeof parts);
+        snprintf(buf + used, len - (size_t)used, " epilogue=%s", parts);
+    }
 }
 
 int dt_db_task_parse(const char *signature, dt_task *task, dt_error *err)
@@ -391,6 +396,13 @@ int dt_db_task_parse(const char *signature, dt_task *task, dt_error *err)
         if (sscanf(p, " %15[a-z_]=%d%n", name, &value, &used) != 2 || strcmp(name, f[i].name) != 0)
             return dt_error_set(err, DT_EINVAL, "task signature '%s': expected %s=N", signature, f[i].name);
         *(int *)((char *)task + f[i].offset) = value;
+        p += used;
+    }
+    char parts[64];
+    int used = 0;
+    if (sscanf(p, " epilogue=%63[a-z0-9+]%n", parts, &used) == 1) {
+        if (dt_task_epilogue_parse(parts, &task->epilogue) != 0 || !dt_task_has_epilogue(task))
+            return dt_error_set(err, DT_EINVAL, "task signature '%s': bad epilogue '%s'", signature, parts);
         p += used;
     }
     if (p[strspn(p, " ")])

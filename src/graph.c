@@ -199,6 +199,9 @@ static int add_node_task(dt_graph_node *node, dt_model *m, dt_error *err)
     dt_task t = node->attr.kernel;
     snprintf(t.name, sizeof t.name, "%s", node->name);
     t.count = 1;
+    t.epilogue = (dt_task_epilogue){ .bias = node->epilogue.bias >= 0,
+                                     .residual = node->epilogue.residual >= 0,
+                                     .act = node->epilogue.act };
     dt_error sub;
     if (dt_task_finish(&t, &sub) != 0)
         return dt_error_set(err, DT_EINVAL, "node '%s': %s", node->name, sub.msg);

@@ -189,7 +189,59 @@ int dt_task_finish(dt_task *task, dt_error *err)
     return 0;
 }
 
-void dt_task_shape_str(const dt_task *t, char *buf, size_t len)
+/* ---- epilogues -------------------------------------------------------------- */
+
+static const char *const act_names[] = { NULL, "relu", "relu6" };
+
+const char *dt_act_name(dt_act act)
+{
+    return (unsigned)act <= DT_ACT_RELU6 ? act_names[act] : NULL;
+}
+
+bool dt_task_has_epilogue(const dt_task *task)
+{
+    return task->epilogue.bias || task->epilogue.residual || task->epilogue.act != DT_ACT_NONE;
+}
+
+void dt_task_epilogue_merge(dt_task_epilogue *into, const dt_task_epilogue *from)
+{
+    into->bias = into->bias || from->bias;
+    into->residual = into->residual || from->residual;
+    if (from->act > into->act)
+        into->act = from->act;
+}
+
+void dt_task_epilogue_str(const dt_task_epilogue *e, char *buf, size_t len)
+{
+    const char *act = dt_act_name(e->act);
+    snprintf(buf, len, "%s%s%s%s%s", e->bias ? "bias" : "",
+             e->bias && e->residual ? "+" : "", e->residual ? "residual" : "",
+             act && (e->bias || e->residual) ? "+" : "", act ? act : "");
+}
+
+int dt_task_epilogue_parse(const char *text, dt_task_epilogue *e)
+{
+    *e = (dt_task_epilogue){ .act = DT_ACT_NONE };
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "+");
+        if (n == 4 && strncmp(p, "bias", 4) == 0 && !e->bias)
+            e->bias = true;
+        else if (n == 8 && strncmp(p, "residual", 8) == 0 && !e->residual)
+            e->residual = true;
+        else if (n == 4 && strncmp(p, "relu", 4) == 0 && e->act == DT_ACT_NONE)
+            e->act = DT_ACT_RELU;
+        else if (n == 5 && strncmp(p, "relu6", 5) == 0 && e->act == DT_ACT_NONE)
+            e->act = DT_ACT_RELU6;
+        else
+            return DT_EINVAL;
+        p += n;
+        if (*p == '+' && !*++p)
+            return DT_EINVAL;
+    }
+    return 0;
+}
+
+static void shape_str(const dt_task *t, char *buf, size_t len)
 {
     const dt_conv_shape *c = &t->conv;
     const dt_mm_shape *m = &t->mm;
@@ -208,6 +260,18 @@ void dt_task_shape_str(const dt_task *t, char *buf, size_t len)
     default:
         snprintf(buf, len, "?");
     }
+}
+
+void dt_task_shape_str(const dt_task *t, char *buf, size_t len)
+{
+    shape_str(t, buf, len);
+    if (!dt_task_has_epilogue(t))
+        return;
+    char epilogue[64];
+    size_t used = strlen(buf);
+    dt_task_epilogue_str(&t->epilogue, epilogue, sizeof epilogue);
+    if (used < len)
+        snprintf(buf + used, len - used, " +%s", epilogue);
 }
 
 int dt_task_similarity_group(const dt_task *t)
@@ -282,6 +346,29 @@ void dt_task_reference(const dt_task *t, const float *input, const float *weight
         for (int k = 0; k < m->k; k++)
             acc += (double)a[k] * w[k];
         output[((size_t)b * m->m + i) * m->n + j] = (float)acc;
+    }
+}
+
+void dt_task_apply_epilogue(const dt_task *t, const float *bias, const float *residual,
+                            dt_act act, float *output)
+{
+    bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
+    /* conv: [n][channel][pixels]; matrix products: [rows][column] */
+    size_t outer = conv ? (size_t)t->conv.n * t->conv.c_out : (size_t)t->mm.b * t->mm.m;
+    size_t inner = conv ? (size_t)t->conv.oh * t->conv.ow : (size_t)t->mm.n;
+    for (size_t o = 0; o < outer; o++)
+    for (size_t i = 0; i < inner; i++) {
+        size_t at = o * inner + i;
+        float v = output[at];
+        if (bias)
+            v += conv ? bias[o % (size_t)t->conv.c_out] : bias[i];
+        if (residual)
+            v += residual[at];
+        if (act != DT_ACT_NONE && !(v > 0.0f))
+            v = 0.0f;
+        if (act == DT_ACT_RELU6 && v > 6.0f)
+            v = 6.0f;
+        output[at] = v;
     }
 }
 
@@ -408,12 +495,12 @@ static int read_ints(reader *rd, const yaml_node_t *node, const char *key, int w
 
 typedef struct op_fields {
     const yaml_node_t *name, *kind, *count, *input, *out_channels, *kernel, *stride,
-        *padding, *dilation, *groups, *multiplier, *weight, *a, *b;
+        *padding, *dilation, *groups, *multiplier, *weight, *a, *b, *epilogue;
 } op_fields;
 
 static const char *const op_keys[] = {
     "name", "kind", "count", "input", "out_channels", "kernel", "stride", "padding",
-    "dilation", "groups", "multiplier", "weight", "a", "b",
+    "dilation", "groups", "multiplier", "weight", "a", "b", "epilogue",
 };
 
 static int collect_fields(reader *rd, const yaml_node_t *op, op_fields *f)
@@ -431,7 +518,7 @@ static int collect_fields(reader *rd, const yaml_node_t *op, op_fields *f)
         if (!key || i == nkeys)
             return fail_at(rd, k, "unknown op key '%s' (known: name, kind, count, input, "
                            "out_channels, kernel, stride, padding, dilation, groups, "
-                           "multiplier, weight, a, b)", key ? key : "?");
+                           "multiplier, weight, a, b, epilogue)", key ? key : "?");
         slots[i] = yaml_document_get_node(rd->doc, p->value);
     }
     return 0;
@@ -517,6 +604,29 @@ static int parse_mm(reader *rd, const yaml_node_t *op, const op_fields *f, dt_ta
     return 0;
 }
 
+/* `epilogue: [bias, residual, relu]`: a list of parts, each at most once
+ * (one activation); conv2d, depthwise_conv2d and dense only. */
+static int parse_epilogue(reader *rd, const yaml_node_t *node, dt_task *t)
+{
+    if (t->kind == DT_OP_BATCH_MATMUL)
+        return fail_at(rd, node, "batch_matmul takes no epilogue (conv2d, depthwise_conv2d and dense do)");
+    if (node->type != YAML_SEQUENCE_NODE)
+        return fail_at(rd, node, "epilogue: expected a list of bias, residual, relu or relu6");
+    for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+        const yaml_node_t *part = yaml_document_get_node(rd->doc, *it);
+        const char *name = scalar(part);
+        dt_task_epilogue one;
+        if (!name || strchr(name, '+') || dt_task_epilogue_parse(name, &one) != 0 || !name[0])
+            return fail_at(rd, part, "epilogue: '%s' is not one of bias, residual, relu, relu6",
+                           name ? name : "?");
+        if ((one.bias && t->epilogue.bias) || (one.residual && t->epilogue.residual) ||
+            (one.act != DT_ACT_NONE && t->epilogue.act != DT_ACT_NONE))
+            return fail_at(rd, part, "epilogue: '%s' comes twice (or a second activation)", name);
+        dt_task_epilogue_merge(&t->epilogue, &one);
+    }
+    return 0;
+}
+
 static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_task *t)
 {
     op_fields f;
@@ -540,6 +650,8 @@ static int parse_op(reader *rd, const yaml_node_t *op, int index, int batch, dt_
         rc = parse_conv(rd, op, &f, t, batch);
     else
         rc = parse_mm(rd, op, &f, t, batch);
+    if (rc == 0 && f.epilogue)
+        rc = parse_epilogue(rd, f.epilogue, t);
     if (rc)
         return rc;
     dt_error sub;
@@ -570,6 +682,7 @@ int dt_model_add_task(dt_model *m, const dt_task *t)
             if ((int64_t)m->tasks[i].count + t->count > DT_MODEL_INT_MAX)
                 return DT_EINVAL;
             m->tasks[i].count += t->count;
+            dt_task_epilogue_merge(&m->tasks[i].epilogue, &t->epilogue);
             return i;
         }
     }
@@ -796,6 +909,18 @@ static void put_task(dt_buf *b, const dt_task *t)
     default:
         put(b, ", a: [%d, %d, %d], b: [%d, %d, %d]", m->b, m->m, m->k, m->b, m->n, m->k);
         break;
+    }
+    if (dt_task_has_epilogue(t)) {
+        char parts[64];
+        dt_task_epilogue_str(&t->epilogue, parts, sizeof parts);
+        for (char *at = parts; *at; at++)
+            if (*at == '+')
+                *at = ',';
+        put(b, ", epilogue: [");
+        char *save = NULL;
+        for (char *part = strtok_r(parts, ",", &save); part; part = strtok_r(NULL, ",", &save))
+            put(b, "%s%s", part == parts ? "" : ", ", part);
+        put(b, "]");
     }
     put(b, ", count: %d}\n", t->count);
 }

@@ -97,14 +97,18 @@ static const char *act_name(dt_act act)
     return act == DT_ACT_RELU ? "ACT_RELU" : act == DT_ACT_RELU6 ? "ACT_RELU6" : "ACT_NONE";
 }
 
-/* Whether the node's kernel applies its epilogue itself. None does yet: a
- * kernel with the epilogue fused (issue 58, item 5) says so here, and its
- * node then skips the separate pass. */
+/* Whether the node's kernel applies its epilogue itself: its task's kernel
+ * has an epilogue entry (a task tuned with one: an ONNX model's, or a model
+ * file's `epilogue` key) that holds every part the node needs. A kernel
+ * tuned without one (a plain model file's) leaves the node its separate
+ * pass. */
 static bool epilogue_fused(const net_job *job, int node)
 {
-    (void)job;
-    (void)node;
-    return false;
+    const dt_graph_node *n = &job->plan->g->nodes[node];
+    const dt_task_epilogue *e = &job->files.choices[job->plan->choice[node]].task.epilogue;
+    bool has = e->bias || e->residual || e->act != DT_ACT_NONE;
+    return has && (n->epilogue.bias < 0 || e->bias) && (n->epilogue.residual < 0 || e->residual) &&
+           (n->epilogue.act == DT_ACT_NONE || e->act != DT_ACT_NONE);
 }
 
 static void emit_kernel_node(dt_buf *b, const net_job *job, int i)
@@ -113,17 +117,24 @@ static void emit_kernel_node(dt_buf *b, const net_job *job, int i)
     const dt_graph *g = p->g;
     const dt_graph_node *node = &g->nodes[i];
     const dt_graph_tensor *y = &g->tensors[node->output];
-    char x[64], w[64], out[64], bias[64] = "NULL", res[64] = "NULL";
-    export_emit(b, "    %s_%s(%s, %s, %s, ws[%d]);\n", job->files.lib, job->task[p->choice[i]],
-                where(p, node->inputs[0], x, sizeof x), where(p, node->inputs[1], w, sizeof w),
-                where(p, node->output, out, sizeof out), p->slot[i]);
     const dt_epilogue *e = &node->epilogue;
-    if ((e->bias < 0 && e->residual < 0 && e->act == DT_ACT_NONE) || epilogue_fused(job, i))
-        return;
+    char x[64], w[64], out[64], bias[64] = "NULL", res[64] = "NULL";
+    where(p, node->inputs[0], x, sizeof x);
+    where(p, node->inputs[1], w, sizeof w);
+    where(p, node->output, out, sizeof out);
     if (e->bias >= 0)
         where(p, e->bias, bias, sizeof bias);
     if (e->residual >= 0)
         where(p, e->residual, res, sizeof res);
+    const char *l = job->files.lib, *t = job->task[p->choice[i]];
+    if (epilogue_fused(job, i)) {
+        export_emit(b, "    %s_%s_epilogue(%s, %s, %s, ws[%d], %s, %s, %s);\n", l, t, x, w, out,
+                    p->slot[i], bias, res, act_name(e->act));
+        return;
+    }
+    export_emit(b, "    %s_%s(%s, %s, %s, ws[%d]);\n", l, t, x, w, out, p->slot[i]);
+    if (e->bias < 0 && e->residual < 0 && e->act == DT_ACT_NONE)
+        return;
     size_t inner = node->op == DT_GRAPH_CONV ? (size_t)y->dims[2] * y->dims[3] : 1;
     export_emit(b, "    epilogue(%s, %s, %s, %d, %d, %zu, %s);\n", out, bias, res, y->dims[0],
                 y->dims[1], inner, act_name(e->act));

@@ -24,6 +24,7 @@ static const dt_target_i targets[DT_TARGET_COUNT] = {
         .task_memory = dt_cpu_backend_task_memory,
         .fingerprint = dt_cpu_machine_fingerprint,
         .export_form = &dt_cpu_export,
+        .epilogues = true,
     },
     [DT_TARGET_CUDA] = {
         .spaces = dt_cuda_space_templates,
@@ -117,6 +118,13 @@ int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target ta
     const dt_target_i *t = dt_target_get(target);
     bool known_kind = (int)task->kind >= 0 && task->kind < DT_OP_KIND_COUNT;
     const dt_space_template *tpl = t && known_kind ? &t->spaces[task->kind] : NULL;
+    if (t && !t->epilogues && dt_task_has_epilogue(task)) {
+        char parts[64];
+        dt_task_epilogue_str(&task->epilogue, parts, sizeof parts);
+        return dt_error_set(err, DT_ENOTSUP, "task %s: the %s target does not generate a task's "
+                            "epilogue (%s) yet; tune it on the cpu target", task->name,
+                            dt_target_name(target), parts);
+    }
     return dt_space_build(space, task, target, dt_target_name(target), tpl, opts, err);
 }
 

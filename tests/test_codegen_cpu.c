@@ -555,6 +555,67 @@ static void test_matmul_random_configs(void **state)
     random_configs_ok(f, &t, 6, 9);
 }
 
+static dt_task with_epilogue(dt_task t, bool bias, bool residual, dt_act act)
+{
+    t.epilogue = (dt_task_epilogue){ .bias = bias, .residual = residual, .act = act };
+    return t;
+}
+
+/* wanted_form, where a space without a form knob is blocked */
+static bool wanted_form_of(const dt_space *space, const dt_point *point)
+{
+    int form = dt_space_get(space, point, "form", 0, DT_CPU_FORM_BLOCKED);
+    return form == wanted_form;
+}
+
+/* Tasks with an epilogue: every form of every kind, with the combinations
+ * of bias, residual, relu and relu6, checked by the runner against the
+ * reference with seeded bias and residual (the runner calls
+ * dt_kernel_epilogue); a task without one has no such entry, and its
+ * source does not change. */
+static void test_epilogue_each_form(void **state)
+{
+    fixture *f = *state;
+    const struct { int form; dt_task task; } forms[] = {
+        { DT_CPU_FORM_BLOCKED, conv(DT_OP_CONV2D, 2, 6, 11, 24, 3, 2, 1, 1) },
+        { DT_CPU_FORM_PIXELS, conv(DT_OP_CONV2D, 2, 5, 11, 12, 1, 2, 0, 1) },
+        { DT_CPU_FORM_PIXELS, conv(DT_OP_CONV2D, 1, 3, 17, 8, 3, 2, 1, 1) },
+        { DT_CPU_FORM_BLOCKED, conv(DT_OP_DEPTHWISE_CONV2D, 2, 8, 9, 16, 5, 2, 2, 1) },
+        { DT_CPU_FORM_PIXELS, conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1) },
+        { DT_CPU_FORM_PLANE, conv(DT_OP_DEPTHWISE_CONV2D, 1, 16, 10, 16, 3, 1, 1, 1) },
+        { DT_CPU_FORM_PAIRS, conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1) },
+        { DT_CPU_FORM_SLOTS, conv(DT_OP_DEPTHWISE_CONV2D, 1, 12, 15, 12, 3, 2, 1, 1) },
+    };
+    wanted_vec = 0;
+    for (int i = 0; i < (int)(sizeof forms / sizeof forms[0]); i++) {
+        dt_task t = forms[i].task;
+        wanted_form = forms[i].form;
+        sampled_configs_ok(f, &(dt_task[1]){ with_epilogue(t, true, false, DT_ACT_RELU) }[0], 2, 60 + i, wanted_form_of);
+        sampled_configs_ok(f, &(dt_task[1]){ with_epilogue(t, true, true, DT_ACT_RELU6) }[0], 2, 70 + i, wanted_form_of);
+        sampled_configs_ok(f, &(dt_task[1]){ with_epilogue(t, false, true, DT_ACT_NONE) }[0], 1, 80 + i, wanted_form_of);
+    }
+    dt_task d = matmul(DT_OP_DENSE, 1, 3, 40, 36);
+    random_configs_ok(f, &(dt_task[1]){ with_epilogue(d, true, false, DT_ACT_NONE) }[0], 4, 90);
+    random_configs_ok(f, &(dt_task[1]){ with_epilogue(d, true, true, DT_ACT_RELU) }[0], 4, 91);
+    d = matmul(DT_OP_DENSE, 1, 7, 24, 20);
+    random_configs_ok(f, &(dt_task[1]){ with_epilogue(d, false, false, DT_ACT_RELU6) }[0], 3, 92);
+    f->measure.threads = 2;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 12, 16, 3, 1, 1, 1);
+    random_configs_ok(f, &(dt_task[1]){ with_epilogue(t, true, true, DT_ACT_RELU) }[0], 3, 93);
+
+    dt_cpu_plan plan;
+    char *plain, *fused;
+    dt_cpu_plan_default(&t, 1, &plan);
+    assert_int_equal(dt_cpu_codegen(&plan, &plain, NULL), 0);
+    assert_null(strstr(plain, "dt_kernel_epilogue"));
+    plan.task = with_epilogue(t, true, false, DT_ACT_RELU);
+    assert_int_equal(dt_cpu_codegen(&plan, &fused, NULL), 0);
+    assert_non_null(strstr(fused, "void dt_kernel_epilogue("));
+    assert_non_null(strstr(fused, "+bias+relu"));
+    free(plain);
+    free(fused);
+}
+
 static void test_openmp_kernels(void **state)
 {
     fixture *f = *state;
@@ -942,6 +1003,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], DT_CPU_RUNNER_ARG) == 0)
         return dt_cpu_runner_main(argc, argv);
+    if (argc > 1)   /* one test (or a glob of them) by name */
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv2d_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depthwise_random_configs, setup, teardown),
@@ -952,6 +1015,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epilogue_each_form, setup, teardown),
         cmocka_unit_test(test_validity_matches_plan_check),
         cmocka_unit_test(test_plan_check_rejects),
         cmocka_unit_test(test_form_knob_where_offered),

@@ -209,6 +209,19 @@ static void test_keying(void **state)
     dt_db_task_signature(&wide.task, sig, sizeof sig);
     assert_int_equal(dt_db_task_parse(sig, &back, NULL), 0);
     assert_true(back.flops == wide.task.flops && back.conv.oh == wide.task.conv.oh);
+    assert_false(dt_task_has_epilogue(&back));
+    assert_null(strstr(sig, "epilogue"));
+    /* a task with an epilogue is another task: its own signature, read back */
+    dt_task fused = wide.task;
+    fused.epilogue = (dt_task_epilogue){ .bias = true, .residual = true, .act = DT_ACT_RELU6 };
+    char fused_sig[DT_DB_SIGNATURE_MAX];
+    dt_db_task_signature(&fused, fused_sig, sizeof fused_sig);
+    assert_string_not_equal(fused_sig, sig);
+    assert_non_null(strstr(fused_sig, " epilogue=bias+residual+relu6"));
+    assert_int_equal(dt_db_task_parse(fused_sig, &back, NULL), 0);
+    assert_true(back.epilogue.bias && back.epilogue.residual && back.epilogue.act == DT_ACT_RELU6);
+    strcat(fused_sig, "+relu");
+    assert_int_not_equal(dt_db_task_parse(fused_sig, &back, NULL), 0);
 
     assert_int_equal(dt_db_open(f->db, &db, NULL), 0);
     int64_t here = run_on(db, "this box", "2026-03-01T00:00:00Z");

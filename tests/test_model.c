@@ -171,6 +171,65 @@ static void test_identical_ops_merge(void **state)
     free(path);
 }
 
+/* The `epilogue` key: tasks merge by kind and geometry alone, a merged
+ * task holding what its ops need at most (relu6 over relu); the shape
+ * string names it; dt_model_format writes it back; the reference applies
+ * it (bias per output channel, residual, relu6 clamp). */
+static void test_epilogue_key_and_merge(void **state)
+{
+    (void)state;
+    char *path = write_temp(
+        "name: m\nbatch: 1\nops:\n"
+        "  - {name: a, kind: conv2d, input: [1, 3, 5, 5], out_channels: 2, kernel: 1, epilogue: [bias, relu]}\n"
+        "  - {name: b, kind: conv2d, input: [1, 3, 5, 5], out_channels: 2, kernel: 1, epilogue: [residual, relu6]}\n"
+        "  - {name: c, kind: conv2d, input: [1, 3, 5, 5], out_channels: 2, kernel: 1}\n"
+        "  - {name: d, kind: dense, input: [3, 40], weight: [24, 40], epilogue: [bias]}\n"
+        "  - {name: e, kind: dense, input: [3, 40], weight: [25, 40]}\n");
+    dt_model *m = load_ok(path);
+    assert_int_equal(m->ntasks, 3);
+    assert_int_equal(m->tasks[0].count, 3);
+    assert_true(m->tasks[0].epilogue.bias && m->tasks[0].epilogue.residual);
+    assert_int_equal(m->tasks[0].epilogue.act, DT_ACT_RELU6);
+    assert_true(m->tasks[1].epilogue.bias && !m->tasks[1].epilogue.residual);
+    assert_int_equal(m->tasks[1].epilogue.act, DT_ACT_NONE);
+    assert_false(dt_task_has_epilogue(&m->tasks[2]));
+    char shape[128];
+    dt_task_shape_str(&m->tasks[0], shape, sizeof shape);
+    assert_string_equal(shape, "1x3x5x5 k1x1 s1 p0 -> 2 +bias+residual+relu6");
+    dt_task_shape_str(&m->tasks[2], shape, sizeof shape);
+    assert_string_equal(shape, "3x40 * 25x40^T");
+
+    dt_buf text = { 0 };
+    assert_int_equal(dt_model_format(m, NULL, &text), 0);
+    assert_non_null(strstr(text.data, ", epilogue: [bias, residual, relu6], count: 3}"));
+    assert_non_null(strstr(text.data, "weight: [25, 40], count: 1}"));
+    char *again = write_temp(text.data);
+    dt_model *back = load_ok(again);
+    for (int k = 0; k < m->ntasks; k++)
+        assert_memory_equal(&back->tasks[k].epilogue, &m->tasks[k].epilogue, sizeof m->tasks[k].epilogue);
+    dt_model_free(back);
+    dt_buf_free(&text);
+    unlink(again);
+    free(again);
+
+    float y[50], bias[2] = { 0.5f, -1.25f }, r[50];
+    for (int i = 0; i < 50; i++) {
+        y[i] = (float)i * 0.3f - 4.1f;
+        r[i] = 0.125f * (float)(i % 7);
+    }
+    float want[50];
+    for (int i = 0; i < 50; i++) {
+        float v = y[i] + bias[i / 25] + r[i];
+        want[i] = v < 0 ? 0 : v > 6 ? 6 : v;
+    }
+    dt_task_apply_epilogue(&m->tasks[0], bias, r, DT_ACT_RELU6, y);
+    for (int i = 0; i < 50; i++)
+        assert_float_equal(y[i], want[i], 0);
+    dt_model_free(m);
+    unlink(path);
+    free(path);
+}
+
 /* Loads text, expects failure with code and a message holding want. */
 static void expect_error(const char *text, int code, const char *want)
 {
@@ -202,6 +261,14 @@ static void test_bad_models(void **state)
     expect_error("name: m\nopz: []\n", DT_EINVAL, ":2:1: unknown key 'opz'");
     expect_error("name: m\nops:\n  - {kind: conv2d, input: [1, 3, 4, 4], out_channels: 2, kernel: 7}\n",
                  DT_EINVAL, "does not fit");
+    expect_error("name: m\nops:\n  - {kind: dense, input: [4, 8], weight: [5, 8], epilogue: [bias, gelu]}\n",
+                 DT_EINVAL, ":3:67: epilogue: 'gelu' is not one of bias, residual, relu, relu6");
+    expect_error("name: m\nops:\n  - {kind: dense, input: [4, 8], weight: [5, 8], epilogue: [relu, relu6]}\n",
+                 DT_EINVAL, "epilogue: 'relu6' comes twice (or a second activation)");
+    expect_error("name: m\nops:\n  - {kind: dense, input: [4, 8], weight: [5, 8], epilogue: bias}\n",
+                 DT_EINVAL, "epilogue: expected a list");
+    expect_error("name: m\nops:\n  - {kind: batch_matmul, a: [2, 4, 8], b: [2, 5, 8], epilogue: [bias]}\n",
+                 DT_EINVAL, "batch_matmul takes no epilogue");
 }
 
 static void test_missing_file(void **state)
@@ -364,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_other_models),
         cmocka_unit_test(test_template_models),
         cmocka_unit_test(test_identical_ops_merge),
+        cmocka_unit_test(test_epilogue_key_and_merge),
         cmocka_unit_test(test_bad_models),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_format_reads_back),

@@ -465,6 +465,18 @@ static void check_plan(const dt_graph *g, const char *dir)
         fail_msg("an arena of %zu floats for %zu floats of activations", arena, all);
 }
 
+/* The conv and dense nodes of g with an epilogue. */
+static int fused_nodes(const dt_graph *g)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const dt_epilogue *e = &g->nodes[i].epilogue;
+        bool kernel = g->nodes[i].op == DT_GRAPH_CONV || g->nodes[i].op == DT_GRAPH_DENSE;
+        n += kernel && (e->bias >= 0 || e->residual >= 0 || e->act != DT_ACT_NONE);
+    }
+    return n;
+}
+
 static void test_export_tuned(void **state)
 {
     (void)state;
@@ -479,6 +491,28 @@ static void test_export_tuned(void **state)
     if (dt_netexport_write(&params, g, choices, n, dir, &err) != 0)
         fail_msg("%s", err.msg);
     check_plan(g, dir);
+    /* every conv and dense applies its node's epilogue in its own call */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "grep -c '_epilogue(' %s/mini_net.c", dir);
+    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(atoi(out), fused_nodes(g));
+    snprintf(cmd, sizeof cmd, "grep -c '^    epilogue(' %s/mini_net.c", dir);
+    assert_int_equal(shell(cmd), 1);
+    build_and_check(g, dir);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+
+    /* kernels tuned without an epilogue (a plain model file's tasks): each
+     * node's epilogue is a separate pass after its kernel */
+    for (int i = 0; i < n; i++)
+        choices[i].task.epilogue = (dt_task_epilogue){ .act = DT_ACT_NONE };
+    dt_test_tmpdir(dir, sizeof dir);
+    if (dt_netexport_write(&params, g, choices, n, dir, &err) != 0)
+        fail_msg("%s", err.msg);
+    snprintf(cmd, sizeof cmd, "grep -c '^    epilogue(' %s/mini_net.c", dir);
+    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(atoi(out), fused_nodes(g));
+    snprintf(cmd, sizeof cmd, "grep -c '_epilogue(' %s/mini_net.c", dir);
+    assert_int_equal(shell(cmd), 1);
     build_and_check(g, dir);
     free(choices);
     dt_graph_free(g);

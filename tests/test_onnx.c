@@ -225,13 +225,17 @@ static void test_import_writes_a_model_file(void **state)
     for (int k = 0; k < back->ntasks; k++) {
         assert_string_equal(back->tasks[k].name, direct->tasks[k].name);
         assert_true(same_task(&back->tasks[k], &direct->tasks[k]));
+        assert_memory_equal(&back->tasks[k].epilogue, &direct->tasks[k].epilogue,
+                            sizeof back->tasks[k].epilogue);
     }
     assert_int_equal(back->tasks[0].kind, DT_OP_DEPTHWISE_CONV2D);
     dt_model_free(direct);
     dt_model_free(back);
     assert_int_equal(dt_test_run((char *[]){ "dtune", "import", onnx, NULL }, out, sizeof out), 0);
     assert_non_null(strstr(out, "name: ops\nbatch: 1\nops:\n"));
-    assert_non_null(strstr(out, "{name: gemm, kind: dense, input: [1, 10], weight: [3, 10], count: 1}"));
+    /* the Gemm's bias is its epilogue, written as the model file's key */
+    assert_non_null(strstr(out, "{name: gemm, kind: dense, input: [1, 10], weight: [3, 10], "
+                                "epilogue: [bias], count: 1}"));
     assert_int_equal(dt_test_run((char *[]){ "dtune", "models", onnx, NULL }, out, sizeof out), 0);
     assert_non_null(strstr(out, "model ops: 5 tasks"));
     assert_non_null(strstr(out, "expand3x3"));

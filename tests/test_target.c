@@ -85,6 +85,12 @@ static void test_space_through_target(void **state)
     assert_non_null(strstr(err.msg, "no cpu template"));
     t = dense_task();
     assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_COUNT, &err), DT_ENOTSUP);
+    /* an epilogue: the CPU target generates it, the CUDA target says it does not */
+    t.epilogue = (dt_task_epilogue){ .bias = true, .act = DT_ACT_RELU };
+    assert_int_equal(dt_target_space_init_opts(&s, &t, DT_TARGET_CPU, &every_width, &err), 0);
+    dt_space_free(&s);
+    assert_int_equal(dt_target_space_init(&s, &t, DT_TARGET_CUDA, &err), DT_ENOTSUP);
+    assert_non_null(strstr(err.msg, "does not generate a task's epilogue (bias+relu)"));
 }
 
 static void test_space_copy(void **state)

@@ -89,7 +89,9 @@ void dt_db_free(dt_db *db);
 int dt_db_version(dt_db *db);
 
 /* The signature of task into buf (at least DT_DB_SIGNATURE_MAX bytes):
- * "KIND name=value ..." with every shape parameter. */
+ * "KIND name=value ..." with every shape parameter, then " epilogue=PARTS"
+ * (dt_task_epilogue_str) when the task has an epilogue, so records of
+ * kernels with and without one never mix. dt_db_task_parse reads it back. */
 void dt_db_task_signature(const dt_task *task, char *buf, size_t len);
 
 /* A task (name "", count 1, derived fields filled) from its signature.

@@ -52,12 +52,6 @@ typedef enum dt_graph_op {
     DT_GRAPH_OP_COUNT
 } dt_graph_op;
 
-typedef enum dt_act {
-    DT_ACT_NONE = 0,
-    DT_ACT_RELU,
-    DT_ACT_RELU6
-} dt_act;
-
 /* What follows a conv or dense inside its node (tensor indices, -1: none). */
 typedef struct dt_epilogue {
     int bias;                 /* constant of Y's channels (conv) or columns (dense) */

@@ -13,6 +13,7 @@
 #ifndef DTUNE_MODEL_H
 #define DTUNE_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dtune/error.h"
@@ -54,6 +55,27 @@ typedef struct dt_mm_shape {
     int b, m, n, k;
 } dt_mm_shape;
 
+typedef enum dt_act {
+    DT_ACT_NONE = 0,
+    DT_ACT_RELU,
+    DT_ACT_RELU6              /* min(max(x, 0), 6) */
+} dt_act;
+
+/* What a conv2d, depthwise_conv2d or dense task applies to its output
+ * before storing it (all false / DT_ACT_NONE: nothing, the plain task):
+ *   Y = act(op(X, W) + bias[channel] + R)
+ * bias is per output channel (conv) or column (dense), R a tensor of Y's
+ * shape. A task merged from several ops carries what its ops need at most;
+ * its kernel takes bias and R as pointers that may be NULL and the
+ * activation as an argument, so one kernel serves ops with less. act is
+ * the activation the task is checked and timed with (relu6 over relu: one
+ * more operation). */
+typedef struct dt_task_epilogue {
+    bool bias;
+    bool residual;
+    dt_act act;
+} dt_task_epilogue;
+
 typedef struct dt_task {
     char name[DT_NAME_MAX];  /* the first op's name, e.g. "conv1" */
     dt_op_kind kind;
@@ -66,6 +88,7 @@ typedef struct dt_task {
                                 bound's FLOPs, roofline.h); = flops without padding */
     double bytes;            /* compulsory traffic: inputs + weights + output, fp32 */
     double write_bytes;      /* of which written: the output */
+    dt_task_epilogue epilogue; /* not part of the task's identity (dt_model_add_task) */
 } dt_task;
 
 typedef struct dt_model {
@@ -103,8 +126,9 @@ void dt_model_free(dt_model *model);
  * out; returns 0 or DT_ENOMEM. */
 int dt_model_format(const dt_model *model, const char *comment, dt_buf *out);
 
-/* Merges t into m's task of the same kind and geometry (adding its count)
- * or appends a copy of it. Returns the task's index, DT_EINVAL (the merged count would
+/* Merges t into m's task of the same kind and geometry (adding its count,
+ * and widening its epilogue to hold t's: dt_task_epilogue_merge) or appends
+ * a copy of it. Returns the task's index, DT_EINVAL (the merged count would
  * pass DT_MODEL_INT_MAX; m unchanged) or DT_ENOMEM. */
 int dt_model_add_task(dt_model *m, const dt_task *t);
 
@@ -131,7 +155,26 @@ void dt_conv_taps(int in, int pos, int k, int stride, int pad, int dilation, int
  * in closed form (per tap, O(k)): the taps that read the input. */
 double dt_conv_taps_inside(int in, int out, int k, int stride, int pad, int dilation);
 
-/* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T". */
+/* Whether the task has an epilogue (any part of it). */
+bool dt_task_has_epilogue(const dt_task *task);
+
+/* into widened to hold what from needs too: bias or residual if either has
+ * it, the stronger activation (none < relu < relu6). */
+void dt_task_epilogue_merge(dt_task_epilogue *into, const dt_task_epilogue *from);
+
+/* The epilogue as its parts joined by '+' ("bias+residual+relu"; "" for
+ * none): the model file's `epilogue` list, the db signature's field. */
+void dt_task_epilogue_str(const dt_task_epilogue *e, char *buf, size_t len);
+
+/* Reads dt_task_epilogue_str's form (parts in any order, each once; ""
+ * is none). Returns 0 or DT_EINVAL. */
+int dt_task_epilogue_parse(const char *text, dt_task_epilogue *e);
+
+/* "relu", "relu6" (NULL for none or out of range). */
+const char *dt_act_name(dt_act act);
+
+/* Human shape, e.g. "1x64x56x56 k3x3 s1 p1 -> 64" or "128x768 * 2304x768^T",
+ * followed by " +bias+residual+relu" when the task has an epilogue. */
 void dt_task_shape_str(const dt_task *task, char *buf, size_t len);
 
 /* Element counts of the task's tensors: input (X or A), weight (W or B), output. */
@@ -146,7 +189,14 @@ uint64_t dt_task_memory_bytes(const dt_task *task);
 int dt_task_similarity_group(const dt_task *task);
 
 /* Plain, obviously correct reference implementation of the task (the oracle
- * every generated kernel is checked against). */
+ * every generated kernel is checked against), without its epilogue. */
 void dt_task_reference(const dt_task *task, const float *input, const float *weight, float *output);
+
+/* Applies an epilogue to the task's output in place: output = act(output +
+ * bias[channel or column] + residual); bias and residual may be NULL (that
+ * part skipped). The reference of a task with an epilogue is
+ * dt_task_reference and then this. */
+void dt_task_apply_epilogue(const dt_task *task, const float *bias, const float *residual,
+                            dt_act act, float *output);
 
 #endif

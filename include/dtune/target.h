@@ -56,6 +56,9 @@ typedef struct dt_target_i {
     /* How the tuned kernels are exported for this target (optional: NULL
      * for a target without an export). */
     const struct dt_export_form *export_form;
+    /* Whether its kernels apply a task's epilogue (model.h); a task with
+     * one has no space on a target without (DT_ENOTSUP). */
+    bool epilogues;
 } dt_target_i;
 
 /* The target of a run, a model listing or a database query that names none. */
@@ -98,7 +101,8 @@ int dt_target_load_model(const char *path, dt_target target, dt_model **out, dt_
 
 /* Builds the space of task on target with opts (NULL: every option 0) from
  * the target's row for the task's kind. Returns 0, DT_EINVAL (bad opts),
- * DT_ENOTSUP or DT_ENOMEM. Free with dt_space_free. */
+ * DT_ENOTSUP (no row for the kind, or a task with an epilogue on a target
+ * whose kernels apply none: the CUDA target today) or DT_ENOMEM. Free with dt_space_free. */
 int dt_target_space_init_opts(dt_space *space, const dt_task *task, dt_target target,
                               const dt_space_opts *opts, dt_error *err);
 
