@@ -196,7 +196,8 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
  * confirmed before it counts (measure.confirm_rounds > 0 and the task has a
  * best): dt_run_account then leaves the best alone. */
 bool dt_run_confirms(const dt_run *r, int k);
-/* A result's logged measurement time: compile plus run, ms. */
+/* A result's logged measurement time: compile plus run, ms (a backend that
+ * logs neither: latency times repeats). */
 double dt_run_logged_ms(const dt_measure_result *m);
 /* A log record's task name, config index and knobs for task k's point p. */
 void dt_run_name_point(const dt_run *r, int k, const dt_point *p, char *task, size_t task_len,

@@ -13,9 +13,12 @@
  * task's configs back to back, each result logged as a "retime" record. A
  * task's result becomes its config with the lowest median over its ok
  * re-measurements (a config needs ok results in most rounds), at that
- * median; best.json keeps the log's fastest figure beside it
+ * median; best.json keeps the task's figure from before beside it
  * (logged_best_ms). The tuners, the curves and the database keep the
- * logged measurements. Time for it is held back from the budget: tuning
+ * figures from before. A resume applies the logged re-timing the same way
+ * (dt_run_retime_replay). Confirmation (daemon_confirm.c) times a would-be
+ * new best beside its task's best through the same side-by-side rounds
+ * (dt_run_side_by_side). Time for it is held back from the budget: tuning
  * stops early by 1.5 times each task's least run time of a measurement
  * times the configs and rounds (dt_run_retime_reserve). It measures where the run does
  * (its own measurer or its one MPI worker); a run with several slots in

@@ -47,10 +47,11 @@ typedef struct dt_task_state {
                                   latency (the probes were wrong) */
     uint64_t best_config;      /* index in the task's space */
     char best_knobs[256];
-    double logged_best_ms;     /* the fastest logged measurement's latency when the
-                                  run's end re-timed the task's best configs and
-                                  best_* became the re-timed winner's median
-                                  (daemon_retime.c); 0 = not re-timed */
+    double logged_best_ms;     /* the task's latency before the run's end re-timed
+                                  its best configs and best_* became the re-timed
+                                  winner's median (daemon_retime.c): its confirmed
+                                  figure (daemon_confirm.c), or without confirmation
+                                  the fastest logged measurement's; 0 = not re-timed */
     int trials;
     int slots;
     bool finished;
