@@ -147,13 +147,16 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = &stop_requested };
     dt_run *r = mc->run;
     int measured = measure_points(r, mc->task, space, points, n, results, &limit, err);
+    /* a confirmation may run past the slot's end (it counts in the slot), not
+     * past the budget's */
+    dt_measure_limit confirm_limit = { .deadline = budget_end(r), .stop = &stop_requested };
     dt_transfer *x = r->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
         dt_measure_record rec;
         int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], &rec, err);
         if (!rc)
             rc = dt_run_confirm(r, mc->slot, mc->task, &points[i], &results[i], measure_points,
-                                &stop_requested, err);
+                                &confirm_limit, err);
         if (!rc) {
             rec.m = results[i];
             dt_run_db_add(r, mc->task, &rec);
@@ -529,7 +532,8 @@ static int pick_slot(dt_run *r, const bool *held, int *k, dt_task_score *rows,
 static int run_slot(dt_run *r, int slot, int k, dt_error *err)
 {
     int rc = run_task(r, slot, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
-    return rc ? rc : dt_run_drift(r, slot, k, measure_points, &stop_requested, err);
+    dt_measure_limit limit = { .deadline = budget_end(r), .stop = &stop_requested };
+    return rc ? rc : dt_run_drift(r, slot, k, measure_points, &limit, err);
 }
 
 /* The run's end: each task's best configs re-timed where the run measures. */

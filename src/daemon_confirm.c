@@ -128,7 +128,7 @@ int dt_run_confirm_apply(dt_run *r, int k, const dt_confirmed_record *rec)
 }
 
 int dt_run_confirm(dt_run *r, int slot, int k, const dt_point *candidate, dt_measure_result *m,
-                   dt_run_measure_fn measure, const atomic_int *stop, dt_error *err)
+                   dt_run_measure_fn measure, const dt_measure_limit *limit, dt_error *err)
 {
     dt_run_task *tr = &r->tasks[k];
     uint64_t index = dt_space_index(&tr->space, candidate);
@@ -140,7 +140,7 @@ int dt_run_confirm(dt_run *r, int slot, int k, const dt_point *candidate, dt_mea
     dt_run_side side = { .task = k, .n = 2, .ms = ms };
     side.points[0] = *candidate;
     dt_space_point(&tr->space, tr->best_index, &side.points[1]);
-    int rc = dt_run_side_by_side(r, measure, &side, 1, rounds, stop, log_confirm, &slot, &done,
+    int rc = dt_run_side_by_side(r, measure, &side, 1, rounds, limit, log_confirm, &slot, &done,
                                  err);
     if (rc && rc != DT_ECANCELED)
         return rc;
@@ -189,18 +189,18 @@ void dt_run_drift_apply(dt_run *r, int k, const dt_measure_result *m)
     pthread_mutex_unlock(&r->state.lock);
 }
 
-int dt_run_drift(dt_run *r, int slot, int k, dt_run_measure_fn measure, const atomic_int *stop,
-                 dt_error *err)
+int dt_run_drift(dt_run *r, int slot, int k, dt_run_measure_fn measure,
+                 const dt_measure_limit *limit, dt_error *err)
 {
     dt_run_task *tr = &r->tasks[k];
-    if (r->cfg->measure.confirm_rounds <= 0 || tr->dead || tr->warm_latency_ms <= 0 || *stop)
+    if (r->cfg->measure.confirm_rounds <= 0 || tr->dead || tr->warm_latency_ms <= 0 ||
+        *limit->stop || (limit->deadline > 0 && dt_run_now(r) >= limit->deadline))
         return 0;
     dt_drift_record rec;
     memset(&rec, 0, sizeof rec);
     dt_point p;
     dt_space_point(&tr->space, tr->reference_config, &p);
-    dt_measure_limit limit = { .deadline = 0, .stop = stop };
-    int got = measure(r, k, &tr->space, &p, 1, &rec.m, &limit, err);
+    int got = measure(r, k, &tr->space, &p, 1, &rec.m, limit, err);
     if (got <= 0)
         return got;
     dt_run_name_point(r, k, &p, rec.task, sizeof rec.task, &rec.config, rec.knobs,

@@ -250,12 +250,13 @@ typedef struct dt_run_side {
 /* Logs one result of a side-by-side round (round 0-based). */
 typedef int (*dt_run_side_log_fn)(dt_run *r, int k, const dt_point *p, const dt_measure_result *m,
                                   int round, void *ctx, dt_error *err);
-/* Up to rounds rounds of sides (nsides) through measure, each result handed
- * to log and kept in its side's ms; *done counts the whole rounds. 0,
- * DT_ECANCELED when stop cut a round, or the measurer's or log's error. */
+/* Up to rounds rounds of sides (nsides) through measure under limit, each
+ * result handed to log and kept in its side's ms; *done counts the whole
+ * rounds. 0, DT_ECANCELED when the limit (a stop, the deadline) cut a
+ * round, or the measurer's or log's error. */
 int dt_run_side_by_side(dt_run *r, dt_run_measure_fn measure, dt_run_side *sides, int nsides,
-                        int rounds, const atomic_int *stop, dt_run_side_log_fn log, void *ctx,
-                        int *done, dt_error *err);
+                        int rounds, const dt_measure_limit *limit, dt_run_side_log_fn log,
+                        void *ctx, int *done, dt_error *err);
 /* The median of point i's ok latencies over rounds (ms), NAN unless more
  * than half are ok. */
 double dt_run_side_median(const dt_run_side *t, int i, int rounds);
@@ -279,12 +280,12 @@ void dt_run_retime_forget(dt_run *r, int k);
 /* ---- daemon_confirm.c ---- */
 /* After task k's measurement *m of candidate (logged and accounted in slot
  * slot): when it would be the task's new best, times it beside the best for
- * measure.confirm_rounds rounds through measure (each timing a "confirm"
- * record), logs the decision ("confirmed") and applies it; *m becomes the
+ * measure.confirm_rounds rounds through measure under limit (the slot's:
+ * a stop or the deadline cuts the rounds; each timing a "confirm" record), logs the decision ("confirmed") and applies it; *m becomes the
  * candidate's confirmed figure (what its tuner records). 0 or the
  * measurer's or the log's error. */
 int dt_run_confirm(dt_run *r, int slot, int k, const dt_point *candidate, dt_measure_result *m,
-                   dt_run_measure_fn measure, const atomic_int *stop, dt_error *err);
+                   dt_run_measure_fn measure, const dt_measure_limit *limit, dt_error *err);
 /* A confirmation's decision into task k's best, its tuner and the shared
  * state, live and on resume alike. 0 or DT_ENOMEM. */
 int dt_run_confirm_apply(dt_run *r, int k, const dt_confirmed_record *rec);
@@ -293,8 +294,8 @@ void dt_run_confirm_count(dt_run *r, const dt_measure_result *m);
 /* At slot's end: times task k's reference config once through measure
  * (a "drift" record), and applies it. 0 or the measurer's or the log's
  * error. */
-int dt_run_drift(dt_run *r, int slot, int k, dt_run_measure_fn measure, const atomic_int *stop,
-                 dt_error *err);
+int dt_run_drift(dt_run *r, int slot, int k, dt_run_measure_fn measure,
+                 const dt_measure_limit *limit, dt_error *err);
 /* A drift reading into the machine's speed, live and on resume alike. */
 void dt_run_drift_apply(dt_run *r, int k, const dt_measure_result *m);
 

@@ -76,17 +76,16 @@ static int log_retime(dt_run *r, int k, const dt_point *p, const dt_measure_resu
 /* One round: every side's configs, side after side. Returns 0, DT_ECANCELED
  * when stop cut it, or the measurer's or the log's error. */
 static int one_round(dt_run *r, dt_run_measure_fn measure, dt_run_side *sides, int nsides,
-                     int round, const atomic_int *stop, dt_run_side_log_fn log, void *ctx,
+                     int round, const dt_measure_limit *limit, dt_run_side_log_fn log, void *ctx,
                      dt_error *err)
 {
     dt_measure_result res[DT_TUNER_TOP_MAX];
-    dt_measure_limit limit = { .deadline = 0, .stop = stop };
     for (int s = 0; s < nsides; s++) {
         dt_run_side *t = &sides[s];
         if (t->n == 0)
             continue;
         int k = t->task;
-        int got = measure(r, k, &r->tasks[k].space, t->points, t->n, res, &limit, err);
+        int got = measure(r, k, &r->tasks[k].space, t->points, t->n, res, limit, err);
         if (got < 0)
             return got;
         for (int i = 0; i < got; i++) {
@@ -102,13 +101,13 @@ static int one_round(dt_run *r, dt_run_measure_fn measure, dt_run_side *sides, i
 }
 
 int dt_run_side_by_side(dt_run *r, dt_run_measure_fn measure, dt_run_side *sides, int nsides,
-                        int rounds, const atomic_int *stop, dt_run_side_log_fn log, void *ctx,
-                        int *done, dt_error *err)
+                        int rounds, const dt_measure_limit *limit, dt_run_side_log_fn log,
+                        void *ctx, int *done, dt_error *err)
 {
     int rc = 0;
     *done = 0;
     while (rc == 0 && *done < rounds) {
-        rc = one_round(r, measure, sides, nsides, *done, stop, log, ctx, err);
+        rc = one_round(r, measure, sides, nsides, *done, limit, log, ctx, err);
         *done += rc == 0;
     }
     return rc;
@@ -184,8 +183,9 @@ int dt_run_retime(dt_run *r, dt_run_measure_fn measure, const atomic_int *stop, 
     }
     double before = dt_run_model_latency(r), t0 = dt_now_seconds();
     int done = 0;
+    dt_measure_limit limit = { .deadline = 0, .stop = stop };
     if (rc == 0)
-        rc = dt_run_side_by_side(r, measure, rt, ntasks, rounds, stop, log_retime, NULL, &done,
+        rc = dt_run_side_by_side(r, measure, rt, ntasks, rounds, &limit, log_retime, NULL, &done,
                                  err);
     int changed = 0;
     if (rc == 0)
