@@ -35,6 +35,24 @@ static int seen_retime(void *ctx, const dt_retime_record *r)
     return 0;
 }
 
+static int seen_confirm(void *ctx, const dt_confirm_record *r)
+{
+    *(size_t *)ctx += (size_t)(r->round > 0);
+    return 0;
+}
+
+static int seen_confirmed(void *ctx, const dt_confirmed_record *r)
+{
+    *(size_t *)ctx += (size_t)(r->accepted != 0);
+    return 0;
+}
+
+static int seen_drift(void *ctx, const dt_drift_record *r)
+{
+    *(size_t *)ctx += (size_t)(r->slot >= 0);
+    return 0;
+}
+
 int dt_fuzz_log(const uint8_t *data, size_t size)
 {
     char path[128];
@@ -42,7 +60,7 @@ int dt_fuzz_log(const uint8_t *data, size_t size)
         return 0;
     size_t touched = 0;
     dt_tunelog_visitor visitor = { seen_run, seen_measure, seen_slot, &touched, seen_failed,
-                                   seen_retime };
+                                   seen_retime, seen_confirm, seen_confirmed, seen_drift };
     dt_tunelog_stats stats;
     dt_error err;
     dt_tunelog_replay(path, &visitor, &stats, &err);

@@ -302,6 +302,9 @@ static int count_line(void *ctx, const void *rec)
 static int count_slot(void *ctx, const dt_slot_record *r) { return count_line(ctx, r); }
 static int count_failed(void *ctx, const dt_failed_record *r) { return count_line(ctx, r); }
 static int count_retime(void *ctx, const dt_retime_record *r) { return count_line(ctx, r); }
+static int count_confirm(void *ctx, const dt_confirm_record *r) { return count_line(ctx, r); }
+static int count_confirmed(void *ctx, const dt_confirmed_record *r) { return count_line(ctx, r); }
+static int count_drift(void *ctx, const dt_drift_record *r) { return count_line(ctx, r); }
 
 static int log_path_of(const char *arg, char *path, size_t len, dt_error *err)
 {
@@ -327,7 +330,9 @@ static int cmd_import(const db_args *a)
     if (rc)
         return dt_db_free(db), fail(&err);
     importer im = { .db = db, .path = path, .backend = a->backend, .err = &err };
-    dt_tunelog_visitor v = { import_run, import_measure, count_slot, &im, count_failed, count_retime };
+    dt_tunelog_visitor v = { import_run,   import_measure, count_slot,
+                             &im,          count_failed,   count_retime,
+                             count_confirm, count_confirmed, count_drift };
     dt_tunelog_stats stats;
     rc = dt_tunelog_replay(path, &v, &stats, &err);
     drop_run(&im);

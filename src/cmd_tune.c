@@ -26,6 +26,7 @@ static const struct { const char *flag, *key, *value; } overrides[] = {
     { "--max-slots", "budget.max_slots", "N" },
     { "--finish-after", "scheduler.finish_after", "N" },
     { "--retime", "budget.retime_top", "N" },
+    { "--confirm", "measure.confirm_rounds", "N" },
     { "--db", "db.path", "PATH|off" },
 };
 

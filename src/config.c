@@ -188,6 +188,9 @@ static const key_def keys[] = {
           "CPU time of one candidate's compile or measurement (SIGXCPU past it); 0 = none"),
     K_INT("measure.limit_open_files", measure.limit_open_files, 0, 1e6,
           "open files of the measurement process and each compiler; 0 = none"),
+    K_INT("measure.confirm_rounds", measure.confirm_rounds, 0, DT_CONFIRM_ROUNDS_MAX,
+          "a would-be new best is timed this many rounds beside its task's best, and replaces "
+          "it only on the paired median; 0 = never"),
     K_TYPED("output.dir", KT_PATH, output_dir, F_NONEMPTY,
             "run folder, relative to this file's folder"),
     K_TYPED("output.warm_start", KT_PATH, warm_start, F_EXISTS,

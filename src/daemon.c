@@ -60,27 +60,26 @@ static void set_phase(dt_run *r, const char *phase, int warmup_task)
     pthread_mutex_unlock(&r->state.lock);
 }
 
+/* Logs and accounts task k's measurement *m of p; rec is the record as logged. */
 static int log_measurement(dt_run *r, int slot, int k, const dt_point *p,
-                           const dt_measure_result *m, dt_error *err)
+                           const dt_measure_result *m, dt_measure_record *rec, dt_error *err)
 {
     dt_run_task *tr = &r->tasks[k];
-    dt_measure_record rec;
-    memset(&rec, 0, sizeof rec);
-    dt_run_name_point(r, k, p, rec.task, sizeof rec.task, &rec.config, rec.knobs,
-                      sizeof rec.knobs);
-    rec.task_index = k;
-    rec.m = *m;
-    rec.slot = slot;
-    rec.trial = tr->trials + 1;
-    rec.time = dt_run_elapsed(r);
-    rec.cost_model_gflops = dt_tuner_cost_model_gflops(tr->tuner);   /* this batch's */
-    int rc = dt_tunelog_append_measure(r->log, &rec, err);
+    memset(rec, 0, sizeof *rec);
+    dt_run_name_point(r, k, p, rec->task, sizeof rec->task, &rec->config, rec->knobs,
+                      sizeof rec->knobs);
+    rec->task_index = k;
+    rec->m = *m;
+    rec->slot = slot;
+    rec->trial = tr->trials + 1;
+    rec->time = dt_run_elapsed(r);
+    rec->cost_model_gflops = dt_tuner_cost_model_gflops(tr->tuner);   /* this batch's */
+    int rc = dt_tunelog_append_measure(r->log, rec, err);
     if (rc)
         return rc;
-    tr->cost_model_gflops = rec.cost_model_gflops;
-    dt_run_db_add(r, k, &rec);
+    tr->cost_model_gflops = rec->cost_model_gflops;
     r->measured_now++;
-    return dt_run_account(r, k, rec.config, m, rec.trial);
+    return dt_run_account(r, k, rec->config, m, rec->trial);
 }
 
 typedef struct measure_ctx {
@@ -138,7 +137,9 @@ static int measure_points(dt_run *r, int task, const dt_space *space, const dt_p
 
 /* dt_measure_fn for the tuners: measure until the slot or the budget ends or
  * a signal asks to stop (the point in flight finishes), then log each result
- * durably. */
+ * durably; a would-be new best is confirmed (dt_run_confirm) before the next
+ * result is logged, and the tuner, transfer and the database take its
+ * confirmed figure. */
 static int measure_batch(void *ctx, const dt_space *space, const dt_point *points, int n,
                          dt_measure_result *results, dt_error *err)
 {
@@ -146,9 +147,20 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
     dt_measure_limit limit = { .deadline = mc->deadline, .stop = &stop_requested };
     dt_run *r = mc->run;
     int measured = measure_points(r, mc->task, space, points, n, results, &limit, err);
+    /* a confirmation may run past the slot's end (it counts in the slot), not
+     * past the budget's */
+    dt_measure_limit confirm_limit = { .deadline = budget_end(r), .stop = &stop_requested };
     dt_transfer *x = r->transfer;
     for (int i = 0; measured > 0 && i < measured; i++) {
-        int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], err);
+        dt_measure_record rec;
+        int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], &rec, err);
+        if (!rc)
+            rc = dt_run_confirm(r, mc->slot, mc->task, &points[i], &results[i], measure_points,
+                                &confirm_limit, err);
+        if (!rc) {
+            rec.m = results[i];
+            dt_run_db_add(r, mc->task, &rec);
+        }
         if (!rc && x && dt_transfer_add(x, space, &points[i], &results[i]) != 0)
             rc = dt_error_set(err, DT_ENOMEM, "out of memory keeping a record for transfer");
         if (rc)
@@ -515,10 +527,13 @@ static int pick_slot(dt_run *r, const bool *held, int *k, dt_task_score *rows,
     return 0;
 }
 
-/* Task k's tuner for slot number slot, to the slot's trials or seconds. */
+/* Task k's tuner for slot number slot, to the slot's trials or seconds,
+ * then a reading of the machine's drift on the task's reference config. */
 static int run_slot(dt_run *r, int slot, int k, dt_error *err)
 {
-    return run_task(r, slot, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
+    int rc = run_task(r, slot, k, r->cfg->budget.slot_trials, slot_seconds_left(r), err);
+    dt_measure_limit limit = { .deadline = budget_end(r), .stop = &stop_requested };
+    return rc ? rc : dt_run_drift(r, slot, k, measure_points, &limit, err);
 }
 
 /* The run's end: each task's best configs re-timed where the run measures. */

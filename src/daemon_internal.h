@@ -40,6 +40,8 @@ typedef struct dt_run_task {
                                   0 = none yet */
     int last_improvement;      /* trial number of the last new best */
     double warm_latency_ms;    /* latency of the first valid measurement */
+    uint64_t reference_config; /* that measurement's config: the drift reference
+                                  (daemon_confirm.c), valid once warm_latency_ms > 0 */
     double peak_gflops;        /* dt_roofline_task_peak_gflops: the belief's
                                   normalisation and the scheduler's ceiling */
     double bound_gbs;          /* the bound's bandwidth (dt_task_bound's: bytes over
@@ -67,6 +69,9 @@ typedef struct dt_run_task {
 } dt_run_task;
 
 typedef struct dt_run_ticker dt_run_ticker;
+
+/* Drift readings whose median is the machine's speed. */
+#define DT_RUN_DRIFT_WINDOW 5
 
 /* One run in this process. One thread at a time changes it (the daemon's,
  * or a slot thread holding daemon_loop.c's lock); the ticker and the status
@@ -104,6 +109,12 @@ typedef struct dt_run {
     double reports_at;         /* dt_now_seconds() when latency.svg and report.html
                                   were last rewritten; 0: not yet */
     double reports_took;       /* seconds that rewrite took */
+    /* confirmed figures (daemon_confirm.c) */
+    double drift_ratio[DT_RUN_DRIFT_WINDOW]; /* newest drift readings, a ring */
+    int ndrift;                /* readings so far */
+    struct dt_run_retimed *retimed; /* a resume's re-timing records, per task; NULL: none */
+    bool raw_bests;            /* replaying a warm start: a faster measurement is the
+                                  best at once (dt_run_confirms false) */
     /* the process */
     char run_dir[DT_PATH_MAX];
     int lock_fd;               /* RUN_DIR/lock, flock'd; -1 before it is taken */
@@ -181,6 +192,13 @@ double dt_run_elapsed(const dt_run *r);
 double dt_run_task_latency(const dt_run *r, int k);
 double dt_run_model_latency(const dt_run *r);
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial);
+/* Whether a valid measurement of task k faster than its best must be
+ * confirmed before it counts (measure.confirm_rounds > 0 and the task has a
+ * best): dt_run_account then leaves the best alone. */
+bool dt_run_confirms(const dt_run *r, int k);
+/* A result's logged measurement time: compile plus run, ms (a backend that
+ * logs neither: latency times repeats). */
+double dt_run_logged_ms(const dt_measure_result *m);
 /* A log record's task name, config index and knobs for task k's point p. */
 void dt_run_name_point(const dt_run *r, int k, const dt_point *p, char *task, size_t task_len,
                        uint64_t *config, char *knobs, size_t knobs_len);
@@ -221,11 +239,65 @@ double dt_run_retime_reserve(const dt_run *r);
 typedef int (*dt_run_measure_fn)(dt_run *r, int task, const dt_space *space,
                                  const dt_point *points, int n, dt_measure_result *results,
                                  const dt_measure_limit *limit, dt_error *err);
+/* Configs of one task timed side by side: each round times every side's
+ * points back to back, in the same measurement process. */
+typedef struct dt_run_side {
+    int task;
+    dt_point points[DT_TUNER_TOP_MAX];
+    int n;
+    double *ms;                /* [round * n + i]: latency in ms, NAN when not ok */
+} dt_run_side;
+/* Logs one result of a side-by-side round (round 0-based). */
+typedef int (*dt_run_side_log_fn)(dt_run *r, int k, const dt_point *p, const dt_measure_result *m,
+                                  int round, void *ctx, dt_error *err);
+/* Up to rounds rounds of sides (nsides) through measure under limit, each
+ * result handed to log and kept in its side's ms; *done counts the whole
+ * rounds. 0, DT_ECANCELED when the limit (a stop, the deadline) cut a
+ * round, or the measurer's or log's error. */
+int dt_run_side_by_side(dt_run *r, dt_run_measure_fn measure, dt_run_side *sides, int nsides,
+                        int rounds, const dt_measure_limit *limit, dt_run_side_log_fn log,
+                        void *ctx, int *done, dt_error *err);
+/* The median of point i's ok latencies over rounds (ms), NAN unless more
+ * than half are ok. */
+double dt_run_side_median(const dt_run_side *t, int i, int rounds);
 /* Re-times each task's budget.retime_top best configs side by side for
  * budget.retime_rounds rounds through measure, logs every result and makes
  * each task's best median its result; a stop cuts it and leaves the logged
  * figures. 0 or the measurer's or the log's error. */
 int dt_run_retime(dt_run *r, dt_run_measure_fn measure, const atomic_int *stop, dt_error *err);
+
+/* A resume's re-timing records: each task's newest re-timing is kept
+ * (dt_run_retime_replay; 0 or DT_ENOMEM), and once the log is read, with
+ * apply, the winners of each whole one (budget.retime_rounds rounds)
+ * become the tasks' results as at the live run's end; either way what was
+ * kept is freed (dt_run_retime_replayed; 0 or DT_ENOMEM). */
+int dt_run_retime_replay(dt_run *r, int k, const dt_retime_record *rec);
+int dt_run_retime_replayed(dt_run *r, bool apply);
+/* A measure record of task k after its re-timing (the run went on): drops
+ * what dt_run_retime_replay kept of it. */
+void dt_run_retime_forget(dt_run *r, int k);
+
+/* ---- daemon_confirm.c ---- */
+/* After task k's measurement *m of candidate (logged and accounted in slot
+ * slot): when it would be the task's new best, times it beside the best for
+ * measure.confirm_rounds rounds through measure under limit (the slot's:
+ * a stop or the deadline cuts the rounds; each timing a "confirm" record), logs the decision ("confirmed") and applies it; *m becomes the
+ * candidate's confirmed figure (what its tuner records). 0 or the
+ * measurer's or the log's error. */
+int dt_run_confirm(dt_run *r, int slot, int k, const dt_point *candidate, dt_measure_result *m,
+                   dt_run_measure_fn measure, const dt_measure_limit *limit, dt_error *err);
+/* A confirmation's decision into task k's best, its tuner and the shared
+ * state, live and on resume alike. 0 or DT_ENOMEM. */
+int dt_run_confirm_apply(dt_run *r, int k, const dt_confirmed_record *rec);
+/* One confirm timing's time into the shared state's share. */
+void dt_run_confirm_count(dt_run *r, const dt_measure_result *m);
+/* At slot's end: times task k's reference config once through measure
+ * (a "drift" record), and applies it. 0 or the measurer's or the log's
+ * error. */
+int dt_run_drift(dt_run *r, int slot, int k, dt_run_measure_fn measure,
+                 const dt_measure_limit *limit, dt_error *err);
+/* A drift reading into the machine's speed, live and on resume alike. */
+void dt_run_drift_apply(dt_run *r, int k, const dt_measure_result *m);
 
 /* Starts the ticker thread: at least once a second it moves the shared
  * state's elapsed time and redraws the terminal's live line, so both tick

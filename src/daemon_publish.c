@@ -97,15 +97,22 @@ static void status_line(dt_run *r, const dt_run_state *s)
     if (s->target_latency_ms > 0)
         snprintf(target, sizeof target, "%.4f ms%s", s->target_latency_ms,
                  s->reached_at >= 0 ? " (reached)" : "");
+    /* the machine's speed moved past DT_RUN_STATE_DRIFT_SAY since the start */
+    char drift[64] = "";
+    if (dt_run_state_drifted(s))
+        snprintf(drift, sizeof drift, r->tty ? "  machine %.0f %% %s than at start"
+                                             : " machine_speed=%.3f",
+                 r->tty ? fabs(s->machine_speed - 1) * 100 : s->machine_speed,
+                 s->machine_speed > 1 ? "faster" : "slower");
     if (r->tty) {
         fprintf(stderr, "\r\033[K[%s / %s, %s left] slot %d (%s in) task %-14s  model %.4f ms  "
-                        "%.2fx  target %s%s",
+                        "%.2fx  target %s%s%s",
                 elapsed, budget, left, s->slot, in_slot, task, s->latency_ms, speedup, target,
-                flight);
+                drift, flight);
     } else {
         printf("elapsed=%.1fs budget=%.0fs slot=%d task=%s model_latency_ms=%.4f speedup=%.3f "
-               "target=%s%s\n", s->elapsed, s->budget, s->slot, task, s->latency_ms, speedup, target,
-               flight);
+               "target=%s%s%s\n", s->elapsed, s->budget, s->slot, task, s->latency_ms, speedup,
+               target, drift, flight);
         fflush(stdout);
     }
     fflush(stderr);

@@ -50,6 +50,22 @@ static int push_curve(dt_run_task *tr, double best)
     return 0;
 }
 
+double dt_run_logged_ms(const dt_measure_result *m)
+{
+    double ms = (isfinite(m->compile_ms) && m->compile_ms > 0 ? m->compile_ms : 0) +
+                (isfinite(m->run_ms) && m->run_ms > 0 ? m->run_ms : 0);
+    /* a backend that reports no time (replay): its timed calls */
+    if (ms == 0 && isfinite(m->latency_s) && m->latency_s > 0 && m->repeats > 0)
+        ms = m->latency_s * 1e3 * m->repeats;
+    return ms;
+}
+
+bool dt_run_confirms(const dt_run *r, int k)
+{
+    return r->cfg->measure.confirm_rounds > 0 && !r->raw_bests && r->tasks[k].best_gflops > 0 &&
+           !r->tasks[k].dead;
+}
+
 /* Updates a task's statistics and the shared run state with one result. */
 int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m, int trial)
 {
@@ -60,7 +76,9 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
         tr->failures[m->result]++;
     if (m->result != DT_RESULT_OK)
         snprintf(tr->last_failure, sizeof tr->last_failure, "%s", m->detail);
-    bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops;
+    /* a would-be new best waits for its confirmation (dt_run_confirm) */
+    bool improved = m->result == DT_RESULT_OK && m->gflops > tr->best_gflops &&
+                    !dt_run_confirms(r, k);
     double run_s = m->run_ms * 1e-3;
     if (m->result == DT_RESULT_OK && run_s > 0 &&
         (tr->min_run_seconds <= 0 || run_s < tr->min_run_seconds))
@@ -69,14 +87,17 @@ int dt_run_account(dt_run *r, int k, uint64_t index, const dt_measure_result *m,
         tr->best_gflops = m->gflops;
         tr->best_index = index;
         tr->last_improvement = trial;
-        if (tr->warm_latency_ms <= 0)
+        if (tr->warm_latency_ms <= 0) {
             tr->warm_latency_ms = t->flops / (m->gflops * 1e9) * 1e3;
+            tr->reference_config = index;
+        }
     }
     if (push_curve(tr, tr->best_gflops))
         return DT_ENOMEM;
     pthread_mutex_lock(&r->state.lock);
     dt_task_state *ts = &r->state.tasks[k];
     ts->trials = trial;
+    r->state.measure_ms += dt_run_logged_ms(m);
     if (improved) {
         dt_point p;
         ts->best_gflops = tr->best_gflops;

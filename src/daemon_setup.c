@@ -290,6 +290,7 @@ static int replay_measure(void *ctx, const dt_measure_record *rec)
         return dt_error_set(rc->err, DT_ENOMEM, "out of memory");
     if (rc->own_log) {
         r->resumed_records++;
+        dt_run_retime_forget(r, k);                        /* the run went on after it */
         tr->cost_model_gflops = rec->cost_model_gflops;   /* the latest record's */
         if (rec->slot > r->logged_slot)
             r->logged_slot = rec->slot;
@@ -378,26 +379,96 @@ static int replay_failed(void *ctx, const dt_failed_record *rec)
     return 0;
 }
 
-/* A re-timing's record counts only for the run's elapsed time: the run
- * spent that time, and a resume starts after it. */
+/* Elapsed time moves to a record of the run's own log. */
+static void replay_time(replay_ctx *rc, double time)
+{
+    if (time > rc->run->elapsed_base)
+        rc->run->elapsed_base = time;
+}
+
+/* The model's task a record of the run's own log names, or an error. */
+static int own_task(replay_ctx *rc, const char *what, const char *name, int index, int *k)
+{
+    *k = record_task(rc->run->model, name, index);
+    if (*k < 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: %s of task '%s', which model %s "
+                            "does not have", rc->path, rc->line, what, name, rc->run->model->name);
+    return 0;
+}
+
+/* A re-timing's records: each task's newest whole re-timing makes its
+ * result once the log is read, as at the live run's end. */
 static int replay_retime(void *ctx, const dt_retime_record *rec)
 {
     replay_ctx *rc = ctx;
     rc->line++;
-    if (!rc->own_log)
+    int k, code;
+    if (!rc->own_log || rc->check_only)
         return 0;
-    if (rec->time > rc->run->elapsed_base)
-        rc->run->elapsed_base = rec->time;
+    if ((code = own_task(rc, "re-timing", rec->task, rec->task_index, &k)))
+        return code;
+    replay_time(rc, rec->time);
+    code = dt_run_retime_replay(rc->run, k, rec);
+    return code ? dt_error_set(rc->err, code, "out of memory") : 0;
+}
+
+/* A confirmation's timing counts in the share of measurement time. */
+static int replay_confirm(void *ctx, const dt_confirm_record *rec)
+{
+    replay_ctx *rc = ctx;
+    rc->line++;
+    if (!rc->own_log || rc->check_only)
+        return 0;
+    replay_time(rc, rec->time);
+    dt_run_confirm_count(rc->run, &rec->m);
+    return 0;
+}
+
+/* A confirmation's decision, applied as the live run did. */
+static int replay_confirmed(void *ctx, const dt_confirmed_record *rec)
+{
+    replay_ctx *rc = ctx;
+    rc->line++;
+    int k, code;
+    if (!rc->own_log || rc->check_only)
+        return 0;
+    if ((code = own_task(rc, "confirmation", rec->task, rec->task_index, &k)))
+        return code;
+    replay_time(rc, rec->time);
+    code = dt_run_confirm_apply(rc->run, k, rec);
+    return code ? dt_error_set(rc->err, code, "out of memory") : 0;
+}
+
+static int replay_drift(void *ctx, const dt_drift_record *rec)
+{
+    replay_ctx *rc = ctx;
+    rc->line++;
+    int k, code;
+    if (!rc->own_log || rc->check_only)
+        return 0;
+    if ((code = own_task(rc, "drift reading", rec->task, rec->task_index, &k)))
+        return code;
+    replay_time(rc, rec->time);
+    dt_run_drift_apply(rc->run, k, &rec->m);
     return 0;
 }
 
 static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt_error *err)
 {
     replay_ctx ctx = { .run = r, .path = path, .own_log = own, .check_only = check_only, .err = err };
-    dt_tunelog_visitor v = { replay_run, replay_measure, replay_slot, &ctx, replay_failed, replay_retime };
+    dt_tunelog_visitor v = { replay_run,     replay_measure,   replay_slot,
+                             &ctx,           replay_failed,    replay_retime,
+                             replay_confirm, replay_confirmed, replay_drift };
     dt_tunelog_stats stats;
     dt_error_clear(err);
+    /* a warm start's measurements count at their logged figures: its
+     * confirmations are not replayed */
+    r->raw_bests = !own;
     int rc = dt_tunelog_replay(path, &v, &stats, err);
+    r->raw_bests = false;
+    int kept = dt_run_retime_replayed(r, rc == 0 && own && !check_only);
+    if (rc == 0 && kept)
+        rc = dt_error_set(err, kept, "out of memory");
     drop_log_model(&ctx);
     if (rc == 0 && stats.dropped_tail)
         fprintf(stderr, "dtune: %s: dropped a torn last line (%s)\n", path, stats.tail_message);
@@ -616,6 +687,7 @@ void dt_run_close(dt_run *r)
         return;
     dt_run_ticker_stop(r);
     dt_server_stop(r->server);
+    dt_run_retime_replayed(r, false);
     for (int k = 0; r->tasks && k < r->model->ntasks; k++) {
         dt_tuner_free(r->tasks[k].tuner);
         dt_space_free(&r->tasks[k].space);

@@ -45,7 +45,7 @@ dt_measure_params dt_measure_params_default(void)
         .threads = 1,
         .check_output = true, .tolerance = 1e-3, .flush_l2 = false,
         .limit_memory_mb = 0, .limit_cpu_seconds = 1800, .limit_open_files = 256,
-        .cuda_device = 0,
+        .cuda_device = 0, .confirm_rounds = 3,
     };
 }
 

@@ -464,6 +464,22 @@ static int put_live(json_t *o, const dt_run_state *rs)
            put(o, "decisions", decisions_json(rs));
 }
 
+/* Confirmed figures (daemon_confirm.c): the machine's speed relative to the
+ * run's start (null before a drift reading) and the measurement time the
+ * confirmations took. */
+static int put_confirmed(json_t *o, const dt_run_state *rs)
+{
+    return put(o, "machine_speed", rs->machine_speed > 0 ? number_or_null(rs->machine_speed)
+                                                         : json_null()) |
+           put(o, "drift_readings", json_integer(rs->drift_readings)) |
+           put(o, "confirmations", json_integer(rs->confirmations)) |
+           put(o, "confirmed", json_integer(rs->confirmed)) |
+           put(o, "measure_ms", number_or_null(rs->measure_ms)) |
+           put(o, "confirm_ms", number_or_null(rs->confirm_ms)) |
+           put(o, "drift_ms", number_or_null(rs->drift_ms)) |
+           put(o, "confirm_share", number_or_null(dt_run_state_confirm_share(rs)));
+}
+
 json_t *dt_report_run_json(const dt_run_state *rs, bool live)
 {
     json_t *o = json_object(), *tasks = json_array();
@@ -489,7 +505,7 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
                                               : json_null()) |
               put(o, "reached_at_s", rs->reached_at >= 0 ? number_or_null(rs->reached_at)
                                                          : json_null()) |
-              (live && put_live(o, rs)) | put(o, "tasks", tasks);
+              put_confirmed(o, rs) | (live && put_live(o, rs)) | put(o, "tasks", tasks);
     for (int k = 0; k < rs->ntasks && !bad; k++)
         bad = json_array_append_new(tasks, task_json(&rs->tasks[k])) != 0;
     if (bad) {
@@ -639,6 +655,17 @@ static int read_run(const json_reader *r, json_t *o, dt_run_state *rs)
     rc = rc ? rc : read_number(r, o, "start_latency_ms", &rs->start_latency_ms, true, 0);
     rc = rc ? rc : read_number(r, o, "target_latency_ms", &rs->target_latency_ms, true, 0);
     rc = rc ? rc : read_number(r, o, "reached_at_s", &rs->reached_at, true, -1);
+    /* optional: best.json of older runs has no confirmed figures */
+    static const char *const confirmed_keys[] = { "machine_speed", "measure_ms", "confirm_ms",
+                                                  "drift_ms" };
+    double *confirmed_at[] = { &rs->machine_speed, &rs->measure_ms, &rs->confirm_ms, &rs->drift_ms };
+    for (size_t i = 0; rc == 0 && i < sizeof confirmed_keys / sizeof *confirmed_keys; i++)
+        if (json_object_get(o, confirmed_keys[i]))
+            rc = read_number(r, o, confirmed_keys[i], confirmed_at[i], true, 0);
+    if (rc == 0 && json_object_get(o, "confirmations"))
+        rc = read_int(r, o, "confirmations", &rs->confirmations);
+    if (rc == 0 && json_object_get(o, "confirmed"))
+        rc = read_int(r, o, "confirmed", &rs->confirmed);
     return rc;
 }
 

@@ -114,6 +114,23 @@ static void live_line(FILE *f, const dt_run_state *rs)
     fputs("</p>\n", f);
 }
 
+/* The confirmed figures' line: how the machine's speed moved since the
+ * run's start (drift readings) and what share of the measurement time the
+ * confirmations took. */
+static void confirmed_text(FILE *f, const dt_run_state *rs)
+{
+    if (rs->machine_speed <= 0 && rs->confirmations == 0)
+        return;
+    fputs("<p class=\"head\">", f);
+    if (rs->machine_speed > 0)
+        fprintf(f, "machine speed <b id=\"machine-speed\">%.3f</b> of the run's start (%d "
+                "readings)%s; ", rs->machine_speed, rs->drift_readings,
+                dt_run_state_drifted(rs) ? ", <b>moved more than 5 %</b>" : "");
+    fprintf(f, "figures confirmed: %d of %d would-be new bests kept, confirmations took "
+            "<b id=\"confirm-share\">%.1f %%</b> of the measurement time</p>\n", rs->confirmed,
+            rs->confirmations, 100 * dt_run_state_confirm_share(rs));
+}
+
 static void headline(FILE *f, const dt_run_state *rs)
 {
     char reached[32];
@@ -136,6 +153,7 @@ static void headline(FILE *f, const dt_run_state *rs)
                 rs->reached_at >= 0 ? "reached after " : "not reached yet",
                 rs->reached_at >= 0 ? reached : "");
     fputs("</p>\n", f);
+    confirmed_text(f, rs);
 }
 
 /* ---- latency over time ----------------------------------------------------- */

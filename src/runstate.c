@@ -304,3 +304,14 @@ bool dt_task_state_hold_bound(dt_task_state *t)
     }
     return changed;
 }
+
+double dt_run_state_confirm_share(const dt_run_state *rs)
+{
+    double total = rs->measure_ms + rs->confirm_ms + rs->drift_ms;
+    return total > 0 ? rs->confirm_ms / total : 0;
+}
+
+bool dt_run_state_drifted(const dt_run_state *rs)
+{
+    return rs->machine_speed > 0 && fabs(rs->machine_speed - 1) > DT_RUN_STATE_DRIFT_SAY;
+}

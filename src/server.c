@@ -239,6 +239,17 @@ static int build_metrics(const dt_run_state *rs, page *out)
                 dt_run_state_budget_left(rs));
     prom_single(f, "dtune_slots_total", "counter", "Tuning slots started (the current slot's number).",
                 rs->slot > 0 ? rs->slot : 0);
+    prom_single(f, "dtune_machine_speed_ratio", "gauge",
+                "The machine's speed relative to the run's start, from a fixed reference config "
+                "timed at slot ends (1: unchanged; NaN before a reading).",
+                rs->machine_speed > 0 ? rs->machine_speed : NAN);
+    prom_single(f, "dtune_confirmations_total", "counter",
+                "Would-be new bests timed again beside their task's best.", rs->confirmations);
+    prom_single(f, "dtune_confirmed_total", "counter",
+                "Confirmations whose candidate became the best.", rs->confirmed);
+    prom_single(f, "dtune_confirm_time_share", "gauge",
+                "The confirmations' share of the logged measurement time.",
+                dt_run_state_confirm_share(rs));
     prom_single(f, "dtune_history_bytes", "gauge",
                 "Bytes the run keeps as it goes: the tuners' histories and training workspaces, "
                 "the transfer store, and the latency curve, decisions and new bests.",

@@ -147,6 +147,32 @@ static const field retime_fields[] = {
     FIELD(dt_retime_record, "time", F_TIME, time),
 };
 
+static const field confirm_fields[] = {
+    MEASUREMENT_FIELDS(dt_confirm_record),
+    FIELD(dt_confirm_record, "round", F_INT, round),
+    FIELD(dt_confirm_record, "slot", F_INT, slot),
+    FIELD(dt_confirm_record, "time", F_TIME, time),
+};
+
+static const field confirmed_fields[] = {
+    FIELD(dt_confirmed_record, "task", F_STR, task),
+    FIELD(dt_confirmed_record, "task_index", F_INT, task_index),
+    FIELD(dt_confirmed_record, "candidate", F_U64, candidate),
+    FIELD(dt_confirmed_record, "incumbent", F_U64, incumbent),
+    FIELD(dt_confirmed_record, "candidate_ms", F_DBL, candidate_ms),
+    FIELD(dt_confirmed_record, "incumbent_ms", F_DBL, incumbent_ms),
+    FIELD(dt_confirmed_record, "rounds", F_INT, rounds),
+    FIELD(dt_confirmed_record, "accepted", F_INT, accepted),
+    FIELD(dt_confirmed_record, "slot", F_INT, slot),
+    FIELD(dt_confirmed_record, "time", F_TIME, time),
+};
+
+static const field drift_fields[] = {
+    MEASUREMENT_FIELDS(dt_drift_record),
+    FIELD(dt_drift_record, "slot", F_INT, slot),
+    FIELD(dt_drift_record, "time", F_TIME, time),
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Where a record came from, for messages. */
@@ -550,6 +576,27 @@ int dt_tunelog_append_retime(dt_tunelog *log, const dt_retime_record *r, dt_erro
 {
     json_t *obj;
     int rc = encode_record("retime", retime_fields, COUNT(retime_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_confirm(dt_tunelog *log, const dt_confirm_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("confirm", confirm_fields, COUNT(confirm_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_confirmed(dt_tunelog *log, const dt_confirmed_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("confirmed", confirmed_fields, COUNT(confirmed_fields), r, &obj, err);
+    return rc != 0 ? rc : append_object(log, obj, err);
+}
+
+int dt_tunelog_append_drift(dt_tunelog *log, const dt_drift_record *r, dt_error *err)
+{
+    json_t *obj;
+    int rc = encode_record("drift", drift_fields, COUNT(drift_fields), r, &obj, err);
     return rc != 0 ? rc : append_object(log, obj, err);
 }
 
@@ -1090,6 +1137,53 @@ static int decode_retime(const json_t *obj, const dt_tunelog_visitor *v, const l
     return visit(v->retime(v->ctx, &r), at, err);
 }
 
+static int decode_confirm(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                          dt_error *err)
+{
+    dt_confirm_record r;
+    memset(&r, 0, sizeof r);
+    int rc = decode_fields(confirm_fields, COUNT(confirm_fields), obj, &r, at, err);
+    if (rc == 0)
+        rc = check_result(&r.m, at, err);
+    if (rc != 0 || !v || !v->confirm)
+        return rc;
+    return visit(v->confirm(v->ctx, &r), at, err);
+}
+
+/* A decision's medians are positive where finite; an accepted candidate has one. */
+static int decode_confirmed(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                            dt_error *err)
+{
+    dt_confirmed_record r;
+    memset(&r, 0, sizeof r);
+    int rc = decode_fields(confirmed_fields, COUNT(confirmed_fields), obj, &r, at, err);
+    if (rc == 0 && (r.candidate_ms <= 0 || isinf(r.candidate_ms) ||
+                    (r.accepted && !isfinite(r.candidate_ms))))
+        rc = field_error(at, "candidate_ms", "must be a positive finite number or nan "
+                         "(and finite when accepted)", err);
+    if (rc == 0 && (r.incumbent_ms <= 0 || isinf(r.incumbent_ms)))
+        rc = field_error(at, "incumbent_ms", "must be a positive finite number or nan", err);
+    if (rc == 0 && (r.rounds < 0 || r.accepted < 0 || r.accepted > 1))
+        rc = field_error(at, r.rounds < 0 ? "rounds" : "accepted",
+                         r.rounds < 0 ? "must not be negative" : "must be 0 or 1", err);
+    if (rc != 0 || !v || !v->confirmed)
+        return rc;
+    return visit(v->confirmed(v->ctx, &r), at, err);
+}
+
+static int decode_drift(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
+                        dt_error *err)
+{
+    dt_drift_record r;
+    memset(&r, 0, sizeof r);
+    int rc = decode_fields(drift_fields, COUNT(drift_fields), obj, &r, at, err);
+    if (rc == 0)
+        rc = check_result(&r.m, at, err);
+    if (rc != 0 || !v || !v->drift)
+        return rc;
+    return visit(v->drift(v->ctx, &r), at, err);
+}
+
 static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_ref *at,
                     dt_error *err)
 {
@@ -1109,8 +1203,15 @@ static int dispatch(const json_t *obj, const dt_tunelog_visitor *v, const line_r
         return decode_failed(obj, v, at, err);
     if (strcmp(name, "retime") == 0)
         return decode_retime(obj, v, at, err);
-    return dt_error_set(err, DT_EINVAL, "%s:%ld: unknown record type '%s' "
-                        "(expected run, measure, slot, failed or retime)", at->path, at->line, name);
+    if (strcmp(name, "confirm") == 0)
+        return decode_confirm(obj, v, at, err);
+    if (strcmp(name, "confirmed") == 0)
+        return decode_confirmed(obj, v, at, err);
+    if (strcmp(name, "drift") == 0)
+        return decode_drift(obj, v, at, err);
+    return dt_error_set(err, DT_EINVAL, "%s:%ld: unknown record type '%s' (expected run, measure, "
+                        "slot, failed, retime, confirm, confirmed or drift)", at->path, at->line,
+                        name);
 }
 
 /* ---- replay ------------------------------------------------------------- */

@@ -258,6 +258,28 @@ int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result 
     return rc < 0 ? rc : 0;
 }
 
+int dt_tuner_set_gflops(dt_tuner *t, const dt_point *p, double gflops)
+{
+    if (!in_space(t->space, p) || !dt_sampling_set_has(&t->measured, dt_space_index(t->space, p)))
+        return 0;
+    uint64_t idx = dt_space_index(t->space, p);
+    int found = 0;
+    for (int i = 0; i < t->n && !found; i++)
+        if (dt_space_index(t->space, &t->points[i]) == idx) {
+            t->gflops[i] = gflops > 0 && isfinite(gflops) ? gflops : 0.0;
+            found = 1;
+        }
+    t->best = -1;
+    t->best_gflops = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->gflops[i] > t->best_gflops) {
+            t->best = i;
+            t->best_gflops = t->gflops[i];
+        }
+    t->model_stale = t->model_stale || found;
+    return found;
+}
+
 int dt_tuner_trials(const dt_tuner *t) { return t->n; }
 
 size_t dt_tuner_history_bytes(const dt_tuner *t)

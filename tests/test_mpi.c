@@ -110,6 +110,16 @@ static void skip_without_mpi(const char *test)
     }
 }
 
+/* The timings a worker made besides the tuners' measurements and the end's
+ * re-timing: confirmations of would-be new bests and drift readings. */
+static long confirm_timings(const char *run_dir)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run_dir);
+    return dt_test_count_lines(path, "\"type\":\"confirm\"") +
+           dt_test_count_lines(path, "\"type\":\"drift\"");
+}
+
 static void test_two_ranks_equal_one_process(void **state)
 {
     (void)state;
@@ -133,7 +143,8 @@ static void test_two_ranks_equal_one_process(void **state)
     snprintf(path, sizeof path, "%s/tuning.jsonl", mpi_dir);
     int retimed = dt_test_count_lines(path, "\"type\":\"retime\"");
     assert_true(retimed > 0);
-    assert_int_equal((long)json_array_size(mpi_recs) + retimed, worker_measured);
+    assert_int_equal((long)json_array_size(mpi_recs) + retimed + confirm_timings(mpi_dir),
+                     worker_measured);
 
     rc = tune(false, one_dir);
     if (rc != 0)
@@ -291,7 +302,8 @@ static void test_three_ranks_keep_two_slots_in_flight(void **state)
     if (one <= 0 || two <= 0)
         fail_msg("rank 1 measured %ld, rank 2 %ld configs; expected both to measure: %s", one, two, out);
     size_t before = assert_log_whole_without_repeats(run);
-    assert_int_equal((long)before, one + two);
+    long timed_before = confirm_timings(run);
+    assert_int_equal((long)before + timed_before, one + two);
     assert_true(assert_slots_never_overlap(run) >= 2);
     char log_path[128];
     snprintf(log_path, sizeof log_path, "%s/tuning.jsonl", run);
@@ -304,7 +316,8 @@ static void test_three_ranks_keep_two_slots_in_flight(void **state)
              run, before);
     if (rc != 0 || !strstr(out, resumed) || !strstr(out, "stopped: max_slots reached after 14 slots"))
         fail_msg("exit %d, expected '%s' and a stop at 14 slots: %s", rc, resumed, out);
-    assert_int_equal((long)assert_log_whole_without_repeats(run),
+    assert_int_equal((long)assert_log_whole_without_repeats(run) + confirm_timings(run) -
+                         timed_before,
                      (long)before + rank_measured(out, 1) + rank_measured(out, 2));
     assert_slots_never_overlap(run);
     dt_test_remove_tree(dir);
@@ -519,7 +532,8 @@ static void test_sigterm_to_mpirun_stops_both_ranks(void **state)
     long worker_measured = -1;
     assert_non_null(said);
     assert_int_equal(sscanf(said, "dtune rank 1: measured %ld configs", &worker_measured), 1);
-    assert_int_equal((long)assert_log_whole_without_repeats(run), worker_measured);
+    assert_int_equal((long)assert_log_whole_without_repeats(run) + confirm_timings(run),
+                     worker_measured);
     free(text);
     dt_test_remove_tree(dir);
 }

@@ -269,6 +269,49 @@ static void test_metrics(void **state)
     dt_server_reply_free(&reply);
 }
 
+/* The machine's speed relative to the run's start and the confirmations'
+ * share of measurement time, on /status and /metrics. */
+static void test_drift_and_confirm_share(void **state)
+{
+    fixture *fx = *state;
+    dt_http_reply reply;
+    get(fx, "GET", "/status", &reply);
+    json_t *st = json_loads(reply.body, 0, NULL);
+    assert_non_null(st);
+    assert_true(json_is_null(json_object_get(st, "machine_speed")));   /* no reading yet */
+    json_decref(st);
+    dt_server_reply_free(&reply);
+    pthread_mutex_lock(&fx->rs.lock);
+    fx->rs.machine_speed = 0.9296875;
+    fx->rs.drift_readings = 7;
+    fx->rs.confirmations = 9;
+    fx->rs.confirmed = 4;
+    fx->rs.measure_ms = 3512.5;
+    fx->rs.confirm_ms = 287.25;
+    fx->rs.drift_ms = 50.25;
+    pthread_mutex_unlock(&fx->rs.lock);
+    double share = 287.25 / (3512.5 + 287.25 + 50.25);
+    get(fx, "GET", "/status", &reply);
+    st = json_loads(reply.body, 0, NULL);
+    assert_non_null(st);
+    assert_true(json_number_value(json_object_get(st, "machine_speed")) == 0.9296875);
+    assert_true(fabs(json_number_value(json_object_get(st, "confirm_share")) - share) < 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(st, "confirmations")), 9);
+    assert_int_equal(json_integer_value(json_object_get(st, "confirmed")), 4);
+    assert_int_equal(json_integer_value(json_object_get(st, "drift_readings")), 7);
+    json_decref(st);
+    dt_server_reply_free(&reply);
+    get(fx, "GET", "/metrics", &reply);
+    assert_true(metric(reply.body, "dtune_machine_speed_ratio") == 0.9296875);
+    assert_true(fabs(metric(reply.body, "dtune_confirm_time_share") - share) < 1e-12);
+    assert_true(metric(reply.body, "dtune_confirmations_total") == 9);
+    assert_true(metric(reply.body, "dtune_confirmed_total") == 4);
+    dt_server_reply_free(&reply);
+    assert_true(dt_run_state_drifted(&fx->rs));   /* 7 % slower: the live line says so */
+    fx->rs.machine_speed = 1.0390625;
+    assert_false(dt_run_state_drifted(&fx->rs));
+}
+
 static void test_not_found_and_method(void **state)
 {
     fixture *fx = *state;
@@ -692,6 +735,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_follows_the_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drift_and_confirm_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found_and_method, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latency_svg_and_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_clients, setup, teardown),

@@ -335,13 +335,15 @@ static double retimed_median(const retimed *r, long long config)
 /* At the run's end each task's 4 best logged configs are timed again in 5
  * rounds (budget.retime_*'s defaults), and best.json's result is the best
  * median, with the log's fastest beside it; retime_top 0 leaves the logged
- * result. */
+ * result. With confirmation off (--confirm 0) the logged figures are the
+ * raw ones this test reads back. */
 static void test_end_retimes_the_best_configs(void **state)
 {
     (void)state;
     char dir[64], path[128];
     dt_test_tmpdir(dir, sizeof dir);
-    int rc = dt_test_run(TUNE(dir, "--budget", "3", "--slot-trials", "8", "--finish-after", "1000000"),
+    int rc = dt_test_run(TUNE(dir, "--budget", "3", "--slot-trials", "8", "--finish-after", "1000000",
+                              "--confirm", "0"),
                          out, sizeof out);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, out);
@@ -467,6 +469,192 @@ static void test_kill9_and_resume(void **state)
         assert_string_equal(before[i], after[i]);
     free_keys(before, nbefore);
     free_keys(after, nafter);
+}
+
+/* best.json's result of each task: config and latency, in the file's order. */
+typedef struct best_rows {
+    int n;
+    char task[8][64];
+    long long config[8];
+    double ms[8];
+    double share;
+} best_rows;
+
+static void read_best(const char *dir, best_rows *b)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/best.json", dir);
+    json_error_t jerr;
+    json_t *best = json_load_file(path, 0, &jerr);
+    assert_non_null(best);
+    json_t *rows = json_object_get(best, "tasks");
+    b->n = (int)json_array_size(rows);
+    assert_true(b->n > 0 && b->n <= 8);
+    for (int k = 0; k < b->n; k++) {
+        json_t *row = json_array_get(rows, (size_t)k);
+        snprintf(b->task[k], sizeof b->task[k], "%s", json_string_value(json_object_get(row, "name")));
+        b->config[k] = json_integer_value(json_object_get(row, "best_config"));
+        b->ms[k] = json_number_value(json_object_get(row, "best_latency_ms"));
+    }
+    b->share = json_number_value(json_object_get(best, "confirm_share"));
+    json_decref(best);
+}
+
+static void assert_same_bests(const best_rows *a, const best_rows *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (int k = 0; k < a->n; k++) {
+        assert_string_equal(a->task[k], b->task[k]);
+        if (a->config[k] != b->config[k] || fabs(a->ms[k] - b->ms[k]) > 1e-9 * a->ms[k])
+            fail_msg("task %s: config %lld at %.9g ms before the resume, %lld at %.9g ms after",
+                     a->task[k], a->config[k], a->ms[k], b->config[k], b->ms[k]);
+    }
+}
+
+/* A confirmation's pair: its configs' latencies in its "confirm" records,
+ * round after round. */
+typedef struct pair_times {
+    long long config[2];
+    double ms[2][32];
+    int n[2];
+} pair_times;
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], by_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Every would-be new best is timed 3 rounds (measure.confirm_rounds's
+ * default) beside its task's best, in turns, and becomes the best only on
+ * the lower median: on the replay surface (3 % noise) some candidates are
+ * kept and some, whose first time was lucky, are not. best.json holds each
+ * task's last decision at its median; a resume reads the confirm records
+ * back to the same bests and the same share of time. */
+static void test_confirmed_figures_and_resume(void **state)
+{
+    (void)state;
+    char dir[64], path[128], line[8192];
+    dt_test_tmpdir(dir, sizeof dir);
+    /* chameleon's neighbours come close to the best: some are not kept */
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--backend", "replay",
+                     "--out", dir, "--listen", "off", "--db", "off", "--budget", "600",
+                     "--slot-trials", "16", "--max-slots", "6", "--retime", "0", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    best_rows before, after;
+    read_best(dir, &before);
+    assert_true(before.share > 0 && before.share < 1);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    pair_times pair;
+    memset(&pair, 0, sizeof pair);
+    int accepted = 0, rejected = 0, drift = 0;
+    long long winner[8];
+    double winner_ms[8];
+    for (int k = 0; k < 8; k++)
+        winner[k] = -1;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t jerr;
+        json_t *rec = json_loads(line, 0, &jerr);
+        assert_non_null(rec);
+        const char *type = json_string_value(json_object_get(rec, "type"));
+        long long config = json_integer_value(json_object_get(rec, "config"));
+        if (strcmp(type, "confirm") == 0) {
+            int side = pair.n[0] == 0 || pair.config[0] == config ? 0 : 1;
+            pair.config[side] = config;
+            assert_true(pair.n[side] < 32);
+            assert_int_equal(json_integer_value(json_object_get(rec, "round")), pair.n[side] + 1);
+            pair.ms[side][pair.n[side]++] = json_number_value(json_object_get(rec, "latency_ms"));
+        } else if (strcmp(type, "confirmed") == 0) {
+            long long cand = json_integer_value(json_object_get(rec, "candidate"));
+            long long inc = json_integer_value(json_object_get(rec, "incumbent"));
+            double cand_ms = json_number_value(json_object_get(rec, "candidate_ms"));
+            double inc_ms = json_number_value(json_object_get(rec, "incumbent_ms"));
+            bool kept = json_integer_value(json_object_get(rec, "accepted")) == 1;
+            assert_int_equal(json_integer_value(json_object_get(rec, "rounds")), 3);
+            assert_true(pair.n[0] == 3 && pair.n[1] == 3);
+            assert_true(pair.config[0] == cand && pair.config[1] == inc);
+            assert_true(fabs(median_of(pair.ms[0], 3) - cand_ms) <= 1e-12 * cand_ms);
+            assert_true(fabs(median_of(pair.ms[1], 3) - inc_ms) <= 1e-12 * inc_ms);
+            assert_true(kept == (cand_ms < inc_ms));
+            accepted += kept;
+            rejected += !kept;
+            int k = (int)json_integer_value(json_object_get(rec, "task_index"));
+            assert_true(k >= 0 && k < 8);
+            winner[k] = kept ? cand : inc;
+            winner_ms[k] = kept ? cand_ms : inc_ms;
+            memset(&pair, 0, sizeof pair);
+        } else if (strcmp(type, "drift") == 0) {
+            drift++;
+        }
+        json_decref(rec);
+    }
+    fclose(f);
+    print_message("%d candidates kept, %d not, %d drift readings\n", accepted, rejected, drift);
+    assert_true(accepted > 0 && rejected > 0 && drift > 0);
+    for (int k = 0; k < before.n; k++)
+        if (winner[k] >= 0) {
+            assert_true(before.config[k] == winner[k]);
+            assert_true(fabs(before.ms[k] - winner_ms[k]) <= 1e-9 * winner_ms[k]);
+        }
+    /* max_slots reached: the resume measures nothing and reads the bests back */
+    int records = dt_test_count_lines(path, "\"type\"");
+    rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    assert_int_equal(dt_test_count_lines(path, "\"type\""), records);
+    read_best(dir, &after);
+    assert_same_bests(&before, &after);
+    assert_true(fabs(before.share - after.share) <= 1e-9 * before.share);
+    dt_test_remove_tree(dir);
+
+    /* the end's re-timing chose each task's result; a resume keeps it */
+    dt_test_tmpdir(dir, sizeof dir);
+    rc = dt_test_run(TUNE(dir, "--budget", "3", "--slot-trials", "8", "--finish-after", "1000000"),
+                     out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "re-timed the best"));
+    read_best(dir, &before);
+    /* its budget is spent: the resume measures nothing, not even a re-timing */
+    rc = dt_test_run(TUNE(dir, "--budget", "2", "--slot-seconds", "1"), out, sizeof out);
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    assert_null(strstr(out, "re-timed the best"));
+    read_best(dir, &after);
+    assert_same_bests(&before, &after);
+    dt_test_remove_tree(dir);
+}
+
+/* The CUDA target follows the same rule (on the replay surface here): its
+ * would-be new bests are confirmed, its slots read the drift, and a resume
+ * reads them back to the same bests. */
+static void test_cuda_confirms_on_replay(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    char *argv[] = { "dtune", "tune", "--model", "models/tiny.yaml", "--target", "cuda",
+                     "--backend", "replay", "--out", dir, "--listen", "off", "--budget", "600",
+                     "--slot-trials", "8", "--max-slots", "6", "--retime", "0", NULL };
+    int rc = dt_test_run(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, out);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    assert_true(dt_test_count_lines(path, "\"type\":\"confirmed\"") > 0);
+    assert_true(dt_test_count_lines(path, "\"type\":\"confirm\"") > 0);
+    assert_true(dt_test_count_lines(path, "\"type\":\"drift\"") > 0);
+    best_rows before, after;
+    read_best(dir, &before);
+    rc = dt_test_run(argv, out, sizeof out);   /* max_slots reached: measures nothing */
+    if (rc != 0)
+        fail_msg("resume exit %d: %s", rc, out);
+    read_best(dir, &after);
+    assert_same_bests(&before, &after);
+    dt_test_remove_tree(dir);
 }
 
 /* A new run warm-started from another run's log starts from its bests and
@@ -1337,6 +1525,8 @@ int main(void)
         cmocka_unit_test(test_target_latency_stops),
         cmocka_unit_test(test_budget_stops_and_reports),
         cmocka_unit_test(test_end_retimes_the_best_configs),
+        cmocka_unit_test(test_confirmed_figures_and_resume),
+        cmocka_unit_test(test_cuda_confirms_on_replay),
         cmocka_unit_test(test_sigterm_is_graceful),
         cmocka_unit_test(test_kill9_and_resume),
         cmocka_unit_test(test_resumed_report_keeps_predictions),

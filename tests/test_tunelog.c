@@ -181,7 +181,7 @@ static int see_slot(void *ctx, const dt_slot_record *r)
 
 static int replay_into(const char *path, seen *s, dt_tunelog_stats *stats, dt_error *err)
 {
-    dt_tunelog_visitor v = { see_run, see_measure, see_slot, s, NULL, NULL };
+    dt_tunelog_visitor v = { .run = see_run, .measure = see_measure, .slot = see_slot, .ctx = s };
     return dt_tunelog_replay(path, &v, stats, err);
 }
 
@@ -721,6 +721,112 @@ static void test_retime_records(void **state)
     assert_contains(err.msg, "'round' is missing");
 }
 
+/* ---- confirm, confirmed and drift records ---------------------------------- */
+
+typedef struct seen_confirm {
+    int nconfirm, nconfirmed, ndrift;
+    dt_confirm_record confirm;
+    dt_confirmed_record confirmed;
+    dt_drift_record drift;
+} seen_confirm;
+
+static int see_confirm(void *ctx, const dt_confirm_record *r)
+{
+    seen_confirm *s = ctx;
+    s->nconfirm++;
+    s->confirm = *r;
+    return 0;
+}
+
+static int see_confirmed(void *ctx, const dt_confirmed_record *r)
+{
+    seen_confirm *s = ctx;
+    s->nconfirmed++;
+    s->confirmed = *r;
+    return 0;
+}
+
+static int see_drift(void *ctx, const dt_drift_record *r)
+{
+    seen_confirm *s = ctx;
+    s->ndrift++;
+    s->drift = *r;
+    return 0;
+}
+
+/* A confirmation's timings, its decision (a rejected candidate's NaN median
+ * included) and a drift timing read back field for field; an accepted
+ * decision without a finite median is refused, naming its line. */
+static void test_confirm_records(void **state)
+{
+    fixture *fx = *state;
+    dt_error err;
+    dt_run_record run;
+    dt_confirm_record c;
+    dt_confirmed_record d;
+    dt_drift_record w;
+    seen_confirm got;
+    memset(&run, 0, sizeof run);
+    memset(&c, 0, sizeof c);
+    memset(&d, 0, sizeof d);
+    memset(&w, 0, sizeof w);
+    memset(&got, 0, sizeof got);
+    snprintf(c.task, sizeof c.task, "layer2_3x3");
+    snprintf(c.knobs, sizeof c.knobs, "tile_co=[4,32] vec=8");
+    c.task_index = 5;
+    c.config = 98765;
+    c.m.result = DT_RESULT_OK;
+    c.m.gflops = 203.125;
+    c.m.latency_s = 1.2719e-3;
+    c.m.repeats = 4;
+    c.m.run_ms = 41.5;
+    c.round = 2;
+    c.slot = 17;
+    c.time = 233.75;
+    snprintf(d.task, sizeof d.task, "layer2_3x3");
+    d.task_index = 5;
+    d.candidate = 98765;
+    d.incumbent = 4321;
+    d.candidate_ms = NAN;
+    d.incumbent_ms = 1.2863;
+    d.rounds = 3;
+    d.accepted = 0;
+    d.slot = 17;
+    d.time = 234.5;
+    snprintf(w.task, sizeof w.task, "conv1");
+    w.config = 7;
+    w.m = c.m;
+    w.slot = 18;
+    w.time = 240.125;
+    dt_tunelog *log = open_log(fx->log);
+    assert_int_equal(dt_tunelog_append_run(log, &run, &err), 0);
+    assert_int_equal(dt_tunelog_append_confirm(log, &c, &err), 0);
+    assert_int_equal(dt_tunelog_append_confirmed(log, &d, &err), 0);
+    assert_int_equal(dt_tunelog_append_drift(log, &w, &err), 0);
+    dt_tunelog_close(log);
+    dt_tunelog_visitor v = { .confirm = see_confirm, .confirmed = see_confirmed,
+                             .drift = see_drift, .ctx = &got };
+    assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
+    assert_true(got.nconfirm == 1 && got.nconfirmed == 1 && got.ndrift == 1);
+    assert_string_equal(got.confirm.knobs, c.knobs);
+    assert_true(got.confirm.config == 98765 && got.confirm.round == 2 && got.confirm.slot == 17);
+    assert_true(got.confirm.m.gflops == 203.125 && got.confirm.time == 233.75);
+    assert_true(got.confirmed.candidate == 98765 && got.confirmed.incumbent == 4321);
+    assert_true(isnan(got.confirmed.candidate_ms) && got.confirmed.incumbent_ms == 1.2863);
+    assert_true(got.confirmed.rounds == 3 && got.confirmed.accepted == 0);
+    assert_true(got.drift.config == 7 && got.drift.slot == 18 && got.drift.time == 240.125);
+
+    char text[8192], *at;
+    read_text(fx->log, text, sizeof text);
+    at = strstr(text, "\"accepted\":0");
+    assert_non_null(at);
+    at[11] = '1';
+    write_text(fx->log, "w", text);
+    assert_int_equal(dt_tunelog_replay(fx->log, NULL, NULL, &err), DT_EINVAL);
+    assert_contains(err.msg, ":3:");
+    assert_contains(err.msg, "candidate_ms");
+}
+
 /* ---- a slot record's fitted curves ---------------------------------------- */
 
 /* What a visitor saw of the slot records' fits (the record's array lives
@@ -1001,7 +1107,7 @@ static void test_threads_append_whole_lines(void **state)
     writer w[2] = { { log, "a", 0 }, { log, "b", 0 } };
     pthread_t t[2];
     int next_trial[2] = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, count_task_order, NULL, next_trial, NULL, NULL };
+    dt_tunelog_visitor v = { .measure = count_task_order, .ctx = next_trial };
     dt_tunelog_stats stats;
     dt_error err;
     for (int i = 0; i < 2; i++)
@@ -1094,7 +1200,7 @@ static void test_sigkill_mid_stream_loses_no_acknowledged_record(void **state)
     fixture *fx = *state;
     int fds[2], status = 0, acked;
     crash_check check = { 0, 0 };
-    dt_tunelog_visitor v = { NULL, check_crash_record, NULL, &check, NULL, NULL };
+    dt_tunelog_visitor v = { .measure = check_crash_record, .ctx = &check };
     dt_tunelog_stats stats;
     dt_error err;
     pid_t pid;
@@ -1232,6 +1338,7 @@ int main(void)
         T(test_garbled_middle_line_is_an_error),
         T(test_bad_fields_name_line_and_field),
         T(test_retime_records),
+        T(test_confirm_records),
         T(test_slot_fits_round_trip),
         T(test_slot_fit_predictions),
         T(test_bad_slot_fits_name_line),

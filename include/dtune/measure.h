@@ -23,6 +23,9 @@
 #include "dtune/result.h"
 #include "dtune/space.h"
 
+/* measure.confirm_rounds at most. */
+#define DT_CONFIRM_ROUNDS_MAX 25
+
 /* The measurement settings (config keys measure.*), read by the measurer,
  * the backends and their runners. */
 struct dt_measure_params {
@@ -44,6 +47,8 @@ struct dt_measure_params {
     int limit_open_files;      /* descriptors of the runner and each compiler; 0 = none */
     int cuda_device;           /* cuda: ordinal of the device the runner times on and the
                                   device query describes (among CUDA_VISIBLE_DEVICES) */
+    int confirm_rounds;        /* the daemon's: rounds a would-be new best is timed beside
+                                  its task's best before it replaces it; 0 = never */
 };
 
 /* The defaults (dtune check --help lists them). */

@@ -47,10 +47,11 @@ typedef struct dt_task_state {
                                   latency (the probes were wrong) */
     uint64_t best_config;      /* index in the task's space */
     char best_knobs[256];
-    double logged_best_ms;     /* the fastest logged measurement's latency when the
-                                  run's end re-timed the task's best configs and
-                                  best_* became the re-timed winner's median
-                                  (daemon_retime.c); 0 = not re-timed */
+    double logged_best_ms;     /* the task's latency before the run's end re-timed
+                                  its best configs and best_* became the re-timed
+                                  winner's median (daemon_retime.c): its confirmed
+                                  figure (daemon_confirm.c), or without confirmation
+                                  the fastest logged measurement's; 0 = not re-timed */
     int trials;
     int slots;
     bool finished;
@@ -141,6 +142,16 @@ typedef struct dt_run_state {
                                   store (dt_tuner_history_bytes, dt_transfer_bytes),
                                   as of the last tuner turn; dt_run_state_history_bytes
                                   adds the state's own */
+    double measure_ms;         /* logged time (compile + run) of the tuners' measurements */
+    double confirm_ms;         /* ... of the confirmations' timings (daemon_confirm.c) */
+    double drift_ms;           /* ... of the drift reference's timings */
+    int confirmations;         /* would-be new bests timed beside their task's best */
+    int confirmed;             /* of them, those that became the best */
+    double machine_speed;      /* the machine's speed relative to the run's start (the
+                                  median of the newest drift readings: a task's reference
+                                  config's first latency over its latency now; 1.05 =
+                                  5 % faster); 0 = no reading yet */
+    int drift_readings;        /* drift timings so far */
     int slot;
     int current_task;          /* -1 when none; with several slots in flight,
                                   the newest slot's task */
@@ -159,6 +170,14 @@ typedef struct dt_run_state {
     int nsteps, cap_steps;
     dt_best_step *steps;       /* every task's new bests, in order */
 } dt_run_state;
+
+/* The confirmations' share of the logged measurement time (0 to 1; 0 when
+ * nothing was measured). */
+double dt_run_state_confirm_share(const dt_run_state *rs);
+/* Whether the machine's speed moved more than DT_RUN_STATE_DRIFT_SAY from
+ * the run's start (what the live line says). */
+#define DT_RUN_STATE_DRIFT_SAY 0.05
+bool dt_run_state_drifted(const dt_run_state *rs);
 
 /* Allocates tasks for model (names, kinds, shapes, counts, gflop filled) and
  * initialises the mutex. Returns 0 or DT_ENOMEM. */

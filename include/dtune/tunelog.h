@@ -17,6 +17,20 @@
  *             "hi":..., "horizon":...}}]}   ("fits" and "pred" optional)
  *   {"type":"failed", "task":"conv1", "task_index":0, "reason":"...",
  *    "reference_ms":..., "time":...}
+ *   {"type":"retime", measurement fields as "measure"'s, "round":..., "time":...}
+ *   {"type":"confirm", measurement fields, "round":..., "slot":..., "time":...}
+ *   {"type":"confirmed", "task":"conv1", "task_index":0, "candidate":123,
+ *    "incumbent":45, "candidate_ms":..., "incumbent_ms":..., "rounds":...,
+ *    "accepted":0|1, "slot":..., "time":...}
+ *   {"type":"drift", measurement fields, "slot":..., "time":...}
+ *
+ * A "confirm" record is one timing of a confirmation (daemon_confirm.c): a
+ * measured config that would have become its task's new best timed again
+ * beside the task's best, both in each round; the "confirmed" record after
+ * a confirmation's "confirm" records holds its decision: each config's
+ * median over the rounds (NaN when fewer than half were ok) and whether the
+ * candidate became the best. A "drift" record is one timing of a task's
+ * fixed reference config, read as the machine's speed.
  *
  * A slot record's "fits" are the tasks whose belief changed since the log's
  * previous slot record: the fitted curve (dt_belief_curve, in GFLOPS) at the
@@ -122,6 +136,44 @@ typedef struct dt_retime_record {
     double time;               /* run seconds elapsed when it finished */
 } dt_retime_record;
 
+/* One timing of a confirmation (see the file's comment). */
+typedef struct dt_confirm_record {
+    char task[DT_NAME_MAX];
+    int task_index;
+    uint64_t config;           /* the candidate's or the incumbent's index */
+    char knobs[256];           /* human form of the config (optional) */
+    dt_measure_result m;
+    int round;                 /* 1-based */
+    int slot;                  /* -1 during warm-up */
+    double time;               /* run seconds elapsed when it finished */
+} dt_confirm_record;
+
+/* A confirmation's decision. */
+typedef struct dt_confirmed_record {
+    char task[DT_NAME_MAX];
+    int task_index;
+    uint64_t candidate;        /* the config that would have become the best */
+    uint64_t incumbent;        /* the task's best before */
+    double candidate_ms;       /* median over the rounds; NAN: fewer than half ok */
+    double incumbent_ms;
+    int rounds;                /* rounds timed (fewer than asked when a stop cut them) */
+    int accepted;              /* 1: the candidate is the task's best at candidate_ms;
+                                  0: the incumbent stays, at incumbent_ms when finite */
+    int slot;
+    double time;
+} dt_confirmed_record;
+
+/* One timing of a task's fixed reference config for the machine's drift. */
+typedef struct dt_drift_record {
+    char task[DT_NAME_MAX];
+    int task_index;
+    uint64_t config;
+    char knobs[256];
+    dt_measure_result m;
+    int slot;
+    double time;
+} dt_drift_record;
+
 typedef struct dt_run_record {
     char model[DT_PATH_MAX];
     char target[16];
@@ -164,6 +216,9 @@ int dt_tunelog_append_measure(dt_tunelog *log, const dt_measure_record *r, dt_er
 int dt_tunelog_append_slot(dt_tunelog *log, const dt_slot_record *r, dt_error *err);
 int dt_tunelog_append_failed(dt_tunelog *log, const dt_failed_record *r, dt_error *err);
 int dt_tunelog_append_retime(dt_tunelog *log, const dt_retime_record *r, dt_error *err);
+int dt_tunelog_append_confirm(dt_tunelog *log, const dt_confirm_record *r, dt_error *err);
+int dt_tunelog_append_confirmed(dt_tunelog *log, const dt_confirmed_record *r, dt_error *err);
+int dt_tunelog_append_drift(dt_tunelog *log, const dt_drift_record *r, dt_error *err);
 void dt_tunelog_close(dt_tunelog *log);
 
 /* Callbacks for replay; any may be NULL. A callback returning non-zero stops
@@ -175,6 +230,9 @@ typedef struct dt_tunelog_visitor {
     void *ctx;
     int (*failed)(void *ctx, const dt_failed_record *r);
     int (*retime)(void *ctx, const dt_retime_record *r);
+    int (*confirm)(void *ctx, const dt_confirm_record *r);
+    int (*confirmed)(void *ctx, const dt_confirmed_record *r);
+    int (*drift)(void *ctx, const dt_drift_record *r);
 } dt_tunelog_visitor;
 
 typedef struct dt_tunelog_stats {

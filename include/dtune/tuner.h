@@ -83,6 +83,11 @@ void dt_tuner_free(dt_tuner *t);
  * DT_ENOMEM. */
 int dt_tuner_add_record(dt_tuner *t, const dt_point *p, const dt_measure_result *r);
 
+/* Sets the recorded GFLOPS of measured point p (a confirmation's median
+ * replacing its first figure; 0: not valid) and recomputes the best.
+ * Returns 1 when p was recorded, 0 when not (nothing changed). */
+int dt_tuner_set_gflops(dt_tuner *t, const dt_point *p, double gflops);
+
 /* Configs to measure before the strategy's own (a tuning database's best
  * configs, re-measured first since machines drift): up to
  * DT_TUNER_MAX_SEEDS of points, each proposed once unless already
