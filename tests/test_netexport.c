@@ -33,18 +33,10 @@
 
 static char out[1 << 16];
 
-/* Runs cmd under sh with stdout and stderr into out; returns its exit status. */
+/* cmd under sh, its output into out; its exit status. */
 static int shell(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return dt_test_shell(cmd, out, sizeof out);
 }
 
 /* ---- building graphs ---------------------------------------------------------------- */

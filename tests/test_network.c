@@ -36,18 +36,10 @@ static bool have_torch(void)
     return system(PYTHON " -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
 }
 
-/* Runs cmd under sh, its output into out; its exit status. */
+/* cmd under sh, its output into out; its exit status. */
 static int shell(const char *cmd)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return dt_test_shell(cmd, out, sizeof out);
 }
 
 static void read_floats(const char *path, float *v, size_t n)

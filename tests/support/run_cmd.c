@@ -167,3 +167,24 @@ int dt_test_capture(int (*cmd)(int argc, char **argv), int argc, char **argv, ch
     unlink(capture);
     return status;
 }
+
+int dt_test_shell(const char *cmd, char *out, size_t len)
+{
+    size_t need = strlen(cmd) + 16;
+    char *full = malloc(need);
+    if (!full)
+        return -1;
+    snprintf(full, need, "(%s) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    free(full);
+    if (!p)
+        return -1;
+    size_t n = len > 0 ? fread(out, 1, len - 1, p) : 0;
+    if (len > 0)
+        out[n] = '\0';
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0)
+        ;   /* the rest, so the command never blocks on a full pipe */
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}

@@ -13,6 +13,11 @@ const char *dt_test_dtune(void);
  * (NUL-terminated, truncated to len). */
 int dt_test_run(char *const argv[], char *out, size_t len);
 
+/* Runs cmd under /bin/sh with stdout and stderr together into out
+ * (NUL-terminated, truncated to len); returns its exit status (128 when
+ * it did not exit). */
+int dt_test_shell(const char *cmd, char *out, size_t len);
+
 /* Starts argv in the background with stdout+stderr to log_path; returns the pid. */
 pid_t dt_test_spawn(char *const argv[], const char *log_path);
 
