@@ -20,9 +20,10 @@
  * new best beside its task's best through the same side-by-side rounds
  * (dt_run_side_by_side). Time for it is held back from the budget: tuning
  * stops early by 1.5 times each task's least run time of a measurement
- * times the configs and rounds (dt_run_retime_reserve). It measures where the run does
- * (its own measurer or its one MPI worker); a run with several slots in
- * flight (MPI, several workers) is not re-timed.
+ * times the configs and rounds (dt_run_retime_reserve). It measures where the run does:
+ * its own measurer, or in an MPI run worker 0 once every slot has ended
+ * (the workers are machines of one kind), so the one loop ends every run
+ * the same way.
  */
 #include "daemon_internal.h"
 
@@ -45,7 +46,7 @@
 
 static bool retimes(const dt_run *r)
 {
-    return r->cfg->budget.retime_top > 0 && (!r->remote || r->remote->workers <= 1);
+    return r->cfg->budget.retime_top > 0;
 }
 
 double dt_run_retime_reserve(const dt_run *r)
