@@ -167,6 +167,13 @@ static void free_spaces(dt_space *spaces, int n)
 
 /* ---- import ------------------------------------------------------------------- */
 
+/* A task's best as its run decided it, replayed from the log as the run
+ * did: a faster measurement, then the confirmation that follows it. */
+typedef struct run_best {
+    uint64_t index, before_index;
+    double gflops, before_gflops;   /* 0: none */
+} run_best;
+
 typedef struct importer {
     dt_db *db;
     const char *path;
@@ -174,6 +181,7 @@ typedef struct importer {
     long line;
     dt_model *model;           /* of the current run; NULL: its records are skipped */
     dt_space *spaces;
+    run_best *bests;           /* per task of the model */
     int64_t run_id;
     int runs, added, skipped;
     dt_error *err;
@@ -192,13 +200,28 @@ static void skip(importer *im, const char *fmt, ...)
     im->skipped++;
 }
 
-static void drop_run(importer *im)
+/* Writes the current run's bests, then forgets the run. */
+static int end_run(importer *im)
 {
+    int rc = 0;
+    for (int k = 0; im->model && im->bests && k < im->model->ntasks && rc == 0; k++) {
+        const run_best *b = &im->bests[k];
+        if (b->gflops > 0 && b->index < im->spaces[k].size) {
+            dt_point p;
+            char knobs[256];
+            dt_space_point(&im->spaces[k], b->index, &p);
+            dt_space_point_str(&im->spaces[k], &p, knobs, sizeof knobs);
+            rc = dt_db_set_best(im->db, im->run_id, &im->spaces[k], b->index, knobs, b->gflops, im->err);
+        }
+    }
     if (im->model)
         free_spaces(im->spaces, im->model->ntasks);
     dt_model_free(im->model);
+    free(im->bests);
     im->model = NULL;
     im->spaces = NULL;
+    im->bests = NULL;
+    return rc;
 }
 
 static int import_run(void *ctx, const dt_run_record *rec)
@@ -207,7 +230,9 @@ static int import_run(void *ctx, const dt_run_record *rec)
     dt_error why;
     dt_target target;
     im->line++;
-    drop_run(im);
+    int ended = end_run(im);
+    if (ended)
+        return ended;
     bool replay = strncmp(rec->machine, dt_replay_backend.name, strlen(dt_replay_backend.name)) == 0;
     const char *backend = im->backend ? im->backend : replay ? dt_replay_backend.name : rec->target;
     dt_db_run run;
@@ -223,9 +248,12 @@ static int import_run(void *ctx, const dt_run_record *rec)
         return 0;
     }
     im->spaces = calloc((size_t)im->model->ntasks, sizeof *im->spaces);
-    if (!im->spaces || open_spaces(im->model, target, backend, im->spaces, &why) != 0) {
+    im->bests = calloc((size_t)im->model->ntasks, sizeof *im->bests);
+    if (!im->spaces || !im->bests || open_spaces(im->model, target, backend, im->spaces, &why) != 0) {
         free(im->spaces);
+        free(im->bests);
         im->spaces = NULL;
+        im->bests = NULL;
         dt_model_free(im->model);
         im->model = NULL;
         skip(im, "run of model %s: its spaces cannot be built here; its measurements are skipped", rec->model);
@@ -290,7 +318,33 @@ static int import_measure(void *ctx, const dt_measure_record *rec)
     }
     int rc = dt_db_add(im->db, im->run_id, s, rec, im->err);
     im->added += rc == 0;
+    run_best *b = &im->bests[k];
+    if (rc == 0 && rec->m.result == DT_RESULT_OK && rec->m.gflops > b->gflops) {
+        b->before_index = b->index;
+        b->before_gflops = b->gflops;
+        b->index = rec->config;
+        b->gflops = rec->m.gflops;
+    }
     return rc;
+}
+
+/* A confirmation decides its task's best (dt_confirmed_figures) in place of
+ * the measurement before it. */
+static int import_confirmed(void *ctx, const dt_confirmed_record *rec)
+{
+    importer *im = ctx;
+    im->line++;
+    int k = im->model ? dt_model_find_task(im->model, rec->task) : -1;
+    if (k < 0)
+        return 0;                  /* its run's or task's records were skipped */
+    run_best *b = &im->bests[k];
+    bool tentative = b->index == rec->candidate && b->gflops > 0;
+    double candidate, incumbent;
+    dt_confirmed_figures(rec, im->model->tasks[k].flops, tentative ? b->before_gflops : b->gflops,
+                         &candidate, &incumbent);
+    b->index = rec->accepted ? rec->candidate : rec->incumbent;
+    b->gflops = rec->accepted ? candidate : incumbent;
+    return 0;
 }
 
 static int count_line(void *ctx, const void *rec)
@@ -303,7 +357,6 @@ static int count_slot(void *ctx, const dt_slot_record *r) { return count_line(ct
 static int count_failed(void *ctx, const dt_failed_record *r) { return count_line(ctx, r); }
 static int count_retime(void *ctx, const dt_retime_record *r) { return count_line(ctx, r); }
 static int count_confirm(void *ctx, const dt_confirm_record *r) { return count_line(ctx, r); }
-static int count_confirmed(void *ctx, const dt_confirmed_record *r) { return count_line(ctx, r); }
 static int count_drift(void *ctx, const dt_drift_record *r) { return count_line(ctx, r); }
 
 static int log_path_of(const char *arg, char *path, size_t len, dt_error *err)
@@ -332,10 +385,11 @@ static int cmd_import(const db_args *a)
     importer im = { .db = db, .path = path, .backend = a->backend, .err = &err };
     dt_tunelog_visitor v = { import_run,   import_measure, count_slot,
                              &im,          count_failed,   count_retime,
-                             count_confirm, count_confirmed, count_drift };
+                             count_confirm, import_confirmed, count_drift };
     dt_tunelog_stats stats;
     rc = dt_tunelog_replay(path, &v, &stats, &err);
-    drop_run(&im);
+    int ended = end_run(&im);
+    rc = rc ? rc : ended;
     if (rc == 0 && stats.dropped_tail) {
         const char *why = strstr(stats.tail_message, ": ");   /* after "line N" */
         im.line = stats.lines + 1;

@@ -151,8 +151,11 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
      * past the budget's */
     dt_measure_limit confirm_limit = { .deadline = budget_end(r), .stop = &stop_requested };
     dt_transfer *x = r->transfer;
+    const dt_run_task *tr = &r->tasks[mc->task];
     for (int i = 0; measured > 0 && i < measured; i++) {
         dt_measure_record rec;
+        uint64_t best_before = tr->best_index;
+        double figure_before = tr->best_gflops;
         int rc = log_measurement(r, mc->slot, mc->task, &points[i], &results[i], &rec, err);
         if (!rc)
             rc = dt_run_confirm(r, mc->slot, mc->task, &points[i], &results[i], measure_points,
@@ -160,6 +163,8 @@ static int measure_batch(void *ctx, const dt_space *space, const dt_point *point
         if (!rc) {
             rec.m = results[i];
             dt_run_db_add(r, mc->task, &rec);
+            if (tr->best_index != best_before || tr->best_gflops != figure_before)
+                dt_run_db_best(r, mc->task);
         }
         if (!rc && x && dt_transfer_add(x, space, &points[i], &results[i]) != 0)
             rc = dt_error_set(err, DT_ENOMEM, "out of memory keeping a record for transfer");

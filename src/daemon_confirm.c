@@ -60,24 +60,11 @@ static int log_confirm(dt_run *r, int k, const dt_point *p, const dt_measure_res
     return rc;
 }
 
-/* GFLOPS of task k at ms; 0 when ms is no latency. */
-static double gflops_at(const dt_run *r, int k, double ms)
-{
-    return isfinite(ms) && ms > 0 ? r->model->tasks[k].flops / (ms * 1e-3) * 1e-9 : 0;
-}
-
-/* The confirmed figures of rec's pair: the incumbent's median (its figure
- * before when it has none) and the candidate's (when it has none, the
- * incumbent's: not shown faster). */
+/* rec's figures (dt_confirmed_figures) for task k. */
 static void pair_gflops(const dt_run *r, int k, const dt_confirmed_record *rec, double *candidate,
                         double *incumbent)
 {
-    *incumbent = gflops_at(r, k, rec->incumbent_ms);
-    if (*incumbent <= 0)
-        *incumbent = r->tasks[k].best_gflops;
-    *candidate = gflops_at(r, k, rec->candidate_ms);
-    if (*candidate <= 0 || (!rec->accepted && *candidate > *incumbent))
-        *candidate = *incumbent;
+    dt_confirmed_figures(rec, r->model->tasks[k].flops, r->tasks[k].best_gflops, candidate, incumbent);
 }
 
 static void set_tuner_figure(dt_run_task *tr, uint64_t index, double gflops)

@@ -19,7 +19,9 @@
  * A new log's run record carries the machine's fingerprint, a random run id
  * and the dtune version (dt_run_db_stamp), so an import of the log later
  * keys its records as the live run did. Each measurement the run logs is
- * then added (dt_run_db_add). The JSONL
+ * then added (dt_run_db_add), and each change of a task's best, in config
+ * or figure, is written as the run's best of it (dt_run_db_best), so the
+ * database's best is what the run decided, confirmed figures included. The JSONL
  * log stays the durable record: any database failure is reported once, the
  * database is dropped for the rest of the run, and the run goes on.
  */
@@ -278,6 +280,21 @@ void dt_run_db_add(dt_run *r, int k, const dt_measure_record *rec)
 {
     dt_error err = { 0 };
     if (r->db && dt_db_add(r->db->db, r->db->run_id, &r->tasks[k].space, rec, &err) != 0)
+        give_up(r, r->db->path, &err);
+}
+
+void dt_run_db_best(dt_run *r, int k)
+{
+    const dt_run_task *tr = &r->tasks[k];
+    dt_error err = { 0 };
+    if (!r->db || !(tr->best_gflops > 0) || tr->best_index >= tr->space.size)
+        return;
+    dt_point p;
+    char knobs[256];
+    dt_space_point(&tr->space, tr->best_index, &p);
+    dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
+    if (dt_db_set_best(r->db->db, r->db->run_id, &tr->space, tr->best_index, knobs, tr->best_gflops,
+                       &err) != 0)
         give_up(r, r->db->path, &err);
 }
 

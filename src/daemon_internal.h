@@ -216,6 +216,8 @@ void dt_run_db_open(dt_run *r);
  * machine's fingerprint, a random run id and the dtune version. */
 void dt_run_db_stamp(const dt_run *r, dt_run_record *run);
 void dt_run_db_add(dt_run *r, int k, const dt_measure_record *rec);
+/* Writes task k's best as the run holds it now (dt_db_set_best). */
+void dt_run_db_best(dt_run *r, int k);
 void dt_run_db_close(dt_run *r);
 
 /* Fills pred / pred_ok / fit of every task from the belief model. */

@@ -1,9 +1,10 @@
 /* db.c — the tuning database (db.h) on SQLite.
  *
  * Tables: machine (fingerprints), space (target and knob-schema hash), task
- * (signatures), run (machine, model, seed, start, dtune version) and
+ * (signatures), run (machine, model, seed, start, dtune version),
  * measurement (one row per logged measurement, unique per run, task and
- * trial, so a resume or a second import adds nothing twice). A lookup joins
+ * trial, so a resume or a second import adds nothing twice) and run_best
+ * (each run's best of each task, as the run decided it). A lookup joins
  * them on the three keys that make a record usable: machine, target and
  * space hash.
  *
@@ -77,6 +78,15 @@ static const char *const migrations[DT_DB_SCHEMA_VERSION] = {
     /* 2: when each record was added, and the lookup's index */
     "ALTER TABLE measurement ADD COLUMN added TEXT;"
     "CREATE INDEX measurement_lookup ON measurement(space_id, task_id, gflops);",
+    /* 3: each run's best of each task as the run decided it (a confirmed
+     * figure, not the luckiest measurement); a run of an older dtune kept
+     * its fastest valid measurement */
+    "CREATE TABLE run_best(run_id INTEGER NOT NULL REFERENCES run(id),"
+    "  space_id INTEGER NOT NULL REFERENCES space(id), task_id INTEGER NOT NULL REFERENCES task(id),"
+    "  config INTEGER NOT NULL, knobs TEXT NOT NULL, gflops REAL NOT NULL, latency_ms REAL NOT NULL,"
+    "  PRIMARY KEY(run_id, space_id, task_id));"
+    "INSERT INTO run_best SELECT run_id, space_id, task_id, config, knobs, max(gflops), latency_ms"
+    "  FROM measurement WHERE result = 'ok' AND gflops > 0 GROUP BY run_id, space_id, task_id;",
 };
 
 static int sql_error(dt_db *db, int code, const char *what, dt_error *err)
@@ -651,33 +661,92 @@ int dt_db_each(dt_db *db, const char *machine, const char *target, const char *s
     return rc == SQLITE_DONE ? 0 : rc;
 }
 
+/* Prepares sql with ?1..?4 bound to machine, target, space hash, signature. */
+static int prepare_key(dt_db *db, const char *sql, const char *const key[4], sqlite3_stmt **st,
+                       dt_error *err)
+{
+    int rc = prepare(db, sql, st, err);
+    for (int i = 0; rc == 0 && i < 4; i++)
+        sqlite3_bind_text(*st, i + 1, key[i], -1, SQLITE_STATIC);
+    return rc;
+}
+
+/* Runs sql (prepare_key) and reads its one integer. */
+static int key_count(dt_db *db, const char *sql, const char *const key[4], int *n, dt_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare_key(db, sql, key, &st, err);
+    if (rc)
+        return rc;
+    rc = next_row(db, st, err);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc < 0 ? rc : 0;
+}
+
 int dt_db_task_best(dt_db *db, const char *machine, const char *target, const char *space_hash,
                     const char *signature, dt_db_best *best, dt_error *err)
 {
     sqlite3_stmt *st;
+    const char *const key[4] = { machine, target, space_hash, signature };
     memset(best, 0, sizeof *best);
-    int rc = prepare(db, "SELECT count(*) OVER (), r.started, " RESULT_COLUMNS KEY_JOIN
-                     " AND t.signature = ?4 ORDER BY m.result = 'ok' DESC, m.gflops DESC, m.id LIMIT 1",
-                     &st, err);
+    int rc = key_count(db, "SELECT count(*)" KEY_JOIN " AND t.signature = ?4", key, &best->records, err);
+    if (rc || best->records == 0)
+        return rc;
+    rc = prepare_key(db, "SELECT r.started, b.config, b.knobs, b.gflops, b.latency_ms FROM run_best b"
+                     " JOIN run r ON b.run_id = r.id JOIN machine mc ON r.machine_id = mc.id"
+                     " JOIN space s ON b.space_id = s.id JOIN task t ON b.task_id = t.id"
+                     " WHERE mc.fingerprint = ?1 AND s.target = ?2 AND s.hash = ?3 AND t.signature = ?4"
+                     " ORDER BY b.gflops DESC, r.id LIMIT 1", key, &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_text(st, 1, machine, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, space_hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, signature, -1, SQLITE_STATIC);
     rc = next_row(db, st, err);
     if (rc == SQLITE_ROW) {
-        dt_measure_result m;
-        best->records = sqlite3_column_int(st, 0);
-        snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 1));
-        read_result(st, 2, &best->config, &m);
-        snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 3));
-        bool valid = m.result == DT_RESULT_OK && isfinite(m.gflops) && m.gflops > 0;
-        best->gflops = valid ? m.gflops : 0;
-        best->latency_ms = valid && isfinite(m.latency_s) ? m.latency_s * 1e3 : 0;
+        snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 0));
+        best->config = (uint64_t)sqlite3_column_int64(st, 1);
+        snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 2));
+        best->gflops = sqlite3_column_double(st, 3);
+        best->latency_ms = sqlite3_column_double(st, 4);
+    } else if (rc == SQLITE_DONE) {
+        /* no valid result: the task's first failed record names what failed */
+        sqlite3_finalize(st);
+        rc = prepare_key(db, "SELECT r.started, m.config, m.knobs" KEY_JOIN " AND t.signature = ?4"
+                         " ORDER BY m.id LIMIT 1", key, &st, err);
+        if (rc)
+            return rc;
+        if ((rc = next_row(db, st, err)) == SQLITE_ROW) {
+            snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 0));
+            best->config = (uint64_t)sqlite3_column_int64(st, 1);
+            snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 2));
+        }
     }
     sqlite3_finalize(st);
     return rc < 0 ? rc : 0;
+}
+
+int dt_db_set_best(dt_db *db, int64_t run_id, const dt_space *space, uint64_t config, const char *knobs,
+                   double gflops, dt_error *err)
+{
+    if (!(isfinite(gflops) && gflops > 0))
+        return dt_error_set(err, DT_EINVAL, "a run's best needs positive finite GFLOPS (got %g)", gflops);
+    int64_t space_id, task_id;
+    int rc = space_and_task(db, space, &space_id, &task_id, err);
+    sqlite3_stmt *st;
+    if (rc || (rc = prepare(db, "INSERT INTO run_best(run_id, space_id, task_id, config, knobs, gflops,"
+                            " latency_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(run_id, space_id, task_id) DO UPDATE SET"
+                            " config = excluded.config, knobs = excluded.knobs, gflops = excluded.gflops,"
+                            " latency_ms = excluded.latency_ms", &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, space_id);
+    sqlite3_bind_int64(st, 3, task_id);
+    sqlite3_bind_int64(st, 4, (int64_t)config);
+    sqlite3_bind_text(st, 5, knobs, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 6, gflops);
+    sqlite3_bind_double(st, 7, space->task.flops / (gflops * 1e9) * 1e3);
+    rc = step_done(db, st, "setting a run's best", err);
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int dt_db_stats(dt_db *db, FILE *f, dt_error *err)

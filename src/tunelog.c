@@ -586,6 +586,23 @@ int dt_tunelog_append_confirm(dt_tunelog *log, const dt_confirm_record *r, dt_er
     return rc != 0 ? rc : append_object(log, obj, err);
 }
 
+/* GFLOPS of a task of flops at ms; 0 when ms is no latency. */
+static double gflops_at(double flops, double ms)
+{
+    return isfinite(ms) && ms > 0 ? flops / (ms * 1e-3) * 1e-9 : 0;
+}
+
+void dt_confirmed_figures(const dt_confirmed_record *rec, double flops, double before_gflops,
+                          double *candidate, double *incumbent)
+{
+    *incumbent = gflops_at(flops, rec->incumbent_ms);
+    if (*incumbent <= 0)
+        *incumbent = before_gflops;
+    *candidate = gflops_at(flops, rec->candidate_ms);
+    if (*candidate <= 0 || (!rec->accepted && *candidate > *incumbent))
+        *candidate = *incumbent;
+}
+
 int dt_tunelog_append_confirmed(dt_tunelog *log, const dt_confirmed_record *r, dt_error *err)
 {
     json_t *obj;

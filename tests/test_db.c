@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include <sqlite3.h>
 
 #include "dtune/db.h"
+#include "dtune/machine.h"
+#include "dtune/model.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
 #include "dtune/transfer.h"
@@ -237,6 +240,12 @@ static void test_keying(void **state)
     assert_int_equal(dt_db_add(db, there, &wide, &r, NULL), 0);
     r = record_of(&narrow, 19, 200.0, 3);
     assert_int_equal(dt_db_add(db, here, &narrow, &r, NULL), 0);
+    /* each run's best, as the run decided it: here's first, then changed */
+    assert_int_equal(dt_db_set_best(db, here, &wide, 16, "", 3.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &wide, 17, "", 3.25, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, there, &wide, 18, "", 100.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &narrow, 19, "", 200.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &wide, 17, "", NAN, NULL), DT_EINVAL);
 
     double sum[2] = { 0, 0 };
     assert_int_equal(dt_db_each(db, "this box", "cpu", h_wide, collect, sum, NULL), 0);
@@ -410,6 +419,14 @@ static void test_import_export_round_trip(void **state)
     snprintf(db3, sizeof db3, "%s/third.db", f->dir);
     assert_int_equal(db_cmd(db3, "import", run1, NULL), 0);
     assert_int_equal(query_int(db3, "SELECT count(*) FROM run"), 1);
+    /* its bests are the ones the live run wrote, confirmations replayed */
+    snprintf(path, sizeof path, "%s/tuning.jsonl", run1);
+    assert_true(dt_test_count_lines(path, "\"type\":\"confirmed\"") > 0);
+    const char *bests = "SELECT sum(b.task_id * 1000003 + b.config * 7919 + CAST(round(b.gflops * 1e6) AS INTEGER))"
+                        " FROM run_best b JOIN run r ON b.run_id = r.id WHERE r.seed = '3'";
+    assert_int_equal(query_int(f->db, "SELECT count(*) FROM run_best b JOIN run r ON b.run_id = r.id "
+                               "WHERE r.seed = '3'"), 3);
+    assert_int_equal(query_int(db3, bests), query_int(f->db, bests));
 }
 
 /* Foreign records are named by FILE:LINE, skipped and counted; a file that
@@ -460,6 +477,63 @@ static void test_import_bad_records(void **state)
     assert_non_null(strstr(out, "nothing imported"));
     assert_int_equal(query_int(db3, "SELECT count(*) FROM measurement"), 0);
     free(text);
+}
+
+/* A task's best in the database is what its run decided: a faster
+ * measurement that its confirmation accepted at a slower median is the best
+ * at that median, ahead of the incumbent's first, luckier figure; a refused
+ * one leaves the incumbent at its re-measured median. */
+static void test_best_is_the_runs_decision(void **state)
+{
+    fixture *f = *state;
+    char log_path[420], db2[400];
+    snprintf(log_path, sizeof log_path, "%s/confirmed.jsonl", f->dir);
+    snprintf(db2, sizeof db2, "%s/second.db", f->dir);
+    dt_model *model;
+    assert_int_equal(dt_model_load("models/tiny.yaml", &model, NULL), 0);
+    double flops = model->tasks[0].flops;
+    dt_model_free(model);
+    dt_tunelog *log;
+    assert_int_equal(dt_tunelog_open(log_path, &log, NULL), 0);
+    dt_run_record run = { .seed = 7 };
+    assert_int_equal(dt_machine_fingerprint("cpu", 7, 0, run.machine, sizeof run.machine, NULL), 0);
+    snprintf(run.target, sizeof run.target, "cpu");
+    snprintf(run.model, sizeof run.model, "models/tiny.yaml");
+    snprintf(run.started, sizeof run.started, "2026-12-02T08:00:00Z");
+    snprintf(run.id, sizeof run.id, "confirmedrun");
+    assert_int_equal(dt_tunelog_append_run(log, &run, NULL), 0);
+    /* GFLOPS 10 (the first: the best), 11 (accepted at a median of 9.5
+     * against the incumbent's 9), 12 (refused, no median; the best stays
+     * config 2, re-measured at 9.2) */
+    const double raw[3] = { 10, 11, 12 };
+    const double cand_gf[3] = { 0, 9.5, NAN }, inc_gf[3] = { 0, 9, 9.2 };
+    for (int i = 0; i < 3; i++) {
+        dt_measure_record m = { .task_index = 0, .config = (uint64_t)i + 1, .trial = i + 1, .time = i };
+        snprintf(m.task, sizeof m.task, "conv");
+        m.m.result = DT_RESULT_OK;
+        m.m.gflops = raw[i];
+        m.m.latency_s = flops / (raw[i] * 1e9);
+        m.m.repeats = 3;
+        assert_int_equal(dt_tunelog_append_measure(log, &m, NULL), 0);
+        if (i == 0)
+            continue;
+        dt_confirmed_record c = { .task_index = 0, .candidate = (uint64_t)i + 1, .incumbent = (uint64_t)i,
+                                  .rounds = 3, .accepted = i == 1, .time = i + 0.5 };
+        snprintf(c.task, sizeof c.task, "conv");
+        c.candidate_ms = flops / (cand_gf[i] * 1e9) * 1e3;
+        c.incumbent_ms = flops / (inc_gf[i] * 1e9) * 1e3;
+        assert_int_equal(dt_tunelog_append_confirmed(log, &c, NULL), 0);
+    }
+    dt_tunelog_close(log);
+    assert_int_equal(db_cmd(db2, "import", log_path, NULL), 0);
+    const char *task = " FROM run_best b JOIN task t ON b.task_id = t.id WHERE t.signature LIKE 'conv2d %'";
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT b.config%s", task);
+    assert_int_equal(query_int(db2, sql), 2);
+    snprintf(sql, sizeof sql, "SELECT CAST(round(b.gflops * 1000) AS INTEGER)%s", task);
+    assert_int_equal(query_int(db2, sql), 9200);
+    assert_int_equal(db_cmd(db2, "best", "models/tiny.yaml", NULL), 0);
+    assert_non_null(strstr(out, "9.20 "));
 }
 
 static void test_cli_bad_input_exits_2(void **state)
@@ -730,6 +804,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill_9_leaves_it_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_export_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_bad_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_best_is_the_runs_decision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_bad_input_exits_2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_or_damaged_file_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_at_run_start, setup, teardown),

@@ -398,7 +398,7 @@ static void test_clashing_names(void **state)
 /* ---- from the database --------------------------------------------------------------- */
 
 /* Plants in db_path, for every task of tiny, one record of `gflops` on
- * machine in the CPU space of vector width vec: config (knobs as given)
+ * machine in the CPU space of vector width vec, its run's best: config (knobs as given)
  * when knobs is not NULL, else a random config of the space. */
 static void plant(const char *db_path, const char *machine, int vec, double gflops, uint64_t config,
                   const char *knobs, unsigned long seed)
@@ -440,6 +440,7 @@ static void plant(const char *db_path, const char *machine, int vec, double gflo
         rec.m.repeats = 3;
         rec.trial = 1;
         assert_int_equal(dt_db_add(db, run_id, &space, &rec, &err), 0);
+        assert_int_equal(dt_db_set_best(db, run_id, &space, rec.config, rec.knobs, gflops, &err), 0);
         dt_space_free(&space);
     }
     gsl_rng_free(rng);

@@ -40,7 +40,7 @@
 #include "dtune/tunelog.h"
 
 /* The schema version this dtune writes. */
-#define DT_DB_SCHEMA_VERSION 2
+#define DT_DB_SCHEMA_VERSION 3
 /* The environment variable that replaces the per-user default path. */
 #define DT_DB_ENV "DTUNE_DB"
 /* The path value that disables the database. */
@@ -154,12 +154,20 @@ typedef struct dt_db_best {
     char when[40];             /* the best one's run start (UTC) */
 } dt_db_best;
 
-/* The best of task signature for machine, target and space hash: the
- * highest GFLOPS of a valid result (the first measured of equals); when
- * none is valid, a failed record with gflops 0; records 0 when there is
- * none. Returns 0 or an error. */
+/* The best of task signature for machine, target and space hash: of the
+ * runs' bests (dt_db_set_best) the highest GFLOPS (the first run's of
+ * equals); when no run has one, the first failed record with gflops 0;
+ * records 0 when there is none. Returns 0 or an error. */
 int dt_db_task_best(dt_db *db, const char *machine, const char *target, const char *space_hash,
                     const char *signature, dt_db_best *best, dt_error *err);
+
+/* Sets run_id's best of space's task: config (knobs) at gflops, the figure
+ * the run decided on (a confirmed median where it confirms, dt_run_confirm),
+ * which is not always its fastest measurement. Replaces the run's best of
+ * the task from before. Returns 0, DT_EINVAL (gflops not positive) or an
+ * error. */
+int dt_db_set_best(dt_db *db, int64_t run_id, const dt_space *space, uint64_t config, const char *knobs,
+                   double gflops, dt_error *err);
 
 /* Counts for `dtune db stats`, one line per machine and target to f. */
 int dt_db_stats(dt_db *db, FILE *f, dt_error *err);

@@ -163,6 +163,15 @@ typedef struct dt_confirmed_record {
     double time;
 } dt_confirmed_record;
 
+/* The figures rec decides, in GFLOPS of a task of flops: the incumbent's
+ * (its median; before_gflops, its figure before, when it has none) and the
+ * candidate's (its median; the incumbent's when it has none, or when it was
+ * refused yet its median is the faster). The task's best becomes the
+ * candidate at *candidate when rec->accepted, else stays at *incumbent. The
+ * run and a replay of its log (resume, db import) decide by this alone. */
+void dt_confirmed_figures(const dt_confirmed_record *rec, double flops, double before_gflops,
+                          double *candidate, double *incumbent);
+
 /* One timing of a task's fixed reference config for the machine's drift. */
 typedef struct dt_drift_record {
     char task[DT_NAME_MAX];
