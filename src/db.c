@@ -633,16 +633,21 @@ static int next_row(dt_db *db, sqlite3_stmt *st, dt_error *err)
     return sql_error(db, busy(rc) ? DT_EIO : DT_ELIB, "reading", err);
 }
 
-#define KEY_JOIN " FROM measurement m JOIN run r ON m.run_id = r.id JOIN machine mc ON r.machine_id = mc.id" \
-                 " JOIN space s ON m.space_id = s.id JOIN task t ON m.task_id = t.id" \
-                 " WHERE mc.fingerprint = ?1 AND s.target = ?2 AND s.hash = ?3"
+#define KEY_TABLES " FROM measurement m JOIN run r ON m.run_id = r.id JOIN machine mc ON r.machine_id = mc.id" \
+                   " JOIN space s ON m.space_id = s.id JOIN task t ON m.task_id = t.id"
+#define KEY_WHERE " WHERE mc.fingerprint = ?1 AND s.target = ?2 AND s.hash = ?3"
+#define KEY_JOIN KEY_TABLES KEY_WHERE
+/* KEY_JOIN with b, the run's best of the task where m's config is it. */
+#define KEY_JOIN_BESTS KEY_TABLES " LEFT JOIN run_best b ON b.run_id = m.run_id AND b.space_id = m.space_id" \
+                       " AND b.task_id = m.task_id AND b.config = m.config" KEY_WHERE
 
 int dt_db_each(dt_db *db, const char *machine, const char *target, const char *space_hash,
                int (*fn)(void *ctx, const dt_db_record *rec), void *ctx, dt_error *err)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db, "SELECT t.signature, " RESULT_COLUMNS KEY_JOIN
-                     " ORDER BY t.signature, m.result = 'ok' DESC, m.gflops DESC, m.id", &st, err);
+    int rc = prepare(db, "SELECT t.signature, " RESULT_COLUMNS KEY_JOIN_BESTS
+                     " ORDER BY t.signature, b.gflops IS NOT NULL DESC, b.gflops DESC, m.result = 'ok' DESC,"
+                     " m.gflops DESC, m.id", &st, err);
     if (rc)
         return rc;
     sqlite3_bind_text(st, 1, machine, -1, SQLITE_STATIC);

@@ -139,7 +139,9 @@ typedef struct dt_db_record {
 } dt_db_record;
 
 /* Calls fn for every record of machine, target and space hash, grouped by
- * task signature, best GFLOPS first within a task (failed results last).
+ * task signature; within a task the runs' bests first (dt_db_set_best, the
+ * best first, so the first record is dt_db_task_best's), then the rest by
+ * GFLOPS (failed results last).
  * fn returning non-zero stops with that code. Returns 0 or an error. */
 int dt_db_each(dt_db *db, const char *machine, const char *target, const char *space_hash,
                int (*fn)(void *ctx, const dt_db_record *rec), void *ctx, dt_error *err);
