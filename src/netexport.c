@@ -268,9 +268,10 @@ static void emit_defines(dt_buf *b, const net_job *job)
     export_emit(b, "#define WEIGHTS_MAGIC \"%s\"\n#define WEIGHTS_VERSION %d\n"
                    "#define WEIGHTS_HEADER_BYTES %d\n#define WEIGHTS_FLOATS ((size_t)%zu)\n"
                    "#define NETWORK_ID 0x%016llxULL\n#define ARENA_FLOATS ((size_t)%zu)\n"
-                   "#define NSLOTS %d\n#define NKERNEL_NODES %d\n\n",
+                   "#define NSLOTS %d\n#define NKERNEL_NODES %d\n#define NET_THREADS %d\n\n",
                 NETEXPORT_MAGIC, NETEXPORT_VERSION, NETEXPORT_HEADER_BYTES, p->g->nweights,
-                (unsigned long long)network_id(p->g), p->arena_floats, p->nslots, p->nkernels);
+                (unsigned long long)network_id(p->g), p->arena_floats, p->nslots, p->nkernels,
+                p->params->kernels.measure.threads);
 }
 
 static int write_net_source(const net_job *job, dt_error *err)
