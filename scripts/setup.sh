@@ -4,6 +4,7 @@
 # installs nothing and needs no network.
 set -eu
 
+# g++: the tests link an exported library from C++ (its headers' extern "C");
 # prometheus: its promtool checks the status server's /metrics in the tests;
 # chromium: the tests load the live page and report.html in a headless browser;
 # openmpi-bin, libopenmpi-dev: one run over many ranks (`mpirun ... dtune tune`),
@@ -12,7 +13,7 @@ set -eu
 # ONNX with protobuf-c from the onnx.proto python3-onnx ships, and the tests
 # write small ONNX files with it; python3-torch, python3-torchvision: the tests
 # export torchvision's networks to ONNX and import them.
-pkgs="gcc make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
+pkgs="gcc g++ make pkg-config libgsl-dev libyaml-dev libxgboost-dev libjansson-dev
 libmicrohttpd-dev libcmocka-dev libplplot-dev libsqlite3-dev curl prometheus chromium
 openmpi-bin libopenmpi-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-torch
 python3-torchvision"

@@ -46,6 +46,8 @@ static void emit_info_type(dt_buf *b, const export_job *job)
 static int write_header(const export_job *job, dt_error *err)
 {
     dt_buf b = { 0 };
+    char source[DT_PATH_MAX], task_name[DT_NAME_MAX];
+    export_plain_text(job->params->source, source, sizeof source);
     export_emit(&b,
         "/* %s_kernels.h — the tuned kernels of model %s, exported by dtune%s%s.\n"
         " *\n"
@@ -65,17 +67,22 @@ static int write_header(const export_job *job, dt_error *err)
         " * A workspace belongs to one call at a time.%s\n"
         " */\n"
         "#ifndef %s_KERNELS_H\n#define %s_KERNELS_H\n\n#include <stddef.h>\n\n",
-        job->lib, job->lib, job->params->source ? " from " : "",
-        job->params->source ? job->params->source : "", job->lib, job->lib, job->lib, job->lib,
+        job->lib, job->lib, job->params->source ? " from " : "", source, job->lib, job->lib, job->lib, job->lib,
         job->lib, job->params->measure.threads > 1 ? " The kernels run on OpenMP threads." : "",
         job->upper, job->upper);
+    export_emit(&b, "%s", export_cplusplus_open);
     for (int i = 0; i < job->n; i++) {
         const dt_export_choice *c = &job->choices[i];
         char shape[128];
         dt_task_shape_str(&c->task, shape, sizeof shape);
         const char *t = job->task[i];
-        export_emit(&b, "/* %s: %s %s%s */\n", c->task.name, dt_op_kind_name(c->task.kind), shape,
-                    c->tuned ? "" : " (reference loops: no tuned config)");
+        char plain[EXPORT_NAME_MAX];
+        export_c_name(c->task.name, "t", plain, sizeof plain);
+        export_emit(&b, "/* %s: %s %s%s%s%s */\n", export_plain_text(c->task.name, task_name, sizeof task_name),
+                    dt_op_kind_name(c->task.kind), shape,
+                    c->tuned ? "" : " (reference loops: no tuned config)",
+                    strcmp(plain, t) ? "; renamed: its C name would clash with another's as " : "",
+                    strcmp(plain, t) ? plain : "");
         export_emit(&b, "size_t %s_%s_workspace(void);\n"
                         "void %s_%s_prepare(const float *weight, float *workspace);\n"
                         "void %s_%s(const float *input, const float *weight, float *output,\n"
@@ -90,8 +97,8 @@ static int write_header(const export_job *job, dt_error *err)
     export_emit(&b, "#define %s_NKERNELS %d\nextern const %s_kernel_info %s_kernels[%s_NKERNELS];\n\n"
                     "/* The plain loops every kernel is checked against. */\n"
                     "void %s_reference(const %s_kernel_info *k, const float *input, const float *weight,\n"
-                    "    float *output);\n\n#endif\n",
-                job->upper, job->n, job->lib, job->lib, job->upper, job->lib, job->lib);
+                    "    float *output);\n\n%s#endif\n",
+                job->upper, job->n, job->lib, job->lib, job->upper, job->lib, job->lib, export_cplusplus_close);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_kernels.h", job->lib);
     return export_write_file(job, name, &b, err);
@@ -154,6 +161,7 @@ static void emit_reference_kernel(dt_buf *b, const export_job *job, int i)
 {
     const char *l = job->lib, *t = job->task[i];
     const dt_export_choice *c = &job->choices[i];
+    char name[DT_NAME_MAX], why[sizeof c->why];
     export_emit(b, "/* %s: no tuned config (%s): the reference loops stand in. */\n"
                    "#include \"../%s_kernels.h\"\n\n"
                    "size_t %s_%s_workspace(void)\n{\n    return 0;\n}\n\n"
@@ -161,7 +169,9 @@ static void emit_reference_kernel(dt_buf *b, const export_job *job, int i)
                    "    (void)weight;\n    (void)workspace;\n}\n\n"
                    "void %s_%s(const float *input, const float *weight, float *output, float *workspace)\n{\n"
                    "    (void)workspace;\n    %s_reference(&%s_kernels[%d], input, weight, output);\n}\n",
-                c->task.name, c->why[0] ? c->why : "not measured", l, l, t, l, t, l, t, l, l, i);
+                export_plain_text(c->task.name, name, sizeof name),
+                export_plain_text(c->why[0] ? c->why : "not measured", why, sizeof why), l, l, t, l, t, l, t,
+                l, l, i);
     if (!dt_task_has_epilogue(&c->task))
         return;
     bool conv = c->task.kind != DT_OP_DENSE && c->task.kind != DT_OP_BATCH_MATMUL;

@@ -22,6 +22,7 @@ static int write_header(const export_job *job, dt_error *err)
 {
     const char *l = job->lib;
     dt_buf b = { 0 };
+    char source[DT_PATH_MAX];
     export_emit(&b,
         "/* %s_cuda.h — the tuned CUDA kernels of model %s, exported by dtune%s%s.\n"
         " *\n"
@@ -32,7 +33,7 @@ static int write_header(const export_job *job, dt_error *err)
         " * stream (NULL: the default one) with the launch geometry dtune measured.\n"
         " * A kernel without a tuned config has no source: launching it fails.\n"
         " */\n"
-        "#ifndef %s_CUDA_H\n#define %s_CUDA_H\n\n#include <stddef.h>\n\n"
+        "#ifndef %s_CUDA_H\n#define %s_CUDA_H\n\n#include <stddef.h>\n\n%s"
         "typedef struct %s_cuda_kernel_info {\n"
         "    const char *name;          /* the task, as the model file names it */\n"
         "    const char *kind;          /* conv2d, depthwise_conv2d, dense, batch_matmul */\n"
@@ -64,11 +65,11 @@ static int write_header(const export_job *job, dt_error *err)
         "int %s_cuda_free(%s_cuda *c, unsigned long long ptr);\n"
         "int %s_cuda_to_device(%s_cuda *c, unsigned long long dst, const void *src, size_t bytes);\n"
         "int %s_cuda_to_host(%s_cuda *c, void *dst, unsigned long long src, size_t bytes);\n"
-        "int %s_cuda_synchronize(%s_cuda *c);\n\n#endif\n",
-        l, l, job->params->source ? " from " : "", job->params->source ? job->params->source : "",
-        l, l, l, job->upper, job->upper, l, export_geometry_fields, DT_CUDA_KERNEL_NAME, l,
+        "int %s_cuda_synchronize(%s_cuda *c);\n\n%s#endif\n",
+        l, l, job->params->source ? " from " : "", export_plain_text(job->params->source, source, sizeof source),
+        l, l, l, job->upper, job->upper, export_cplusplus_open, l, export_geometry_fields, DT_CUDA_KERNEL_NAME, l,
         job->upper, job->n, l, l, job->upper, l, l, l, l, l, l, l, l, l, l, l, l, l, l, l, l,
-        l, l);
+        l, l, export_cplusplus_close);
     char name[EXPORT_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s_cuda.h", l);
     return export_write_file(job, name, &b, err);

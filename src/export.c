@@ -18,8 +18,8 @@
 #include "export_internal.h"
 
 #include <ctype.h>
-#include <stdbool.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,29 +46,50 @@ void export_c_name(const char *name, const char *prefix, char *out, size_t len)
     out[j < len ? j : len - 1] = '\0';
 }
 
-/* Every symbol the library defines must be unique: two tasks whose names
- * differ only in characters C names replace would share one. */
-static int check_names(const export_job *job, dt_error *err)
+/* Whether a is b followed by one of an entry point's suffixes. */
+static bool entry_of(const char *a, const char *b)
 {
-    for (int i = 0; i < job->n; i++) {
-        if (strcmp(job->task[i], "kernels") == 0 || strcmp(job->task[i], "reference") == 0 ||
-            strcmp(job->task[i], "kernel_info") == 0 || strcmp(job->task[i], "cuda") == 0)
-            return dt_error_set(err, DT_EINVAL, "task %s: its C name %s_%s is one of the library's own",
-                                job->choices[i].task.name, job->lib, job->task[i]);
-        for (int j = 0; j < i; j++) {
-            char a[2 * EXPORT_NAME_MAX], b[2 * EXPORT_NAME_MAX];
-            snprintf(a, sizeof a, "%s_prepare", job->task[j]);
-            snprintf(b, sizeof b, "%s_workspace", job->task[j]);
-            if (strcmp(job->task[i], job->task[j]) == 0 || strcmp(job->task[i], a) == 0 ||
-                strcmp(job->task[i], b) == 0)
-                return dt_error_set(err, DT_EINVAL, "tasks %s and %s give clashing C names (%s_%s)",
-                                    job->choices[j].task.name, job->choices[i].task.name, job->lib,
-                                    job->task[i]);
-        }
-    }
-    return 0;
+    static const char *const suffixes[] = { "_prepare", "_workspace", "_epilogue" };
+    size_t n = strlen(b);
+    if (strncmp(a, b, n) != 0)
+        return false;
+    for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++)
+        if (strcmp(a + n, suffixes[k]) == 0)
+            return true;
+    return false;
 }
 
+/* Whether task name i would share a symbol with the library's own or with
+ * an earlier task's. */
+static bool name_taken(char (*task)[EXPORT_NAME_MAX], int i)
+{
+    static const char *const own[] = { "kernels", "reference", "kernel_info", "cuda" };
+    for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+        if (strcmp(task[i], own[k]) == 0)
+            return true;
+    for (int j = 0; j < i; j++)
+        if (strcmp(task[i], task[j]) == 0 || entry_of(task[i], task[j]) || entry_of(task[j], task[i]))
+            return true;
+    return false;
+}
+
+void export_task_names(const dt_export_choice *choices, int n, char (*task)[EXPORT_NAME_MAX])
+{
+    for (int i = 0; i < n; i++) {
+        char base[EXPORT_NAME_MAX], plain[EXPORT_NAME_MAX];
+        export_c_name(choices[i].task.name, "t", plain, sizeof plain);
+        /* the network's own symbols are NAME_net and NAME_net_*: no suffix
+         * can free such a name, a prefix does */
+        bool net = strcmp(plain, "net") == 0 || strncmp(plain, "net_", 4) == 0;
+        snprintf(base, sizeof base, "%s%.*s", net ? "t_" : "", EXPORT_NAME_MAX - 3, plain);
+        snprintf(task[i], EXPORT_NAME_MAX, "%s", base);
+        for (int k = 2; name_taken(task, i); k++) {
+            char suffix[16];
+            int len = snprintf(suffix, sizeof suffix, "_%d", k);
+            snprintf(task[i], EXPORT_NAME_MAX, "%.*s%s", EXPORT_NAME_MAX - 1 - len, base, suffix);
+        }
+    }
+}
 
 /* target's form of an export (the target table's), or NULL. */
 static const dt_export_form *form_of(dt_target target)
@@ -97,12 +118,10 @@ int dt_export_write(const dt_export_params *params, const char *name,
     job.task = calloc((size_t)n, sizeof *job.task);
     if (!job.task)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        export_c_name(choices[i].task.name, "t", job.task[i], sizeof job.task[i]);
+    export_task_names(choices, n, job.task);
     char kernels[DT_PATH_MAX + 16];
     snprintf(kernels, sizeof kernels, "%s/kernels", out_dir);
-    int rc = check_names(&job, err);
-    rc = rc ? rc : dt_mkdir_p(kernels, err);
+    int rc = dt_mkdir_p(kernels, err);
     const dt_export_form *form = form_of(params->target);
     if (rc == 0 && !form)
         rc = dt_error_set(err, DT_ENOTSUP, "target %s has no export", dt_target_name(params->target));

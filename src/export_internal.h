@@ -28,6 +28,24 @@ typedef struct export_job {
  * (prefix "m") and each TASK (prefix "t") are made so. */
 void export_c_name(const char *name, const char *prefix, char *out, size_t len);
 
+/* text as it may stand inside a C comment or string literal, into out (len
+ * bytes): characters other than printable ASCII, and '*', '"' and '\\',
+ * become '_', so that a name (a task's, a graph node's, a model's path) can
+ * neither end a comment or string nor break its line. Returns out. */
+const char *export_plain_text(const char *text, char *out, size_t len);
+
+/* A header's C++ guards: after its includes, and before its closing #endif,
+ * so that a C++ program links against the C library. */
+extern const char export_cplusplus_open[];
+extern const char export_cplusplus_close[];
+
+/* Each choice's TASK, a C name unique in the library: export_c_name of its
+ * task's name, "t_" before a name of the network's (net, net_*), and "_2",
+ * "_3", ... added where it would share a symbol with an earlier task's (its
+ * entry points included) or the library's own (NAME_kernels,
+ * NAME_reference, NAME_cuda). The header says which tasks were renamed. */
+void export_task_names(const dt_export_choice *choices, int n, char (*task)[EXPORT_NAME_MAX]);
+
 /* Appends printf-formatted text to b. */
 void export_emit(dt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

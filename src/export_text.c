@@ -4,6 +4,7 @@
  * loops, the test programs' check, input fill and timing). */
 #include "export_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,19 @@ void export_emit(dt_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     dt_buf_vprintf(b, fmt, ap);
     va_end(ap);
+}
+
+const char export_cplusplus_open[] = "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+const char export_cplusplus_close[] = "#ifdef __cplusplus\n}\n#endif\n";
+
+const char *export_plain_text(const char *text, char *out, size_t len)
+{
+    size_t j = 0;
+    for (const char *c = text ? text : ""; *c && j + 1 < len; c++)
+        out[j++] = isprint((unsigned char)*c) && !strchr("*\"\\", *c) ? *c : '_';
+    if (len > 0)
+        out[j] = '\0';
+    return out;
 }
 
 void export_emit_string(dt_buf *b, const char *text)

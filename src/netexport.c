@@ -67,15 +67,6 @@ typedef struct net_job {
     const netexport_plan *plan;
 } net_job;
 
-/* A name fit for a C comment or string: printable, no '*', '"' or '\\'. */
-static void plain(const char *name, char *out, size_t len)
-{
-    size_t j = 0;
-    for (const char *c = name; *c && j + 1 < len; c++)
-        out[j++] = isprint((unsigned char)*c) && !strchr("*\"\\", *c) ? *c : '_';
-    out[j] = '\0';
-}
-
 /* Where tensor t's floats are, as a C expression of run_nodes' locals. */
 static const char *where(const netexport_plan *p, int t, char *buf, size_t len)
 {
@@ -172,7 +163,7 @@ static void emit_concat(dt_buf *b, const netexport_plan *p, const dt_graph_node 
     for (int k = 0; k < node->ninputs; k++) {
         int t = node->inputs[k];
         size_t part = dt_graph_tensor_elements(g, t) / outer;
-        plain(g->tensors[t].name, name, sizeof name);
+        export_plain_text(g->tensors[t].name, name, sizeof name);
         if (p->alias[t] == node->output)
             export_emit(b, "    /* %s: written in place */\n", name);
         else
@@ -187,7 +178,7 @@ static void emit_node(dt_buf *b, const net_job *job, int i)
     const netexport_plan *p = job->plan;
     const dt_graph_node *node = &p->g->nodes[i];
     char name[DT_NAME_MAX], a[64], c[64], y[64];
-    plain(node->name, name, sizeof name);
+    export_plain_text(node->name, name, sizeof name);
     export_emit(b, "    /* %s: %s */\n", name, dt_graph_op_name(node->op));
     size_t n = dt_graph_tensor_elements(p->g, node->output);
     where(p, node->inputs[0], a, sizeof a);
@@ -227,7 +218,7 @@ static void emit_kernel_table(dt_buf *b, const net_job *job)
         if (p->choice[i] < 0)
             continue;
         char name[DT_NAME_MAX];
-        plain(p->g->nodes[i].name, name, sizeof name);
+        export_plain_text(p->g->nodes[i].name, name, sizeof name);
         const char *l = job->files.lib, *t = job->task[p->choice[i]];
         export_emit(b, "    { \"%s\", %s_%s_workspace, %s_%s_prepare, %zu, %d },\n", name, l, t, l, t,
                     p->g->tensors[p->g->nodes[i].inputs[1]].offset, p->slot[i]);
@@ -279,6 +270,7 @@ static int write_net_source(const net_job *job, dt_error *err)
     const netexport_plan *p = job->plan;
     const char *l = job->files.lib;
     dt_buf b = { 0 };
+    char source[DT_PATH_MAX];
     export_emit(&b, "/* %s_net.c — network %s, exported by dtune%s%s: %d nodes, %d of them\n"
                     " * tuned kernels (%s_kernels.h); activations in one arena of %zu floats,\n"
                     " * %d kernel workspaces. The runtime below is the same for every network;\n"
@@ -287,7 +279,7 @@ static int write_net_source(const net_job *job, dt_error *err)
                     "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                     "#include \"%s.h\"\n#include \"%s_kernels.h\"\n\n",
                 l, l, p->params->kernels.source ? " from " : "",
-                p->params->kernels.source ? p->params->kernels.source : "", p->g->nnodes, p->nkernels,
+                export_plain_text(p->params->kernels.source, source, sizeof source), p->g->nnodes, p->nkernels,
                 l, p->arena_floats, p->nslots, l, l);
     emit_defines(&b, job);
     export_emit(&b, "%s", netexport_runtime_head);
@@ -350,6 +342,7 @@ static int write_header(const net_job *job, dt_error *err)
         " * one call at a time per network (create one per thread). Functions that\n"
         " * can fail return 0 or a negative {U}_E* code, never exit. */\n"
         "#ifndef {U}_NET_H\n#define {U}_NET_H\n\n#include <stddef.h>\n\n");
+    export_emit(&b, "%s", export_cplusplus_open);
     emit_dims(&b, job, "INPUT", g, g->input);
     emit_dims(&b, job, "OUTPUT", g, g->output);
     emit_lib(&b, job,
@@ -367,7 +360,8 @@ static int write_header(const net_job *job, dt_error *err)
         "/* What a code means (\"not this network's weights file\"). */\n"
         "const char *{L}_net_error(int code);\n\n"
         "/* The calling thread's last failure in full (\"x.weights: holds 12 floats;\n"
-        " * {L} needs 4660\"). */\nconst char *{L}_net_last_error(void);\n\n#endif\n");
+        " * {L} needs 4660\"). */\nconst char *{L}_net_last_error(void);\n\n");
+    export_emit(&b, "%s#endif\n", export_cplusplus_close);
     char name[EXPORT_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s.h", job->files.lib);
     return export_write_file(&job->files, name, &b, err);
@@ -490,23 +484,11 @@ static int write_test_data(const net_job *job, dt_error *err)
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-/* A task whose C name starts with "net" would give a kernel symbol of the
- * network's own (NAME_net, NAME_net_create, ...). */
-static int check_names(const net_job *job, int n, dt_error *err)
-{
-    for (int i = 0; i < n; i++)
-        if (strncmp(job->task[i], "net", 3) == 0 && (job->task[i][3] == '\0' || job->task[i][3] == '_'))
-            return dt_error_set(err, DT_EINVAL, "task %s: its C name %s_%s is one of the network's own",
-                                job->plan->choices[i].task.name, job->files.lib, job->task[i]);
-    return 0;
-}
-
 static int write_network(net_job *job, int n, dt_error *err)
 {
     const netexport_plan *p = job->plan;
-    int rc = check_names(job, n, err);
     /* the reference output first: a graph it cannot run leaves nothing written */
-    rc = rc ? rc : dt_mkdir_p(job->files.out_dir, err);
+    int rc = dt_mkdir_p(job->files.out_dir, err);
     rc = rc ? rc : write_test_data(job, err);
     rc = rc ? rc : dt_export_write(&p->params->kernels, p->g->name, p->choices, n, job->files.out_dir, err);
     rc = rc ? rc : write_header(job, err);
@@ -538,8 +520,8 @@ int dt_netexport_write(const dt_netexport_params *params, const dt_graph *g,
     job.task = rc ? NULL : calloc(n > 0 ? (size_t)n : 1, sizeof *job.task);
     if (rc == 0 && !job.task)
         rc = dt_error_set(err, DT_ENOMEM, "out of memory");
-    for (int i = 0; rc == 0 && i < n; i++)
-        export_c_name(choices[i].task.name, "t", job.task[i], sizeof job.task[i]);
+    if (rc == 0)
+        export_task_names(choices, n, job.task);
     rc = rc ? rc : write_network(&job, n, err);
     free(job.task);
     netexport_plan_free(&plan);
