@@ -338,6 +338,17 @@ static json_t *encode_fit(const dt_slot_fit *fit)
     return entry;
 }
 
+/* A curve's span: an empty curve (n 0: the task's fit was dropped) has
+ * none to check beyond finite numbers; a drawn one runs from trial first
+ * to horizon, 1 <= first <= horizon. The writer and the reader use this
+ * one rule, so that no run writes a fit its resume refuses. */
+static bool fit_span_ok(const dt_belief_curve *c)
+{
+    if (c->n == 0)
+        return isfinite(c->first) && isfinite(c->horizon);
+    return c->first >= 1 && c->first <= c->horizon && isfinite(c->horizon);
+}
+
 static int check_fits(const dt_slot_record *r, dt_error *err)
 {
     if (r->nfits < 0 || r->nfits > DT_MAX_SCORES || (r->nfits > 0 && !r->fits))
@@ -350,6 +361,10 @@ static int check_fits(const dt_slot_record *r, dt_error *err)
                                 "slot record: fit %d (task %d) has %d points; need 0 or "
                                 "2..%d, task 0..%d", i, k, n, DT_BELIEF_CURVE_POINTS,
                                 DT_MAX_SCORES - 1);
+        if (!fit_span_ok(&r->fits[i].curve))
+            return dt_error_set(err, DT_EINVAL, "slot record: fit %d (task %d) spans trials %g..%g; "
+                                "need 1 <= first <= horizon", i, k, r->fits[i].curve.first,
+                                r->fits[i].curve.horizon);
     }
     return 0;
 }
@@ -1007,12 +1022,6 @@ static int decode_fit(const json_t *entry, dt_slot_fit *fit, char *what, size_t 
         snprintf(what, len, "needs a task_index in 0..%d", DT_MAX_SCORES - 1);
         return -1;
     }
-    if (decode_double(json_object_get(entry, "first"), &c->first) != 0 ||
-        decode_double(json_object_get(entry, "horizon"), &c->horizon) != 0 ||
-        !(c->first >= 1 && c->first <= c->horizon && isfinite(c->horizon))) {
-        snprintf(what, len, "needs numbers first and horizon with 1 <= first <= horizon");
-        return -1;
-    }
     size_t n = json_array_size(median);
     if (!json_is_array(median) || !json_is_array(lo) || !json_is_array(hi) ||
         json_array_size(lo) != n || json_array_size(hi) != n || n == 1 ||
@@ -1022,6 +1031,12 @@ static int decode_fit(const json_t *entry, dt_slot_fit *fit, char *what, size_t 
         return -1;
     }
     c->n = (int)n;
+    if (decode_double(json_object_get(entry, "first"), &c->first) != 0 ||
+        decode_double(json_object_get(entry, "horizon"), &c->horizon) != 0 || !fit_span_ok(c)) {
+        snprintf(what, len, "needs numbers first and horizon with 1 <= first <= horizon "
+                 "(any finite numbers for an empty curve)");
+        return -1;
+    }
     if (decode_points(median, c->median, c->n) || decode_points(lo, c->lo, c->n) ||
         decode_points(hi, c->hi, c->n)) {
         snprintf(what, len, "must hold only finite numbers in median, lo and hi");

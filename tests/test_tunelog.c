@@ -898,11 +898,13 @@ static void test_slot_fits_round_trip(void **state)
     sample_slot(&s, 4, "conv1", 0);
     fits[0] = sample_fit(2, DT_BELIEF_CURVE_POINTS);
     fits[1] = sample_fit(0, 0);
+    fits[2] = sample_fit(3, 0);                 /* a dropped fit, as a run writes it */
+    fits[2].curve.first = fits[2].curve.horizon = 0;
     s.fits = fits;
-    s.nfits = 2;
+    s.nfits = 3;
     log_and_see_fits(fx->log, &s, got);
-    assert_int_equal(got->nfits, 2);
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(got->nfits, 3);
+    for (int i = 0; i < 3; i++) {
         assert_int_equal(got->fits[i].task_index, fits[i].task_index);
         assert_true(dt_belief_curve_equal(&got->fits[i].curve, &fits[i].curve));
         assert_same_forecast(&got->fits[i].pred, &fits[i].pred);
@@ -925,7 +927,8 @@ static void test_slot_fits_round_trip(void **state)
     assert_int_equal(dt_tunelog_replay(fx->log, &v, NULL, &err), 0);
     assert_int_equal(got->nslots, 1);
     assert_int_equal(got->nfits, 0);
-    /* appending refuses a fit of one point or of too many */
+    /* appending refuses a fit of one point or of too many, or a drawn one
+     * whose span its replay would refuse */
     fits[0] = sample_fit(1, DT_BELIEF_CURVE_POINTS);
     fits[0].curve.n = 1;
     s.nfits = 1;
@@ -933,6 +936,10 @@ static void test_slot_fits_round_trip(void **state)
     assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
     fits[0].curve.n = DT_BELIEF_CURVE_POINTS + 1;
     assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
+    fits[0] = sample_fit(1, DT_BELIEF_CURVE_POINTS);
+    fits[0].curve.first = 0;
+    assert_int_equal(dt_tunelog_append_slot(log, &s, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "need 1 <= first <= horizon"));
     dt_tunelog_close(log);
     free(fits);
     free(got);
