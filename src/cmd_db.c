@@ -170,8 +170,8 @@ static void free_spaces(dt_space *spaces, int n)
 /* A task's best as its run decided it, replayed from the log as the run
  * did: a faster measurement, then the confirmation that follows it. */
 typedef struct run_best {
-    uint64_t index, before_index;
-    double gflops, before_gflops;   /* 0: none */
+    uint64_t index;
+    double gflops, before_gflops;   /* 0: none; the figure before the last faster measurement */
 } run_best;
 
 typedef struct importer {
@@ -206,13 +206,8 @@ static int end_run(importer *im)
     int rc = 0;
     for (int k = 0; im->model && im->bests && k < im->model->ntasks && rc == 0; k++) {
         const run_best *b = &im->bests[k];
-        if (b->gflops > 0 && b->index < im->spaces[k].size) {
-            dt_point p;
-            char knobs[256];
-            dt_space_point(&im->spaces[k], b->index, &p);
-            dt_space_point_str(&im->spaces[k], &p, knobs, sizeof knobs);
-            rc = dt_db_set_best(im->db, im->run_id, &im->spaces[k], b->index, knobs, b->gflops, im->err);
-        }
+        if (b->gflops > 0 && b->index < im->spaces[k].size)
+            rc = dt_db_set_best(im->db, im->run_id, &im->spaces[k], b->index, NULL, b->gflops, im->err);
     }
     if (im->model)
         free_spaces(im->spaces, im->model->ntasks);
@@ -320,7 +315,6 @@ static int import_measure(void *ctx, const dt_measure_record *rec)
     im->added += rc == 0;
     run_best *b = &im->bests[k];
     if (rc == 0 && rec->m.result == DT_RESULT_OK && rec->m.gflops > b->gflops) {
-        b->before_index = b->index;
         b->before_gflops = b->gflops;
         b->index = rec->config;
         b->gflops = rec->m.gflops;

@@ -289,11 +289,7 @@ void dt_run_db_best(dt_run *r, int k)
     dt_error err = { 0 };
     if (!r->db || !(tr->best_gflops > 0) || tr->best_index >= tr->space.size)
         return;
-    dt_point p;
-    char knobs[256];
-    dt_space_point(&tr->space, tr->best_index, &p);
-    dt_space_point_str(&tr->space, &p, knobs, sizeof knobs);
-    if (dt_db_set_best(r->db->db, r->db->run_id, &tr->space, tr->best_index, knobs, tr->best_gflops,
+    if (dt_db_set_best(r->db->db, r->db->run_id, &tr->space, tr->best_index, NULL, tr->best_gflops,
                        &err) != 0)
         give_up(r, r->db->path, &err);
 }

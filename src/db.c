@@ -706,24 +706,21 @@ int dt_db_task_best(dt_db *db, const char *machine, const char *target, const ch
     if (rc)
         return rc;
     rc = next_row(db, st, err);
+    if (rc == SQLITE_DONE) {
+        /* no valid result: the task's first failed record names what failed */
+        sqlite3_finalize(st);
+        rc = prepare_key(db, "SELECT r.started, m.config, m.knobs, 0, 0" KEY_JOIN " AND t.signature = ?4"
+                         " ORDER BY m.id LIMIT 1", key, &st, err);
+        if (rc)
+            return rc;
+        rc = next_row(db, st, err);
+    }
     if (rc == SQLITE_ROW) {
         snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 0));
         best->config = (uint64_t)sqlite3_column_int64(st, 1);
         snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 2));
         best->gflops = sqlite3_column_double(st, 3);
         best->latency_ms = sqlite3_column_double(st, 4);
-    } else if (rc == SQLITE_DONE) {
-        /* no valid result: the task's first failed record names what failed */
-        sqlite3_finalize(st);
-        rc = prepare_key(db, "SELECT r.started, m.config, m.knobs" KEY_JOIN " AND t.signature = ?4"
-                         " ORDER BY m.id LIMIT 1", key, &st, err);
-        if (rc)
-            return rc;
-        if ((rc = next_row(db, st, err)) == SQLITE_ROW) {
-            snprintf(best->when, sizeof best->when, "%s", (const char *)sqlite3_column_text(st, 0));
-            best->config = (uint64_t)sqlite3_column_int64(st, 1);
-            snprintf(best->knobs, sizeof best->knobs, "%s", (const char *)sqlite3_column_text(st, 2));
-        }
     }
     sqlite3_finalize(st);
     return rc < 0 ? rc : 0;
@@ -734,6 +731,16 @@ int dt_db_set_best(dt_db *db, int64_t run_id, const dt_space *space, uint64_t co
 {
     if (!(isfinite(gflops) && gflops > 0))
         return dt_error_set(err, DT_EINVAL, "a run's best needs positive finite GFLOPS (got %g)", gflops);
+    char named[256];
+    if (!knobs) {
+        if (config >= space->size)
+            return dt_error_set(err, DT_EINVAL, "a run's best: config %llu is outside its space of %llu",
+                                (unsigned long long)config, (unsigned long long)space->size);
+        dt_point p;
+        dt_space_point(space, config, &p);
+        dt_space_point_str(space, &p, named, sizeof named);
+        knobs = named;
+    }
     int64_t space_id, task_id;
     int rc = space_and_task(db, space, &space_id, &task_id, err);
     sqlite3_stmt *st;

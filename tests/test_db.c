@@ -241,11 +241,11 @@ static void test_keying(void **state)
     r = record_of(&narrow, 19, 200.0, 3);
     assert_int_equal(dt_db_add(db, here, &narrow, &r, NULL), 0);
     /* each run's best, as the run decided it: here's first, then changed */
-    assert_int_equal(dt_db_set_best(db, here, &wide, 16, "", 3.0, NULL), 0);
-    assert_int_equal(dt_db_set_best(db, here, &wide, 17, "", 3.25, NULL), 0);
-    assert_int_equal(dt_db_set_best(db, there, &wide, 18, "", 100.0, NULL), 0);
-    assert_int_equal(dt_db_set_best(db, here, &narrow, 19, "", 200.0, NULL), 0);
-    assert_int_equal(dt_db_set_best(db, here, &wide, 17, "", NAN, NULL), DT_EINVAL);
+    assert_int_equal(dt_db_set_best(db, here, &wide, 16, NULL, 3.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &wide, 17, NULL, 3.25, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, there, &wide, 18, NULL, 100.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &narrow, 19, NULL, 200.0, NULL), 0);
+    assert_int_equal(dt_db_set_best(db, here, &wide, 17, NULL, NAN, NULL), DT_EINVAL);
 
     double sum[2] = { 0, 0 };
     assert_int_equal(dt_db_each(db, "this box", "cpu", h_wide, collect, sum, NULL), 0);

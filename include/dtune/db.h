@@ -163,7 +163,8 @@ typedef struct dt_db_best {
 int dt_db_task_best(dt_db *db, const char *machine, const char *target, const char *space_hash,
                     const char *signature, dt_db_best *best, dt_error *err);
 
-/* Sets run_id's best of space's task: config (knobs) at gflops, the figure
+/* Sets run_id's best of space's task: config (knobs as logged; NULL: as
+ * space names it) at gflops, the figure
  * the run decided on (a confirmed median where it confirms, dt_run_confirm),
  * which is not always its fastest measurement. Replaces the run's best of
  * the task from before. Returns 0, DT_EINVAL (gflops not positive) or an
