@@ -5,7 +5,8 @@
  * logged by a dtune whose space numbered it otherwise can be measured) or
  * `random` (a random valid point from --seed). The measurement
  * settings are config.yaml's defaults, with --repeats (measure.max_repeats),
- * --cv (measure.cv_threshold) and --threads (measure.threads) on top, set
+ * --cv (measure.cv_threshold), --threads (measure.threads) and --cold-weights
+ * (measure.cold_weights) on top, set
  * through dt_config_set so their ranges are the config's. The artifact cache
  * is the default run directory's (output.dir), or --dir.
  *
@@ -51,6 +52,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: dtune measure MODEL.yaml TASK [--target T] [--config INDEX|KNOBS|random]\n"
                "                     [--repeats N] [--cv X] [--seed N] [--threads N] [--dir DIR]\n"
+               "                     [--cold-weights true|false]\n"
                "       dtune measure MODEL.yaml [TASK] --best RUN_DIR [--json] [...]\n"
                "Builds, checks and times one config of one task (TASK: name or 0-based\n"
                "index) and prints its result class, GFLOPS, latency, repeats, CV, compile\n"
@@ -58,8 +60,10 @@ static void usage(FILE *f)
                "(of every task without TASK) from RUN_DIR/best.json and adds the task's\n"
                "bound (max of useful FLOPs / peak, bytes read / read stream and bytes moved /\n"
                "the faster stream of the memory level holding its working set; probes at\n"
-               "--threads); --json prints one JSON object per\n"
-               "task. Exit 0 ok, 1 a config or the backend failed, 2 bad input.\n");
+               "--threads); --json prints one JSON object per task. --cold-weights\n"
+               "(default measure.cold_weights, true) evicts the weights from the caches\n"
+               "before each timed call, as a network's layer finds them.\n"
+               "Exit 0 ok, 1 a config or the backend failed, 2 bad input.\n");
 }
 
 static int parse_long(const char *text, long lo, long hi, long *out)
@@ -88,6 +92,7 @@ static const struct { const char *flag, *key; } flags[] = {
     { "--cv", "measure.cv_threshold" },
     { "--seed", "seed" },
     { "--threads", "measure.threads" },
+    { "--cold-weights", "measure.cold_weights" },
     { "--config", NULL },
     { "--dir", NULL },
     { "--best", NULL },

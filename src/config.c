@@ -180,6 +180,9 @@ static const key_def keys[] = {
            "check each candidate's output against the reference"),
     K_DBL("measure.tolerance", measure.tolerance, 0, 1, "relative error the check allows"),
     K_BOOL("measure.flush_l2", measure.flush_l2, "cuda: flush L2 between micro-batches"),
+    K_BOOL("measure.cold_weights", measure.cold_weights,
+           "cpu: evict the kernel's weights and workspace from the caches before each timed call, "
+           "as a layer of a network finds them; false = warm, calls back to back"),
     K_INT("measure.cuda_device", measure.cuda_device, 0, 1e6,
           "cuda: device ordinal the runner times on; under mpirun, unset = each worker of a node its own device"),
     K_INT("measure.limit_memory_mb", measure.limit_memory_mb, 0, 1e9,

@@ -33,6 +33,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include "cpu_codegen.h"
 #include "dtune/measure.h"
@@ -44,6 +47,7 @@ extern char **environ;
 #define CHILD_FD 3
 #define READY_TIMEOUT_S 900.0
 #define MAX_PIN_CPUS 64
+#define EVICT_LINE 64              /* bytes: the smallest cache line evict() assumes */
 
 enum { MSG_READY = 1, MSG_RESULT = 2 };
 
@@ -93,6 +97,7 @@ typedef struct loaded_kernel {
     kernel_fn kernel;          /* NULL: the task's reference implementation */
     epilogue_kernel_fn kernel_epilogue;   /* a task with an epilogue: called instead */
     float *workspace, *output;
+    size_t workspace_floats;
     double flops;              /* per call: the request's, or dt_kernel_flops() */
 } loaded_kernel;
 
@@ -177,7 +182,8 @@ static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_
     }
     flops_fn own_flops = (flops_fn)dlsym(k->handle, "dt_kernel_flops");
     k->flops = own_flops ? own_flops() : req->flops;
-    k->workspace = alloc_floats(ws());
+    k->workspace_floats = ws();
+    k->workspace = alloc_floats(k->workspace_floats);
     k->output = alloc_floats(c->n_out);
     if (!k->workspace || !k->output) {
         res->result = DT_RESULT_RUNNER_ERROR;
@@ -234,14 +240,63 @@ static bool parent_gone(int fd)
 }
 
 
+/* Writes back and invalidates the cache lines of [p, p + bytes) at every
+ * level: the next access comes from memory. */
+static void evict(const void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    const char *at = (const char *)((uintptr_t)p & ~(uintptr_t)(EVICT_LINE - 1));
+    const char *end = (const char *)p + bytes;
+#if defined(__x86_64__) || defined(__i386__)
+    for (; at < end; at += EVICT_LINE)
+        _mm_clflush(at);
+    _mm_mfence();
+#elif defined(__aarch64__)
+    for (; at < end; at += EVICT_LINE)
+        __asm__ volatile("dc civac, %0" : : "r"(at) : "memory");
+    __asm__ volatile("dsb ish" : : : "memory");
+#else
+#error "evict: no cache line eviction for this architecture"
+#endif
+}
+
+/* What a network's layer finds cold: its weights, bias and workspace (the
+ * packed weights, or scratch). Its input was just written by the layer
+ * before and stays warm. */
+static void evict_weights(const child_state *c, const loaded_kernel *k)
+{
+    evict(c->weight, c->n_w * sizeof(float));
+    if (c->bias) {
+        bool conv = c->task.kind == DT_OP_CONV2D || c->task.kind == DT_OP_DEPTHWISE_CONV2D;
+        evict(c->bias, (size_t)(conv ? c->task.conv.c_out : c->task.mm.n) * sizeof(float));
+    }
+    evict(k->workspace, k->workspace_floats * sizeof(float));
+}
+
+/* One call, its weights evicted first (outside the time); its seconds. */
+static double cold_call(const child_state *c, const loaded_kernel *k)
+{
+    evict_weights(c, k);
+    double t0 = dt_now_seconds();
+    call_kernel(c, k);
+    return dt_now_seconds() - t0;
+}
+
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
  * loop; between micro-batches (outside the timed calls) it leaves if the
- * parent is gone. */
+ * parent is gone. Cold (req->cold): each call's weights are evicted before
+ * it, a micro-batch's time is the sum of its calls' own times, and its size
+ * is set by the wall time of an eviction and a call, so that a small
+ * kernel with large weights keeps to the batch's length. */
 static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                         dt_measure_result *res)
 {
     double t0 = dt_now_seconds();
-    call_kernel(c, k);
+    if (req->cold)
+        (void)cold_call(c, k);
+    else
+        call_kernel(c, k);
     double first = dt_now_seconds() - t0;
     long calls = req->micro_batch;
     if (calls <= 0) {
@@ -255,10 +310,16 @@ static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded
     long total_calls = 0;
     bool stop = false;
     while (!stop) {
-        double start = dt_now_seconds();
-        for (long i = 0; i < calls; i++)
-            call_kernel(c, k);
-        double seconds = dt_now_seconds() - start;
+        double seconds = 0;
+        if (req->cold)
+            for (long i = 0; i < calls; i++)
+                seconds += cold_call(c, k);
+        else {
+            double start = dt_now_seconds();
+            for (long i = 0; i < calls; i++)
+                call_kernel(c, k);
+            seconds = dt_now_seconds() - start;
+        }
         total += seconds;
         total_calls += calls;
         stop = dt_measure_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);

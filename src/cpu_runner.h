@@ -17,7 +17,9 @@
  * against dt_task_reference when asked (a task with an epilogue: its
  * dt_kernel_epilogue entry on seeded bias and residual tensors, against the
  * reference with dt_task_apply_epilogue), warm up with one call, then time
- * micro-batches with CLOCK_MONOTONIC_RAW until dt_measure_cv_stop says stop. A
+ * micro-batches with CLOCK_MONOTONIC_RAW until dt_measure_cv_stop says stop
+ * (cold: each call alone, after the weights, bias and workspace were
+ * evicted from the caches, as a layer of a network finds them). A
  * request with `reference` set times dt_task_reference the same way: the
  * latency a task that no config of its space can run is counted at.
  */
@@ -52,6 +54,8 @@ typedef struct dt_cpu_runner_request {
     double cv_threshold;
     int micro_batch;              /* kernel calls per micro-batch; 0 = auto */
     int threads;                  /* > 1: the artifact uses OpenMP */
+    bool cold;                    /* evict weight, bias and workspace from the caches before
+                                     each timed call, and time the calls one by one */
 } dt_cpu_runner_request;
 
 typedef struct dt_cpu_runner_params {

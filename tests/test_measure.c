@@ -26,6 +26,7 @@
 #include "dtune/measure.h"
 #include "cpu_runner_internal.h"
 #include "dtune/target.h"
+#include "dtune/util.h"
 #include "support/run_cmd.h"
 
 typedef struct fixture {
@@ -140,13 +141,15 @@ static void test_fill_is_reproducible(void **state)
 
 /* ---- planted kernels ----------------------------------------------------------- */
 
-/* A correct dense kernel with `body` spliced in before the return. */
+/* A correct dense kernel with `body` spliced in before the return; its
+ * workspace is WS_FLOATS floats (16 unless the prelude defines it). */
 static char *planted(const char *prelude, const char *body)
 {
     char *src = NULL;
     int n = asprintf(&src,
         "#include <stddef.h>\n#include <stdlib.h>\n#include <signal.h>\n#include <time.h>\n%s\n"
-        "size_t dt_kernel_workspace(void) { return 16; }\n"
+        "#ifndef WS_FLOATS\n#define WS_FLOATS 16\n#endif\n"
+        "size_t dt_kernel_workspace(void) { return WS_FLOATS; }\n"
         "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
         "void dt_kernel(const float *x, const float *w, float *y, float *ws)\n{\n"
         "    (void)ws;\n"
@@ -336,6 +339,32 @@ static void test_noisy_kernel_runs_to_max(void **state)
     assert_true(r.cv > 0.10);
 }
 
+/* Cold weights: each call is timed alone, after its weights and workspace
+ * were evicted, and the eviction is not in the figure. The kernel takes a
+ * microsecond; evicting its 64 MB workspace (a million cache lines) takes
+ * a millisecond or more, so a figure that held the eviction would be far
+ * above the bound; and the micro-batches are sized by the wall time of an
+ * eviction and a call, not by the call alone. */
+static void test_cold_weights_time_the_call_alone(void **state)
+{
+    fixture *f = *state;
+    f->measure.cold_weights = true;
+    f->measure.max_repeats = 6;
+    f->measure.timeout_seconds = 10;   /* the first eviction maps the untouched workspace */
+    double t0 = dt_now_seconds();
+    dt_measure_result r = measure_source_reopened(f, "#define WS_FLOATS (16u << 20)", "");
+    double wall = dt_now_seconds() - t0;
+    if (r.result != DT_RESULT_OK)
+        fail_msg("the cold measurement gave %s: %s", dt_result_name(r.result), r.detail);
+    assert_true(r.repeats >= f->measure.min_batches && r.repeats <= 6);
+    if (r.latency_s >= 2e-4)
+        fail_msg("a 1 us kernel timed cold at %.3f ms: the eviction is in the figure", r.latency_s * 1e3);
+    /* sized by the call alone, a batch would be 2 ms of calls: thousands of
+     * evictions, seconds per batch */
+    if (wall > 20)
+        fail_msg("the cold measurement took %.1f s: its batches ignore the eviction's time", wall);
+}
+
 /* ---- the measurer with the cpu backend --------------------------------------------- */
 
 static void test_measurer_batch(void **state)
@@ -469,6 +498,8 @@ static void test_cmd_measure_flags_are_config_keys(void **state)
     assert_int_equal(run_flag(f, "--threads", "2000"), 2);
     assert_int_equal(run_flag(f, "--seed", "-1"), 2);
     assert_int_equal(run_flag(f, "--target", "gpu"), 2);
+    assert_int_equal(run_flag(f, "--cold-weights", "sometimes"), 2);
+    assert_int_equal(run_flag(f, "--cold-weights", "false"), 0);
     assert_int_equal(run_flag(f, "--repeats", "2"), 0);       /* below min_batches: lowers it */
 }
 
@@ -502,6 +533,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_cache_hit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stable_kernel_stops_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noisy_kernel_runs_to_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cold_weights_time_the_call_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_measurer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cmd_measure, setup, teardown),

@@ -41,6 +41,9 @@ struct dt_measure_params {
     bool check_output;         /* check each output against the reference */
     double tolerance;          /* relative error the check allows */
     bool flush_l2;             /* cuda: flush L2 between micro-batches */
+    bool cold_weights;         /* cpu: the kernel's weights, bias and workspace evicted from
+                                  every cache level before each timed call, as a network's
+                                  layer finds them; false: timed warm, back to back */
     int limit_memory_mb;       /* address space of the runner and each compiler (proclimit.h);
                                   0 = DT_PROCESS_MEMORY_SHARE of physical memory */
     double limit_cpu_seconds;  /* CPU time of one candidate's compile or measurement; 0 = none */
