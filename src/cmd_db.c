@@ -53,16 +53,19 @@ static void usage(FILE *to)
           "options:\n"
           "  --db PATH          the database file (default: db.path, else $" DT_DB_ENV ",\n"
           "                     else $XDG_DATA_HOME/dtune/dtune.db, else ~/.local/share/dtune/dtune.db)\n"
-          "  -c, --config FILE  take db.path from this config\n"
+          "  -c, --config FILE  take db.path from this config; best: also its measure\n"
+          "                     settings (the figures of runs measured otherwise are\n"
+          "                     kept apart: measure.threads, measure.cold_weights)\n"
           "  --target T         best, machine: %s (default %s)\n"
           "  --backend B        best, import, machine: replay for the synthetic surface\n"
           "  --seed N           best, machine with --backend replay: the runs' seed (default 1)\n"
+          "  --threads N        best: the runs' measure.threads (default: the config's, 1)\n"
           "  -o, --out FILE     export-log: the new log (must not exist)\n"
           "  -h, --help         show this help\n", targets, dt_target_name(DT_TARGET_DEFAULT));
 }
 
 typedef struct db_args {
-    const char *db, *config, *target, *backend, *out, *seed;
+    const char *db, *config, *target, *backend, *out, *seed, *threads;
     const char *command, *arg;
 } db_args;
 
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, db_args *a)
         { NULL, "--db", offsetof(db_args, db) }, { "-c", "--config", offsetof(db_args, config) },
         { NULL, "--target", offsetof(db_args, target) }, { NULL, "--backend", offsetof(db_args, backend) },
         { "-o", "--out", offsetof(db_args, out) }, { NULL, "--seed", offsetof(db_args, seed) },
+        { NULL, "--threads", offsetof(db_args, threads) },
     };
     memset(a, 0, sizeof *a);
     for (int i = 1; i < argc; i++) {
@@ -442,7 +446,7 @@ static int cmd_best(const db_args *a)
 {
     dt_error err = { 0 };
     dt_target target = DT_TARGET_DEFAULT;
-    char machine[DT_MACHINE_MAX];
+    char fingerprint[DT_MACHINE_MAX], machine[DT_MACHINE_MAX];
     if (!a->arg)
         return usage_error("%s", "best needs MODEL.yaml");
     if (a->target)
@@ -457,9 +461,17 @@ static int cmd_best(const db_args *a)
         free(spaces);
         spaces = NULL;
     }
+    dt_config cfg;
+    dt_config_defaults(&cfg);
+    if (rc == 0 && a->config)
+        rc = dt_config_load(a->config, &cfg, false, &err);
+    if (rc == 0 && a->threads)
+        rc = dt_config_set(&cfg, "measure.threads", a->threads, &err);
     if (rc == 0)
-        rc = dt_machine_fingerprint(backend_of(a), seed_of(a), dt_measure_params_default().cuda_device,
-                                    machine, sizeof machine, &err);
+        rc = dt_machine_fingerprint(backend_of(a), seed_of(a), cfg.measure.cuda_device, fingerprint,
+                                    sizeof fingerprint, &err);
+    if (rc == 0)
+        rc = dt_machine_key(fingerprint, backend_of(a), &cfg.measure, machine, sizeof machine, &err);
     if (rc == 0)
         rc = open_db(a, false, &db, &err);
     if (rc == 0)

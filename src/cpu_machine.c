@@ -1,6 +1,7 @@
 /* cpu_machine.c — the CPU target's machine fingerprint (machine.h, the
  * target table's fingerprint): /proc/cpuinfo's first processor, named
- * precisely enough that two CPUs sold under one name differ.
+ * precisely enough that two CPUs sold under one name differ; and the
+ * measurement conditions its figures depend on.
  */
 #include "cpu_backend.h"
 
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "dtune/measure.h"
 
 /* The SIMD flags that decide which kernels a CPU runs, in this order. */
 static const char *const simd_flags[] = { "asimd", "avx2", "avx512f", "fma", "neon" };
@@ -62,4 +65,10 @@ int dt_cpu_machine_fingerprint(int device, char *buf, size_t len, dt_error *err)
     snprintf(buf, len, "%s, family %s model %s stepping %s, %s, nproc %ld", name[0] ? name : "unknown CPU",
              family, model, stepping, simd[0] ? simd : "no avx", sysconf(_SC_NPROCESSORS_ONLN));
     return 0;
+}
+
+void dt_cpu_machine_conditions(const dt_measure_params *measure, char *buf, size_t len)
+{
+    snprintf(buf, len, "threads %d, weights %s", measure->threads,
+             measure->cold_weights ? "cold" : "warm");
 }

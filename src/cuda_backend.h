@@ -68,6 +68,8 @@ void dt_cuda_backend_task_memory(dt_model_memory *memory);
  * MAJOR.MINOR, driver VERSION" of device (measure.cuda_device). Returns 0 or
  * DT_ENODEV with a message. */
 int dt_cuda_machine_fingerprint(int device, char *buf, size_t len, dt_error *err);
+/* "L2 flushed|kept": measure.flush_l2. */
+void dt_cuda_machine_conditions(const dt_measure_params *measure, char *buf, size_t len);
 
 /* The CUDA target's worker_device (target.h; cuda_machine.c): the worker's
  * index among its node's workers modulo the driver's device count

@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "dtune/measure.h"
+
 int dt_cuda_machine_worker_device(int node_rank, bool rank0_on_node)
 {
     const dt_cuda_driver *cu;
@@ -26,4 +28,9 @@ int dt_cuda_machine_fingerprint(int device, char *buf, size_t len, dt_error *err
     snprintf(buf, len, "%s, cc %d.%d, driver %d", info.name, info.cc / 10, info.cc % 10,
              info.driver_version);
     return 0;
+}
+
+void dt_cuda_machine_conditions(const dt_measure_params *measure, char *buf, size_t len)
+{
+    snprintf(buf, len, "L2 %s", measure->flush_l2 ? "flushed" : "kept");
 }

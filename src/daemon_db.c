@@ -1,7 +1,8 @@
 /* daemon_db.c — a run and the tuning database (db.h).
  *
  * At set-up (dt_run_db_open, after the run's own log is open) the run finds
- * the database's records of this machine, target and knob schema:
+ * the database's records of this machine and measurement conditions
+ * (dt_machine_key: threads, cold weights), target and knob schema:
  *   - a task of this model (same signature) gets its DT_DB_REMEASURE best
  *     configs as its tuner's first candidates — measured again, since
  *     machines drift — and every other record as history (visited, cost
@@ -16,7 +17,8 @@
  * index names them) before it is used. None of this counts as the run's own
  * trials: a task's best in this run is what this run measured.
  *
- * A new log's run record carries the machine's fingerprint, a random run id
+ * A new log's run record carries that key (the machine's fingerprint and
+ * the conditions), a random run id
  * and the dtune version (dt_run_db_stamp), so an import of the log later
  * keys its records as the live run did. Each measurement the run logs is
  * then added (dt_run_db_add), and each change of a task's best, in config
@@ -221,16 +223,20 @@ static int look_up(dt_run *r, dt_error *err)
 
 /* ---- hooks --------------------------------------------------------------------------- */
 
-/* The machine the run measures on: its workers' where a remote says so,
- * else this process's (dt_machine_fingerprint). */
+/* The key of the run's figures (dt_machine_key): the machine it measures
+ * on, its workers' where a remote says so, else this process's, with the
+ * run's measurement conditions. */
 static int run_machine(const dt_run *r, char *buf, size_t len, dt_error *err)
 {
-    if (r->remote && r->remote->machine) {
-        snprintf(buf, len, "%s", r->remote->machine);
-        return 0;
-    }
     const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
-    return dt_machine_fingerprint(backend, r->cfg->seed, r->cfg->measure.cuda_device, buf, len, err);
+    char fingerprint[DT_MACHINE_MAX];
+    int rc = 0;
+    if (r->remote && r->remote->machine)
+        snprintf(fingerprint, sizeof fingerprint, "%s", r->remote->machine);
+    else
+        rc = dt_machine_fingerprint(backend, r->cfg->seed, r->cfg->measure.cuda_device, fingerprint,
+                                    sizeof fingerprint, err);
+    return rc ? rc : dt_machine_key(fingerprint, backend, &r->cfg->measure, buf, len, err);
 }
 
 void dt_run_db_stamp(const dt_run *r, dt_run_record *run)

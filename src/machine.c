@@ -1,6 +1,6 @@
-/* machine.c — the machine fingerprint (machine.h): the replay surface's
- * here, a target's from its row of the target table (cpu_machine.c,
- * cuda_machine.c). */
+/* machine.c — the machine fingerprint and key (machine.h): the replay
+ * surface's here, a target's from its row of the target table
+ * (cpu_machine.c, cuda_machine.c). */
 #include "dtune/machine.h"
 
 #include <inttypes.h>
@@ -10,6 +10,15 @@
 #include "dtune/backend.h"
 #include "dtune/target.h"
 
+/* The target a backend measures on: a backend that names no target
+ * measures on the host, the default target's machine. */
+static const dt_target_i *target_of(const char *backend)
+{
+    dt_target target = DT_TARGET_DEFAULT;
+    (void)dt_target_parse(backend, &target);
+    return dt_target_get(target);
+}
+
 int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
                            dt_error *err)
 {
@@ -17,9 +26,17 @@ int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, 
         snprintf(buf, len, "%s seed %" PRIu64, dt_replay_backend.name, seed);
         return 0;
     }
-    /* a backend that names no target measures on the host: the default
-     * target's machine */
-    dt_target target = DT_TARGET_DEFAULT;
-    (void)dt_target_parse(backend, &target);
-    return dt_target_get(target)->fingerprint(cuda_device, buf, len, err);
+    return target_of(backend)->fingerprint(cuda_device, buf, len, err);
+}
+
+int dt_machine_key(const char *fingerprint, const char *backend, const dt_measure_params *measure,
+                   char *buf, size_t len, dt_error *err)
+{
+    char conditions[DT_MACHINE_MAX] = "";
+    if (strcmp(backend, dt_replay_backend.name) != 0)
+        target_of(backend)->conditions(measure, conditions, sizeof conditions);
+    int n = snprintf(buf, len, "%s%s%s", fingerprint, conditions[0] ? "; " : "", conditions);
+    if (n < 0 || (size_t)n >= len)
+        return dt_error_set(err, DT_EINVAL, "machine key too long: %.64s...", fingerprint);
+    return 0;
 }

@@ -26,6 +26,7 @@
 #include "dtune/db.h"
 #include "dtune/export.h"
 #include "dtune/machine.h"
+#include "dtune/measure.h"
 #include "dtune/target.h"
 #include "support/run_cmd.h"
 
@@ -491,8 +492,9 @@ static void configs_of(const char *dir)
     assert_int_equal(shell(cmd), 0);
 }
 
-/* Another machine's and another space's records, far faster than any, are
- * never used: the export from the database is the run's, config by config. */
+/* Another machine's, another space's and this machine's under other
+ * measurement conditions' records, far faster than any, are never used:
+ * the export from the database is the run's, config by config. */
 static void test_db_export_is_the_runs(void **state)
 {
     (void)state;
@@ -506,6 +508,18 @@ static void test_db_export_is_the_runs(void **state)
     snprintf(other_machine, sizeof other_machine, "%.200s (another)", machine);
     plant(run_db, other_machine, 0, 1e6, 0, NULL, 31);
     plant(run_db, machine, other_width(), 1e6, 0, NULL, 32);
+    /* this machine and space, measured otherwise: an older log's bare
+     * fingerprint (conditions unknown), warm weights, two threads */
+    plant(run_db, machine, 0, 1e6, 0, NULL, 35);
+    dt_measure_params otherwise = dt_measure_params_default();
+    char key[DT_MACHINE_MAX];
+    otherwise.cold_weights = !otherwise.cold_weights;
+    assert_int_equal(dt_machine_key(machine, "cpu", &otherwise, key, sizeof key, &err), 0);
+    plant(run_db, key, 0, 1e6, 0, NULL, 36);
+    otherwise = dt_measure_params_default();
+    otherwise.threads = 2;
+    assert_int_equal(dt_machine_key(machine, "cpu", &otherwise, key, sizeof key, &err), 0);
+    plant(run_db, key, 0, 1e6, 0, NULL, 37);
 
     assert_int_equal(dt_test_run((char *[]){ "dtune", "export", run_dir, "-o", from_run, NULL }, out,
                                  sizeof out), 0);
@@ -529,7 +543,7 @@ static void test_db_export_is_the_runs(void **state)
     assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
 }
 
-/* A task without a record of this machine and space stops the export
+/* A task without a record of this machine, measurement conditions and space stops the export
  * (exit 2, named, nothing written) unless --allow-untuned; a record that
  * does not print as its knobs, a missing database and bad arguments are
  * refused. */

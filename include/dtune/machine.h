@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtune/backend.h"
 #include "dtune/error.h"
 
 #define DT_MACHINE_MAX 256
@@ -29,5 +30,14 @@
  * DT_EIO (/proc/cpuinfo unreadable) with a message. */
 int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
                            dt_error *err);
+
+/* The key the tuning database and a run's log file its figures under:
+ * fingerprint (the machine, local or a cluster's workers'), then "; " and
+ * the measurement conditions of backend's target under measure ("threads 1,
+ * weights cold"), so that figures measured under other settings are never
+ * compared; the replay surface's key is its fingerprint. Returns 0, or
+ * DT_EINVAL when the key does not fit in len. */
+int dt_machine_key(const char *fingerprint, const char *backend, const dt_measure_params *measure,
+                   char *buf, size_t len, dt_error *err);
 
 #endif

@@ -49,6 +49,9 @@ typedef struct dt_target_i {
      * into buf; device is the ordinal measure.cuda_device names (a target
      * without devices ignores it). Returns 0 or a DT_E* with a message. */
     int (*fingerprint)(int device, char *buf, size_t len, dt_error *err);
+    /* The measurement settings its figures depend on beside the machine,
+     * as text into buf (dt_machine_key appends them to the fingerprint). */
+    void (*conditions)(const dt_measure_params *measure, char *buf, size_t len);
     /* Devices: the ordinal a measurement worker of a cluster run measures
      * on, node_rank and rank0_on_node as dt_cuda_api_worker_device takes them
      * (optional: NULL for a target that measures on the host). */
