@@ -104,6 +104,7 @@ typedef struct dt_run {
                                   a killed run left open has one and no slot record */
     int measured_now;
     int resumed_records;
+    bool resumed_run_record;   /* the run's own log held its run record */
     double decision_seconds;   /* scheduling overhead */
     double tuner_overhead;     /* tuner's non-measurement seconds */
     double reports_at;         /* dt_now_seconds() when latency.svg and report.html

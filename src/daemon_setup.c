@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <limits.h>
 #include <math.h>
@@ -112,6 +113,7 @@ typedef struct replay_ctx {
     dt_space *log_spaces;  /* the first nlog_spaces built */
     int nlog_spaces;
     int transferred, skipped;
+    int runs;              /* run records read */
 } replay_ctx;
 
 /* The model's task that a record names: its task_index when that task has the
@@ -246,10 +248,121 @@ static int transfer_foreign(replay_ctx *rc, const dt_measure_record *rec)
     return 0;
 }
 
+/* The model's tasks in order, "N tasks, HASH" of each one's name, shape
+ * with its epilogue (the database's signature) and count: what a resume
+ * finds in the run record when the model is the run's. */
+static void tasks_hash(const dt_model *m, char *buf, size_t len)
+{
+    uint64_t h = DT_FNV1A_INIT;
+    for (int k = 0; k < m->ntasks; k++) {
+        char sig[DT_DB_SIGNATURE_MAX];
+        dt_db_task_signature(&m->tasks[k], sig, sizeof sig);
+        int32_t count = m->tasks[k].count;
+        h = dt_fnv1a(h, m->tasks[k].name, strlen(m->tasks[k].name) + 1);
+        h = dt_fnv1a(h, sig, strlen(sig) + 1);
+        h = dt_fnv1a(h, &count, sizeof count);
+    }
+    snprintf(buf, len, "%d tasks, %016" PRIx64, m->ntasks, h);
+}
+
+/* The run record this run writes, and what a resume of it must find. */
+static void run_identity(dt_run *r, dt_run_record *run)
+{
+    memset(run, 0, sizeof *run);
+    snprintf(run->model, sizeof run->model, "%s", r->cfg->model);
+    snprintf(run->target, sizeof run->target, "%s", dt_target_name(r->cfg->target));
+    run->seed = r->cfg->seed;
+    dt_run_db_stamp(r, run);
+    snprintf(run->backend, sizeof run->backend, "%s",
+             dt_backend_choose(r->cfg->target, r->cfg->backend)->name);
+    snprintf(run->policy, sizeof run->policy, "%s", r->cfg->scheduler.policy);
+    snprintf(run->strategy, sizeof run->strategy, "%s", r->cfg->tuner.strategy);
+    tasks_hash(r->model, run->tasks, sizeof run->tasks);
+}
+
+/* Whether a logged machine key is this run's: a log written before the
+ * keys named the conditions holds the bare fingerprint, which is compared
+ * with this key's fingerprint alone. */
+static bool same_machine(const char *logged, const char *here)
+{
+    size_t n = strcspn(here, ";");
+    if (!strchr(logged, ';'))
+        return strlen(logged) == n && strncmp(logged, here, n) == 0;
+    return strcmp(logged, here) == 0;
+}
+
+/* A resume goes on with the run as it was started: each thing its run
+ * record names must be this run's (a field the record lacks is not
+ * checked). Another model (a task added, removed or reordered), target,
+ * backend, seed, policy, strategy, machine or measurement conditions is
+ * refused before anything is measured, both values named. */
+static int check_resume(replay_ctx *rc, const dt_run_record *rec)
+{
+    dt_run_record now;
+    run_identity(rc->run, &now);
+    const struct { const char *what, *logged, *here; } f[] = {
+        { "target", rec->target, now.target },
+        { "backend", rec->backend, now.backend },
+        { "model's tasks", rec->tasks, now.tasks },
+        { "scheduler.policy", rec->policy, now.policy },
+        { "tuner.strategy", rec->strategy, now.strategy },
+    };
+    const char *what = NULL, *logged = NULL, *here = NULL;
+    char seeds[2][24];
+    for (size_t i = 0; i < sizeof f / sizeof f[0] && !what; i++)
+        if (f[i].logged[0] && strcmp(f[i].logged, f[i].here) != 0) {
+            what = f[i].what;
+            logged = f[i].logged;
+            here = f[i].here;
+        }
+    if (!what && rec->seed != now.seed) {
+        snprintf(seeds[0], sizeof seeds[0], "%" PRIu64, rec->seed);
+        snprintf(seeds[1], sizeof seeds[1], "%" PRIu64, now.seed);
+        what = "seed";
+        logged = seeds[0];
+        here = seeds[1];
+    }
+    if (!what && rec->machine[0] && now.machine[0] && !same_machine(rec->machine, now.machine)) {
+        what = "machine and measurement conditions";
+        logged = rec->machine;
+        here = now.machine;
+    }
+    if (!what)
+        return 0;
+    return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the run was started with %s '%s', this "
+                        "run has '%s' (model %s): a resume goes on with the run as it was; start it "
+                        "as it was, or use a new output dir", rc->path, rc->line, what, logged, here,
+                        rc->run->cfg->model);
+}
+
+/* The backend a log's run record measured with: recorded, else told by
+ * its machine (the replay surface's fingerprint names it), else unknown. */
+static const char *logged_backend(const dt_run_record *rec)
+{
+    if (rec->backend[0])
+        return rec->backend;
+    size_t n = strlen(dt_replay_backend.name);
+    if (strncmp(rec->machine, dt_replay_backend.name, n) == 0 && rec->machine[n] == ' ')
+        return dt_replay_backend.name;
+    return rec->machine[0] ? rec->target : "";
+}
+
 static int replay_run(void *ctx, const dt_run_record *rec)
 {
     replay_ctx *rc = ctx;
     rc->line++;
+    if (rc->own_log && rc->runs++ > 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: a second run record (run %s, started "
+                            "%s): a run's log holds one; was another log appended to it?", rc->path,
+                            rc->line, rec->id[0] ? rec->id : "?", rec->started);
+    if (rc->own_log)
+        return check_resume(rc, rec);
+    const char *was = logged_backend(rec);
+    const char *is = dt_backend_choose(rc->run->cfg->target, rc->run->cfg->backend)->name;
+    if (was[0] && strcmp(was, is) != 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: a warm start from a run measured "
+                            "with backend '%s' into one measured with '%s': its figures are not "
+                            "this run's to start from", rc->path, rc->line, was, is);
     open_log_model(rc, rec);
     return 0;
 }
@@ -466,6 +579,8 @@ static int replay_log(dt_run *r, const char *path, bool own, bool check_only, dt
     r->raw_bests = !own;
     int rc = dt_tunelog_replay(path, &v, &stats, err);
     r->raw_bests = false;
+    if (own)
+        r->resumed_run_record = ctx.runs > 0;
     int kept = dt_run_retime_replayed(r, rc == 0 && own && !check_only);
     if (rc == 0 && kept)
         rc = dt_error_set(err, kept, "out of memory");
@@ -492,17 +607,16 @@ static int open_log(dt_run *r, dt_error *err)
         return rc;
     if ((rc = dt_tunelog_open(path, &r->log, err)))
         return rc;
+    /* a log that holds nothing yet (a run stopped before its first record)
+     * is started anew, with its run record */
+    resume = resume && (r->resumed_run_record || r->resumed_records > 0);
     if (resume) {
         fprintf(stderr, "dtune: resuming %s: %d measurements, %d slots, %.0f s elapsed\n", path,
                 r->resumed_records, r->slot > 0 ? r->slot : 0, r->elapsed_base);
         return 0;
     }
     dt_run_record run;
-    memset(&run, 0, sizeof run);
-    snprintf(run.model, sizeof run.model, "%s", r->cfg->model);
-    snprintf(run.target, sizeof run.target, "%s", dt_target_name(r->cfg->target));
-    run.seed = r->cfg->seed;
-    dt_run_db_stamp(r, &run);
+    run_identity(r, &run);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);

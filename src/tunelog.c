@@ -96,6 +96,10 @@ static const field run_fields[] = {
     OPTIONAL(dt_run_record, "id", id),
     OPTIONAL(dt_run_record, "machine", machine),
     OPTIONAL(dt_run_record, "dtune_version", dtune_version),
+    OPTIONAL(dt_run_record, "backend", backend),
+    OPTIONAL(dt_run_record, "policy", policy),
+    OPTIONAL(dt_run_record, "strategy", strategy),
+    OPTIONAL(dt_run_record, "tasks", tasks),
 };
 
 /* A measurement of one config of one task: the fields measure and retime

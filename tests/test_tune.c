@@ -865,6 +865,100 @@ static void test_resume_matches_tasks_by_name(void **state)
     assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
+/* Resumes the log text of dir with argv and expects exit 2 naming each of
+ * want (NULL-ended), the log left exactly as written. */
+static void resume_refused_with(const char *path, const char *text, char **argv, const char *const *want)
+{
+    assert_int_equal(dt_test_write_file(path, "%s", text), 0);
+    int rc = dt_test_run(argv, out, sizeof out);
+    for (int i = 0; want[i]; i++)
+        if (rc != 2 || !strstr(out, want[i]))
+            fail_msg("exit %d without '%s': %s", rc, want[i], out);
+    char *after = dt_test_slurp(path);
+    assert_non_null(after);
+    assert_string_equal(after, text);
+    free(after);
+}
+
+/* A resume goes on with the run as it was started: another seed, policy,
+ * strategy or model (a task added) is refused before anything is measured
+ * (exit 2, both values named, the log untouched), as is a log that holds
+ * its run twice (appended to itself). A log that holds nothing yet is
+ * started anew with its run record. */
+static void test_resume_refuses_another_run(void **state)
+{
+    (void)state;
+    char dir[64], path[128], model[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    char *log = short_run_log(dir, path);
+    assert_non_null(strstr(log, "\"policy\":\"dynatune\",\"strategy\":\"random\",\"tasks\":\"3 tasks, "));
+
+    resume_refused_with(path, log, TUNE(dir, "--budget", "40", "--seed", "2"),
+                        (const char *const[]){ "the run was started with seed '1', this run has '2'", NULL });
+    resume_refused_with(path, log, TUNE(dir, "--budget", "40", "--policy", "round_robin"),
+                        (const char *const[]){ "scheduler.policy 'dynatune'", "'round_robin'", NULL });
+    resume_refused_with(path, log, TUNE(dir, "--budget", "40", "--strategy", "autotvm"),
+                        (const char *const[]){ "tuner.strategy 'random'", "'autotvm'", NULL });
+    snprintf(model, sizeof model, "%s/tiny_plus.yaml", dir);
+    char *tiny = dt_test_slurp("models/tiny.yaml");
+    assert_non_null(tiny);
+    assert_int_equal(dt_test_write_file(model, "%s  - {name: fc2, kind: dense, input: [1, 128], "
+                                        "weight: [32, 128]}\n", tiny), 0);
+    free(tiny);
+    resume_refused_with(path, log, TUNE(dir, "--budget", "40", "--model", model),
+                        (const char *const[]){ "model's tasks '3 tasks, ", "'4 tasks, ", NULL });
+
+    size_t n = strlen(log);
+    char *twice = malloc(2 * n + 1);
+    assert_non_null(twice);
+    memcpy(twice, log, n);
+    memcpy(twice + n, log, n + 1);
+    resume_refused_with(path, twice, TUNE(dir, "--budget", "40"),
+                        (const char *const[]){ "a second run record", NULL });
+    free(twice);
+
+    /* an empty log: a new run, which writes its run record first */
+    assert_int_equal(dt_test_write_file(path, "%s", ""), 0);
+    int rc = dt_test_run(TUNE(dir, "--budget", "20", "--slot-trials", "4", "--max-slots", "1"), out,
+                         sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d on an empty log: %s", rc, out);
+    char *fresh = dt_test_slurp(path);
+    assert_non_null(fresh);
+    if (strncmp(fresh, "{\"type\":\"run\",", strlen("{\"type\":\"run\",")) != 0)
+        fail_msg("the log of a run started on an empty log begins: %.200s", fresh);
+    free(fresh);
+    free(log);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
+/* A warm start from a log measured with another backend (here a real CPU
+ * run's into a replay run) is refused: its figures are no start for it. */
+static void test_warm_start_refuses_another_backend(void **state)
+{
+    (void)state;
+    char dir[64], path[128], cfg[160], log2[160], cwd[512];
+    dt_test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+    char *log = short_run_log(dir, path);
+    char *cpu = replaced(log, "\"backend\":\"replay\"", "\"backend\":\"cpu\"", false);
+    snprintf(log2, sizeof log2, "%s/cpu.jsonl", dir);
+    assert_int_equal(dt_test_write_file(log2, "%s", cpu), 0);
+    snprintf(cfg, sizeof cfg, "%s/warm.yaml", dir);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(dt_test_write_file(cfg, "model: %s/models/tiny.yaml\nbackend: replay\n"
+                                        "server: {listen: \"off\"}\ntuner: {strategy: random}\n"
+                                        "output: {dir: %s/run, warm_start: %s}\n", cwd, dir, log2), 0);
+    int rc = dt_test_run((char *[]){ "dtune", "tune", "-c", cfg, "--budget", "20", NULL }, out, sizeof out);
+    if (rc != 2 || !strstr(out, "a warm start from a run measured with backend 'cpu' into one "
+                                "measured with 'replay'"))
+        fail_msg("exit %d: %s", rc, out);
+    free(cpu);
+    free(log);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
+}
+
 static void test_status_server_while_tuning(void **state)
 {
     (void)state;
@@ -1533,6 +1627,8 @@ int main(void)
         cmocka_unit_test(test_warm_start),
         cmocka_unit_test(test_warm_start_from_other_model),
         cmocka_unit_test(test_resume_refuses_another_space),
+        cmocka_unit_test(test_resume_refuses_another_run),
+        cmocka_unit_test(test_warm_start_refuses_another_backend),
         cmocka_unit_test(test_resume_matches_tasks_by_name),
         cmocka_unit_test(test_status_server_while_tuning),
         cmocka_unit_test(test_status_ticks_within_a_slot),

@@ -190,8 +190,16 @@ typedef struct dt_run_record {
     char started[40];
     char id[24];               /* random, tells apart runs started in one second;
                                   "" = not recorded */
-    char machine[256];         /* dt_machine_fingerprint; "" = not recorded */
+    char machine[256];         /* dt_machine_key: fingerprint and measurement conditions
+                                  (a bare fingerprint before conditions were recorded);
+                                  "" = not recorded */
     char dtune_version[32];    /* "" = not recorded */
+    /* What a resume must find unchanged ("" = not recorded, unchecked): */
+    char backend[16];          /* the backend measured with (dt_backend_i.name) */
+    char policy[32];           /* scheduler.policy */
+    char strategy[32];         /* tuner.strategy */
+    char tasks[48];            /* the model's tasks in order: "N tasks, HASH" of their
+                                  names, shapes, epilogues and counts */
 } dt_run_record;
 
 typedef struct dt_tunelog dt_tunelog;
