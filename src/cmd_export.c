@@ -52,7 +52,8 @@ static void usage(FILE *to)
           "                      CONFIG, else $" DT_DB_ENV ", else the per-user default\n"
           "  -c, --config FILE   with --db: take db.path from this config\n"
           "  --target T          with --db: %s (default %s)\n"
-          "  --threads N         CPU kernel threads: the run's measure.threads (default 1)\n"
+          "  --threads N         CPU kernel threads (default: those the run timed them at;\n"
+          "                      with --db, 1); a run's export refuses another count\n"
           "  --allow-untuned     export the reference loops for a task without a tuned\n"
           "                      config (failed, or not measured yet) instead of stopping\n"
           "  --network           the whole network (the run's ONNX model, or -m MODEL.onnx)\n"
@@ -103,7 +104,7 @@ static int check_args(const export_args *a)
 static int parse_args(int argc, char **argv, export_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->threads = dt_export_params_default().measure.threads;
+    a->threads = 0;             /* the run's; with --db, the default */
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
@@ -224,7 +225,7 @@ int dt_cmd_export(int argc, char **argv)
     if (status >= 0)
         return status;
     dt_export_params params = dt_export_params_default();
-    params.measure.threads = a.threads;
+    params.measure.threads = a.threads ? a.threads : a.db ? dt_export_params_default().measure.threads : 0;
     params.source = a.run_dir;
     char model[DT_NAME_MAX], out_dir[DT_PATH_MAX], db_path[DT_PATH_MAX];
     dt_export_choice *choices = NULL;

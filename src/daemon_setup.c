@@ -705,6 +705,7 @@ static void fill_state_header(dt_run *r)
     snprintf(s->run_dir, sizeof s->run_dir, "%s", r->run_dir);
     snprintf(s->target, sizeof s->target, "%s", dt_target_name(c->target));
     snprintf(s->policy, sizeof s->policy, "%s", c->scheduler.policy);
+    s->threads = c->measure.threads;
     snprintf(s->strategy, sizeof s->strategy, "%s", c->tuner.strategy);
     snprintf(s->phase, sizeof s->phase, "starting");
     s->budget = c->budget.total_seconds;

@@ -244,6 +244,24 @@ static int read_choices(const dt_run_state *rs, const dt_model *model, const cha
     return 0;
 }
 
+/* The kernels' threads: the run's (best.json's, 1 where an older one does
+ * not say) unless given; given otherwise than the run timed them, refused:
+ * the export would hold kernels whose figures no one measured. */
+static int run_threads(dt_export_params *params, const dt_run_state *rs, const char *best,
+                       dt_error *err)
+{
+    int run = rs->threads > 0 ? rs->threads : dt_measure_params_default().threads;
+    if (params->measure.threads == 0)
+        params->measure.threads = run;
+    else if (params->measure.threads != run)
+        return dt_error_set(err, DT_EINVAL, "%s: the run timed its kernels at %d thread%s, not %d: "
+                            "an export at %d would hold kernels no one measured so (tune at %d "
+                            "threads for them, or leave --threads out)", best, run,
+                            run == 1 ? "" : "s", params->measure.threads, params->measure.threads,
+                            params->measure.threads);
+    return 0;
+}
+
 int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_params *params,
                        char *model_name, size_t name_len, dt_export_choice **choices,
                        int *n_choices, dt_error *err)
@@ -280,6 +298,7 @@ int dt_export_read_run(const char *run_dir, const char *model_path, dt_export_pa
     if (rc == 0 && strcmp(model->name, rs.model) != 0)
         rc = dt_error_set(err, DT_EINVAL, "%s: the run tuned model %s, %s is model %s", best,
                           rs.model, model_path, model->name);
+    rc = rc ? rc : run_threads(params, &rs, best, err);
     rc = rc ? rc : read_choices(&rs, model, best, list, err);
     rc = rc ? rc : find_space(params, list, rs.ntasks, best, err);
     if (rc == 0) {

@@ -492,6 +492,7 @@ json_t *dt_report_run_json(const dt_run_state *rs, bool live)
               put(o, "model", json_string(rs->model)) | put(o, "target", json_string(rs->target)) |
               put(o, "policy", json_string(rs->policy)) |
               put(o, "strategy", json_string(rs->strategy)) |
+              put(o, "threads", json_integer(rs->threads)) |
               put(o, "phase", json_string(rs->phase)) |
               put(o, "peak_probe", json_string(rs->peak_probe)) |
               put(o, "elapsed_s", number_or_null(rs->elapsed)) |
@@ -666,6 +667,9 @@ static int read_run(const json_reader *r, json_t *o, dt_run_state *rs)
         rc = read_int(r, o, "confirmations", &rs->confirmations);
     if (rc == 0 && json_object_get(o, "confirmed"))
         rc = read_int(r, o, "confirmed", &rs->confirmed);
+    /* optional: best.json of older runs does not say its threads */
+    if (rc == 0 && json_object_get(o, "threads"))
+        rc = read_int(r, o, "threads", &rs->threads);
     return rc;
 }
 

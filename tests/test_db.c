@@ -20,6 +20,7 @@
 
 #include "dtune/db.h"
 #include "dtune/machine.h"
+#include "dtune/measure.h"
 #include "dtune/model.h"
 #include "dtune/space.h"
 #include "dtune/target.h"
@@ -496,7 +497,10 @@ static void test_best_is_the_runs_decision(void **state)
     dt_tunelog *log;
     assert_int_equal(dt_tunelog_open(log_path, &log, NULL), 0);
     dt_run_record run = { .seed = 7 };
-    assert_int_equal(dt_machine_fingerprint("cpu", 7, 0, run.machine, sizeof run.machine, NULL), 0);
+    char fingerprint[DT_MACHINE_MAX];
+    dt_measure_params measure = dt_measure_params_default();
+    assert_int_equal(dt_machine_fingerprint("cpu", 7, 0, fingerprint, sizeof fingerprint, NULL), 0);
+    assert_int_equal(dt_machine_key(fingerprint, "cpu", &measure, run.machine, sizeof run.machine, NULL), 0);
     snprintf(run.target, sizeof run.target, "cpu");
     snprintf(run.model, sizeof run.model, "models/tiny.yaml");
     snprintf(run.started, sizeof run.started, "2026-12-02T08:00:00Z");

@@ -112,16 +112,28 @@ static void test_tiny_export_builds_and_checks(void **state)
     /* the header declares every task's entry points */
     snprintf(cmd, sizeof cmd, "grep -c 'void tiny_depthwise_prepare(const float \\*weight' %s/tiny_kernels.h", exp);
     assert_int_equal(shell(cmd), 0);
-    /* kernels on two OpenMP threads: the same configs, built with -fopenmp */
-    snprintf(exp, sizeof exp, "%s/lib2", run_dir);
-    rc = dt_test_run((char *[]){ "dtune", "export", run_dir, "-o", exp, "--threads", "2", NULL },
-                     out, sizeof out);
-    assert_int_equal(rc, 0);
+    /* a run timed at two threads (its best.json says so): the same configs,
+     * exported on two OpenMP threads without being told, built with -fopenmp */
+    char two[64], best[128];
+    copy_run(two, sizeof two, 0, NULL);
+    snprintf(best, sizeof best, "%s/best.json", two);
+    json_error_t jerr;
+    json_t *doc = json_load_file(best, 0, &jerr);
+    assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(doc, "threads")), 1);
+    json_object_set_new(doc, "threads", json_integer(2));
+    assert_int_equal(json_dump_file(doc, best, JSON_INDENT(2)), 0);
+    json_decref(doc);
+    snprintf(exp, sizeof exp, "%s/lib2", two);
+    rc = dt_test_run((char *[]){ "dtune", "export", two, "-o", exp, NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("the two-thread run's export exited %d: %s", rc, out);
     snprintf(cmd, sizeof cmd, "make -C %s && %s/tiny_test --check-only", exp, exp);
     if (shell(cmd) != 0)
         fail_msg("the OpenMP export fails: %s", out);
     assert_non_null(strstr(out, "-fopenmp"));
     assert_non_null(strstr(out, "3 of 3 kernels match the reference"));
+    assert_int_equal(dt_test_remove_tree(two), 0);
 }
 
 /* scripts/export_timing.sh reads what the export, dtune measure and
@@ -207,6 +219,14 @@ static void test_run_and_space_must_agree(void **state)
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "the run tuned model tiny"));
     assert_int_equal(dt_test_remove_tree(dir), 0);
+    /* kernels at another thread count than the run timed them at */
+    char exp[128];
+    snprintf(exp, sizeof exp, "%s/threads2", run_dir);
+    rc = dt_test_run((char *[]){ "dtune", "export", run_dir, "--threads", "2", "-o", exp, NULL }, out,
+                     sizeof out);
+    if (rc != 2 || !strstr(out, "the run timed its kernels at 1 thread, not 2"))
+        fail_msg("exit %d: %s", rc, out);
+    assert_int_equal(access(exp, F_OK), -1);
 }
 
 static void test_bad_run_dirs(void **state)
@@ -550,13 +570,15 @@ static void test_db_export_is_the_runs(void **state)
 static void test_db_export_refusals(void **state)
 {
     (void)state;
-    char dir[64], db[96], db_arg[128], exp[128], machine[DT_MACHINE_MAX];
+    char dir[64], db[96], db_arg[128], exp[128], fingerprint[DT_MACHINE_MAX], machine[DT_MACHINE_MAX];
     dt_error err;
     dt_test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/foreign.db", dir);
     snprintf(db_arg, sizeof db_arg, "--db=%s", db);
     snprintf(exp, sizeof exp, "%s/lib", dir);
-    assert_int_equal(dt_machine_fingerprint("cpu", 1, 0, machine, sizeof machine, &err), 0);
+    assert_int_equal(dt_machine_fingerprint("cpu", 1, 0, fingerprint, sizeof fingerprint, &err), 0);
+    dt_measure_params defaults = dt_measure_params_default();
+    assert_int_equal(dt_machine_key(fingerprint, "cpu", &defaults, machine, sizeof machine, &err), 0);
     plant(db, "another machine", 0, 1e6, 0, NULL, 33);
     plant(db, machine, other_width(), 1e6, 0, NULL, 34);
     char *argv[] = { "dtune", "export", db_arg, "-m", "models/tiny.yaml", "-o", exp, NULL, NULL };

@@ -92,7 +92,9 @@ dt_export_params dt_export_params_default(void);
  * run was given it, so relative to the folder `dtune tune` ran in). Every
  * task of best.json must be a task of the model with the same kind and
  * shape. Sets params->target and, for the CPU, params->cpu_max_vec to the
- * width whose space reads every tuned config as the knobs best.json logged.
+ * width whose space reads every tuned config as the knobs best.json logged;
+ * params->measure.threads 0 becomes the threads the run timed its kernels
+ * at, and any other count than those is refused (DT_EINVAL).
  * On success *choices (malloc'd, n_choices of them, in best.json's order)
  * and model_name belong to the caller. Returns 0, DT_ENOTFOUND (no RUN_DIR,
  * best.json, tuning.jsonl or model file), DT_EPARSE, DT_EINVAL (model and

@@ -127,6 +127,7 @@ typedef struct dt_run_state {
     char target[16];
     char policy[32];
     char strategy[32];
+    int threads;               /* measure.threads the kernels were timed at; 0 = not recorded */
     char phase[32];            /* "starting", "warm-up", "tuning", "done" */
     char peak_probe[64];       /* which probe gave the peak (dt_roofline's probe), "" unknown */
     int warmup_task;           /* task being warmed up, -1 when none */
