@@ -3,9 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
+#include "dtune/report.h"
+#include "dtune/runstate.h"
+#include "dtune/util.h"
 #include "daemon.h"
 #include "mpi_run.h"
 
@@ -47,7 +51,7 @@ static void usage(FILE *f)
     fprintf(f, "\n"
             "Tunes every task of the model until the model latency reaches the target,\n"
             "the budget (seconds) is spent, every task is finished (scheduler.finish_after\n"
-            "trials without improvement each), or SIGINT/SIGTERM. Each option overrides\n"
+            "trials without improvement each), or SIGINT/SIGTERM/SIGHUP. Each option overrides\n"
             "one key of the config (dtune check --help lists the keys).\n"
             "Started again on the same --out directory, it resumes from tuning.jsonl.\n"
             "Reports: OUT/latency.csv, OUT/latency.svg, OUT/best.json; `dtune report OUT`.\n");
@@ -101,6 +105,44 @@ static int load_config(int argc, char **argv, dt_config *cfg)
     return 0;
 }
 
+/* A run that ended before every task had a measurement: which tasks have
+ * none and why, from the best.json it wrote (nothing when that cannot be
+ * read: the line before already says the latency is not known). */
+static void say_unmeasured(const char *run_dir)
+{
+    dt_run_state rs;
+    dt_error err;
+    if (dt_report_load_best(run_dir, &rs, &err) != 0)
+        return;
+    for (int k = 0; k < rs.ntasks; k++) {
+        const dt_task_state *t = &rs.tasks[k];
+        if (t->failed[0])
+            printf("dtune:   task %s: no config runs (%s)\n", t->name, t->failed);
+        else if (!(t->best_latency_ms > 0))
+            printf("dtune:   task %s: not measured yet\n", t->name);
+    }
+    dt_run_state_destroy(&rs);
+}
+
+/* The reports the run wrote into run_dir, named in one line: only the
+ * files that are there. */
+static void say_reports(const char *run_dir)
+{
+    static const char *const reports[] = { "report.html", "latency.csv", "latency.svg", "best.json" };
+    char list[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++) {
+        char path[DT_PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/%s", run_dir, reports[i]);
+        if (access(path, F_OK) == 0 && used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", reports[i]);
+    }
+    if (used)
+        printf("dtune: reports in %s (%s)\n", run_dir, list);
+    else
+        printf("dtune: no reports written in %s\n", run_dir);
+}
+
 /* Prints how the run ended (or its error); returns the exit status. */
 static int say_result(const dt_config *cfg, const dt_daemon_result *res, int rc, const dt_error *err)
 {
@@ -112,13 +154,15 @@ static int say_result(const dt_config *cfg, const dt_daemon_result *res, int rc,
         printf("dtune: stopped: %s after %d slots, %.1f s; model latency %.4f ms (start %.4f ms, %.2fx)\n",
                dt_stop_reason_name(res->reason), res->slots, res->elapsed, res->latency_ms,
                res->start_latency_ms, res->latency_ms > 0 ? res->start_latency_ms / res->latency_ms : 0.0);
-    else
+    else {
         printf("dtune: stopped: %s in the warm-up, %.1f s; model latency not known yet (a task has "
                "no measurement); run again on the same --out to resume\n",
                dt_stop_reason_name(res->reason), res->elapsed);
+        say_unmeasured(cfg->output_dir);
+    }
     if (res->reason == DT_STOP_TARGET)
         printf("dtune: target latency %.4f ms reached\n", cfg->budget.target_latency_ms);
-    printf("dtune: reports in %s (report.html, latency.csv, latency.svg, best.json)\n", cfg->output_dir);
+    say_reports(cfg->output_dir);
     return 0;
 }
 

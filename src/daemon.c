@@ -567,7 +567,13 @@ static const dt_run_steps steps = {
 
 /* ---- set-up and tear-down -------------------------------------------------------- */
 
-static void install_signals(struct sigaction *old_int, struct sigaction *old_term)
+/* The signals that end a run gracefully: SIGINT (a second one exits at
+ * once), SIGTERM, and SIGHUP (a closed terminal or ssh session ends a run
+ * as SIGTERM would, its reports final, rather than killing it mid-write). */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define NSTOP_SIGNALS (sizeof stop_signals / sizeof stop_signals[0])
+
+static void install_signals(struct sigaction old[NSTOP_SIGNALS])
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -575,15 +581,15 @@ static void install_signals(struct sigaction *old_int, struct sigaction *old_ter
     sigemptyset(&sa.sa_mask);
     stop_requested = 0;
     interrupts = 0;
-    sigaction(SIGINT, &sa, old_int);
-    sigaction(SIGTERM, &sa, old_term);
+    for (size_t i = 0; i < NSTOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &sa, &old[i]);
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void restore_signals(const struct sigaction *old_int, const struct sigaction *old_term)
+static void restore_signals(const struct sigaction old[NSTOP_SIGNALS])
 {
-    sigaction(SIGINT, old_int, NULL);
-    sigaction(SIGTERM, old_term, NULL);
+    for (size_t i = 0; i < NSTOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &old[i], NULL);
 }
 
 int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
@@ -598,12 +604,12 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
     /* Before the set-up, which can be long (a big model's tuners, the
      * database, transfer): a signal during it ends the run at the warm-up's
      * first check, like one at any later point, never by the default action. */
-    struct sigaction old_int, old_term;
-    install_signals(&old_int, &old_term);
+    struct sigaction old[NSTOP_SIGNALS];
+    install_signals(old);
     dt_run *r = NULL;
     int rc = dt_run_open(cfg, remote, &stop_requested, &r, err);
     if (rc) {
-        restore_signals(&old_int, &old_term);
+        restore_signals(old);
         return rc;
     }
     if (remote && remote->now)
@@ -612,7 +618,7 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
     dt_run_ticker_start(r);
     rc = dt_run_loop(r, &steps, &res->reason, err);
     dt_run_ticker_stop(r);
-    restore_signals(&old_int, &old_term);
+    restore_signals(old);
     res->slots = r->slot;
     res->measurements = r->measured_now;
     res->elapsed = dt_run_elapsed(r);

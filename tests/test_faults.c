@@ -335,6 +335,9 @@ static void test_budget_holds_in_warm_up(void **state)
     print_message("resnet18 warm-up, budget 2 s: %.2f s of budget, %.2f s wall\n", stopped_after(out), took);
     assert_non_null(strstr(out, "budget spent in the warm-up"));
     assert_non_null(strstr(out, "not known yet"));
+    /* which tasks have no measurement, each named */
+    assert_non_null(strstr(out, "dtune:   task "));
+    assert_non_null(strstr(out, ": not measured yet"));
     assert_true(took < 12.0);
 }
 

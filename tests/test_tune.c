@@ -421,26 +421,38 @@ static void test_end_retimes_the_best_configs(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* SIGTERM, and SIGHUP (a closed terminal) alike, end a run as its budget
+ * would: exit 0, its records kept, best.json final, and its last line names
+ * the reports it wrote. */
 static void test_sigterm_is_graceful(void **state)
 {
     (void)state;
-    char dir[64], log[128], path[128];
-    dt_test_tmpdir(dir, sizeof dir);
-    snprintf(log, sizeof log, "%s/stdout.txt", dir);
-    snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
-    pid_t pid = dt_test_spawn(TUNE(dir, "--budget", "120", "--slot-trials", "4"), log);
-    assert_true(wait_lines(path, "\"slot\"", 3, 20000));
-    kill(pid, SIGTERM);
-    int rc = dt_test_wait(pid);
-    char *text = dt_test_slurp(log);
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, text);
-    assert_non_null(strstr(text, "stopped: signal"));
-    free(text);
-    char **keys;
-    int n = measured_configs(path, &keys);
-    assert_true(n > 0);
-    free_keys(keys, n);
+    const int sigs[] = { SIGTERM, SIGHUP };
+    for (size_t s = 0; s < sizeof sigs / sizeof sigs[0]; s++) {
+        char dir[64], log[128], path[128], best[128];
+        dt_test_tmpdir(dir, sizeof dir);
+        snprintf(log, sizeof log, "%s/stdout.txt", dir);
+        snprintf(path, sizeof path, "%s/tuning.jsonl", dir);
+        snprintf(best, sizeof best, "%s/best.json", dir);
+        pid_t pid = dt_test_spawn(TUNE(dir, "--budget", "120", "--slot-trials", "4"), log);
+        assert_true(wait_lines(path, "\"slot\"", 3, 20000));
+        kill(pid, sigs[s]);
+        int rc = dt_test_wait(pid);
+        char *text = dt_test_slurp(log);
+        if (rc != 0 || !strstr(text, "stopped: signal") ||
+            !strstr(text, "(report.html, latency.csv, latency.svg, best.json)"))
+            fail_msg("signal %d: exit %d: %s", sigs[s], rc, text);
+        free(text);
+        text = dt_test_slurp(best);
+        assert_non_null(text);
+        assert_non_null(strstr(text, "\"phase\": \"done\""));
+        free(text);
+        char **keys;
+        int n = measured_configs(path, &keys);
+        assert_true(n > 0);
+        free_keys(keys, n);
+        assert_int_equal(dt_test_remove_tree(dir), 0);
+    }
 }
 
 static void test_kill9_and_resume(void **state)
