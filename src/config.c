@@ -171,7 +171,7 @@ static const key_def keys[] = {
     K_DBL("measure.timeout_seconds", measure.timeout_seconds, 0.01, 1e6,
           "run limit of one candidate"),
     K_DBL("measure.compile_timeout_seconds", measure.compile_timeout_seconds, 0, 1e6,
-          "compile limit of one candidate; 0 = max(60, 6 x timeout_seconds)"),
+          "compile limit of one candidate and of a task's reference output; 0 = max(60, 6 x timeout_seconds)"),
     K_INT("measure.builders", measure.builders, 1, 1024, "compile threads"),
     K_INT("measure.cache_mb", measure.cache_mb, 0, 10000000,
           "cpu: size limit of the run's compiled-artifact cache, least recently used pruned; 0 = none"),

@@ -164,6 +164,7 @@ int dt_cpu_backend_open(const dt_backend_params *params, const dt_cpu_options *o
                                            b->measure.limit_open_files);
     dt_cpu_runner_params rp = { .exe = opts->runner_exe, .threads = b->measure.threads,
                             .pin = opts->pin, .timeout_seconds = b->measure.timeout_seconds,
+                            .ready_timeout_seconds = dt_measure_compile_timeout(&b->measure),
                             .limits = b->limits };
     if ((rc = dt_cpu_runner_new(&rp, &b->runner, err)) < 0)
         goto fail;

@@ -4,8 +4,10 @@
  * daemon: no code runs between fork and exec), in its own process group,
  * with default signal dispositions and an empty signal mask. A request is
  * sent; the reply is awaited with poll: first "ready" (inputs and reference
- * exist; a generous limit, since the naive reference of a large task is
- * slow), then the result within timeout_seconds. EOF means the child died:
+ * exist) within ready_timeout_seconds, then the result within
+ * timeout_seconds. A task whose reference ran past its limit is refused at
+ * once afterwards, with the same reason: its reference would only run past
+ * it again. EOF means the child died:
  * waitpid says how, and the candidate is classed a crash. A timeout kills the
  * child's process group. Wrong output also retires the child, since a kernel
  * that writes wrong values may have written outside its buffers too.
@@ -23,6 +25,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -45,7 +48,6 @@ extern char **environ;
 
 #define MSG_MAGIC 0x64744350u      /* "dtCP" */
 #define CHILD_FD 3
-#define READY_TIMEOUT_S 900.0
 #define MAX_PIN_CPUS 64
 #define EVICT_LINE 64              /* bytes: the smallest cache line evict() assumes */
 
@@ -229,14 +231,18 @@ static bool check_kernel(child_state *c, const dt_cpu_runner_request *req, loade
     return false;
 }
 
-/* True when the parent's end of the socket has closed. A daemon killed with
+/* The child's watch on its parent: a thread that waits for the parent's end
+ * of the socket to close and ends the process then. A daemon killed with
  * SIGKILL, or leaving at once on a second SIGINT, must not leave its runner
- * timing a kernel on the runner core for the rest of a long measurement,
- * where it would disturb the next (resumed) run's measurements. */
-static bool parent_gone(int fd)
+ * computing a reference or timing a kernel for minutes on the cores the
+ * next (resumed) run times on. */
+static void *watch_parent(void *arg)
 {
-    struct pollfd p = { .fd = fd, .events = POLLRDHUP };
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    struct pollfd p = { .fd = *(const int *)arg, .events = POLLRDHUP };
+    for (;;)
+        if (poll(&p, 1, -1) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            _exit(0);
+    return NULL;
 }
 
 
@@ -284,8 +290,7 @@ static double cold_call(const child_state *c, const loaded_kernel *k)
 }
 
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
- * loop; between micro-batches (outside the timed calls) it leaves if the
- * parent is gone. Cold (req->cold): each call's weights are evicted before
+ * loop. Cold (req->cold): each call's weights are evicted before
  * it, a micro-batch's time is the sum of its calls' own times, and its size
  * is set by the wall time of an eviction and a call, so that a small
  * kernel with large weights keeps to the batch's length. */
@@ -323,8 +328,6 @@ static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded
         total += seconds;
         total_calls += calls;
         stop = dt_measure_cv_stop_add(&cv, k->flops * (double)calls / (seconds > 1e-12 ? seconds : 1e-12) * 1e-9);
-        if (!stop && parent_gone(c->fd))
-            _exit(0);
     }
     res->result = DT_RESULT_OK;
     res->latency_s = total / (double)total_calls;
@@ -414,6 +417,9 @@ int dt_cpu_runner_main(int argc, char **argv)
                 perror("dtune runner: setrlimit");
         }
     }
+    pthread_t watcher;
+    if (pthread_create(&watcher, NULL, watch_parent, &c.fd) != 0 || pthread_detach(watcher) != 0)
+        perror("dtune runner: the watch on its parent");
     request_msg m;
     while (dt_ipc_recv_all(c.fd, &m, sizeof m, -1) == 1) {
         if (m.magic != MSG_MAGIC || serve(&c, &m.req) < 0)
@@ -434,6 +440,8 @@ struct dt_cpu_runner {
     pid_t pid;
     int fd;
     int restarts;
+    dt_task slow_reference;        /* the last task whose reference ran past the limit */
+    bool have_slow_reference;
 };
 
 /* The last `threads` cores of the allowed set, when more than that exist. */
@@ -629,18 +637,36 @@ static int await(dt_cpu_runner *r, uint32_t type, double timeout_s, reply_msg *m
     return 1;
 }
 
+/* The result of a candidate of a task whose reference ran past its limit. */
+static void slow_reference(const dt_cpu_runner *r, dt_measure_result *out)
+{
+    out->result = DT_RESULT_TIMEOUT;
+    snprintf(out->detail, sizeof out->detail, "the task's reference output took longer than %.3g s "
+             "(the limit of a task's preparation, measure.compile_timeout_seconds), so no candidate "
+             "can be checked", r->params.ready_timeout_seconds);
+}
+
 int dt_cpu_runner_run(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_measure_result *out,
                       dt_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (r->have_slow_reference && memcmp(&r->slow_reference, &req->task, sizeof req->task) == 0) {
+        slow_reference(r, out);
+        return 0;
+    }
     double t0 = dt_now_seconds();
     int rc = send_request(r, req, err);
     if (rc < 0)
         return rc;
     reply_msg m;
-    if (await(r, MSG_READY, READY_TIMEOUT_S, &m, out) == 0 &&
-        await(r, MSG_RESULT, r->params.timeout_seconds, &m, out) == 0)
-        *out = m.result;
+    if (await(r, MSG_READY, r->params.ready_timeout_seconds, &m, out) == 0) {
+        if (await(r, MSG_RESULT, r->params.timeout_seconds, &m, out) == 0)
+            *out = m.result;
+    } else if (out->result == DT_RESULT_TIMEOUT) {
+        r->slow_reference = req->task;
+        r->have_slow_reference = true;
+        slow_reference(r, out);
+    }
     out->compile_ms = 0;
     out->run_ms = (dt_now_seconds() - t0) * 1e3;
     if (out->result == DT_RESULT_WRONG_OUTPUT && r->pid > 0) {

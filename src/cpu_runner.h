@@ -63,6 +63,8 @@ typedef struct dt_cpu_runner_params {
     int threads;                  /* cores the child keeps for kernels */
     bool pin;                     /* pin the child to the last `threads` allowed cores */
     double timeout_seconds;       /* one candidate, from "ready" to the result */
+    double ready_timeout_seconds; /* a new task's inputs and reference output, from the
+                                     request to "ready" */
     dt_proclimit limits;          /* the child's resource limits (zero: none) */
 } dt_cpu_runner_params;
 

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,7 +324,7 @@ static void test_runner_limits(void **state)
     (void)state;
     char dir[64], text[128];
     dt_test_tmpdir(dir, sizeof dir);
-    dt_cpu_runner_params params = { .threads = 1, .timeout_seconds = 60,
+    dt_cpu_runner_params params = { .threads = 1, .timeout_seconds = 60, .ready_timeout_seconds = 60,
                                 .limits = dt_proclimit_from_settings(512, 1, 40) };
     dt_cpu_runner *r;
     dt_error err;
@@ -358,6 +360,97 @@ static void test_runner_limits(void **state)
     assert_int_equal(dt_cpu_runner_run(r, &small, &res, &err), 0);
     assert_int_equal(res.result, DT_RESULT_OK);
     dt_cpu_runner_free(r);
+    dt_test_remove_tree(dir);
+}
+
+/* A task whose reference output takes longer than a task's preparation may
+ * (ready_timeout_seconds) is a timeout naming that limit, the process is
+ * replaced, and the task's next candidate is refused at once for the same
+ * reason instead of computing the reference again; another task runs. */
+static void test_reference_past_its_limit(void **state)
+{
+    (void)state;
+    char dir[64];
+    dt_test_tmpdir(dir, sizeof dir);
+    dt_cpu_runner_params params = { .threads = 1, .timeout_seconds = 60, .ready_timeout_seconds = 0.5 };
+    dt_cpu_runner *r;
+    dt_error err;
+    dt_measure_result res;
+    assert_int_equal(dt_cpu_runner_new(&params, &r, &err), 0);
+    /* a naive 2048^3 reference: seconds */
+    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
+                                               "weight: [2048, 2048]}]\n", dir);
+    slow.check = true;                 /* a candidate's: checked against the reference */
+    double t0 = dt_now_seconds();
+    assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_TIMEOUT);
+    assert_contains(res.detail, "the task's reference output took longer than 0.5 s");
+    int restarts = dt_cpu_runner_restarts(r);
+    assert_true(restarts >= 1);
+    assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_TIMEOUT);
+    assert_contains(res.detail, "measure.compile_timeout_seconds");
+    assert_int_equal(dt_cpu_runner_restarts(r), restarts);   /* refused, not run */
+    if (dt_now_seconds() - t0 > 30)
+        fail_msg("the refusals took %.1f s: the reference ran again", dt_now_seconds() - t0);
+    dt_cpu_runner_request small = reference_request("name: s\nops: [{kind: dense, input: [4, 64], "
+                                                "weight: [8, 64]}]\n", dir);
+    assert_int_equal(dt_cpu_runner_run(r, &small, &res, &err), 0);
+    assert_int_equal(res.result, DT_RESULT_OK);
+    dt_cpu_runner_free(r);
+    dt_test_remove_tree(dir);
+}
+
+/* The measurement process of a parent that died (kill -9 while it computes
+ * a reference of many seconds) leaves within a few seconds instead of
+ * computing on the cores the next run will time on. */
+static void test_orphaned_runner_leaves(void **state)
+{
+    (void)state;
+    char dir[64], model[128], log[128], path[64], stat[256];
+    dt_test_tmpdir(dir, sizeof dir);
+    write_in(dir, "m.yaml", "name: c\nops: [{kind: dense, input: [2048, 2048], weight: [2048, 2048]}]\n",
+             model, sizeof model);
+    snprintf(log, sizeof log, "%s/measure.txt", dir);
+    pid_t parent = dt_test_spawn((char *[]){ "dtune", "measure", model, "0", "--dir", dir, NULL }, log);
+    /* the runner: a process whose parent is the measure command */
+    pid_t child = 0;
+    for (int i = 0; i < 600 && !child; i++) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "pgrep -P %d -f __cpu-runner", (int)parent);
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            int pid = 0;
+            if (fscanf(p, "%d", &pid) == 1)
+                child = pid;
+            pclose(p);
+        }
+        if (!child)
+            usleep(50 * 1000);
+    }
+    if (!child) {
+        kill(parent, SIGKILL);
+        dt_test_wait(parent);
+        fail_msg("no measurement process appeared under dtune measure");
+    }
+    usleep(300 * 1000);              /* inside the reference by now */
+    kill(parent, SIGKILL);
+    dt_test_wait(parent);
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)child);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; i++) {
+        FILE *f = fopen(path, "r");
+        /* gone, or a zombie waiting for its new parent to reap it */
+        gone = !f || (fgets(stat, sizeof stat, f) && strstr(stat, ") Z "));
+        if (f)
+            fclose(f);
+        if (!gone)
+            usleep(50 * 1000);
+    }
+    if (!gone) {
+        kill(child, SIGKILL);
+        fail_msg("the orphaned measurement process %d still runs 5 s after its parent died", (int)child);
+    }
     dt_test_remove_tree(dir);
 }
 
@@ -448,6 +541,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_other_yaml_limits),
         cmocka_unit_test(test_json_depth_and_duplicates),
         cmocka_unit_test(test_runner_limits),
+        cmocka_unit_test(test_reference_past_its_limit),
+        cmocka_unit_test(test_orphaned_runner_leaves),
         cmocka_unit_test(test_compiler_limits),
         cmocka_unit_test(test_run_past_the_memory_limit),
     };
