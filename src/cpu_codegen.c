@@ -243,7 +243,7 @@ void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t w
     bool has_epilogue = dt_task_has_epilogue(&p->task);
     if (has_epilogue)
         emit_epilogue_pass(b, p);
-    emit(b, "size_t %s_workspace(void)\n{\n    return %zu;\n}\n\n", entry, ws_floats);
+    emit(b, "size_t %s_workspace_bytes(void)\n{\n    return %zu;\n}\n\n", entry, ws_floats * sizeof(float));
     emit(b, "void %s_prepare(const float *restrict weight, float *restrict ws)\n{\n", entry);
     if (p->pack_weight)
         emit(b, "    pack_w(weight, ws);\n}\n\n");

@@ -10,9 +10,9 @@
  *
  * Every generated artifact exports three symbols; dt_cpu_codegen names them
  * as below, dt_cpu_codegen_named puts its own ENTRY in place of dt_kernel
- * (ENTRY_workspace, ENTRY_prepare, ENTRY):
+ * (ENTRY_workspace_bytes, ENTRY_prepare, ENTRY):
  *
- *   size_t dt_kernel_workspace(void);
+ *   size_t dt_kernel_workspace_bytes(void);
  *       Floats of scratch the kernel needs (packed weights, padded input,
  *       blocked output). The caller allocates them 64-byte aligned.
  *   void dt_kernel_prepare(const float *weight, float *workspace);
@@ -170,7 +170,7 @@ int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
 int dt_cpu_codegen(const dt_cpu_plan *plan, char **source, dt_error *err);
 
 /* dt_cpu_codegen with the entry points named entry, entry_prepare and
- * entry_workspace, so several kernels can be linked into one program.
+ * entry_workspace_bytes, so several kernels can be linked into one program.
  * Returns what dt_cpu_codegen returns; DT_EINVAL too when entry is not a C
  * identifier. */
 int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **source,

@@ -37,7 +37,7 @@ static void emit_info_type(dt_buf *b, const export_job *job)
         "    size_t input_floats, weight_floats, output_floats;\n"
         "    double flops;              /* one call: 2 x multiply-adds */\n"
         "    double dtune_ms;           /* dtune's measured latency (best.json); 0 = unknown */\n"
-        "    size_t (*workspace)(void);\n"
+        "    size_t (*workspace_bytes)(void);\n"
         "    void (*prepare)(const float *weight, float *workspace);\n"
         "    void (*run)(const float *input, const float *weight, float *output, float *workspace);\n"
         "} %s_kernel_info;\n\n", job->lib, export_geometry_fields, job->lib);
@@ -52,7 +52,7 @@ static int write_header(const export_job *job, dt_error *err)
         "/* %s_kernels.h — the tuned kernels of model %s, exported by dtune%s%s.\n"
         " *\n"
         " * Per kernel TASK (see %s_kernels[] for what each computes):\n"
-        " *   size_t %s_TASK_workspace(void)   floats of scratch; allocate them 64-byte aligned\n"
+        " *   size_t %s_TASK_workspace_bytes(void)   bytes of scratch; allocate them 64-byte aligned\n"
         " *   void %s_TASK_prepare(const float *weight, float *workspace)\n"
         " *       packs the weights into the kernel's layout; call it once per weight set\n"
         " *   void %s_TASK(const float *input, const float *weight, float *output,\n"
@@ -83,7 +83,7 @@ static int write_header(const export_job *job, dt_error *err)
                     c->tuned ? "" : " (reference loops: no tuned config)",
                     strcmp(plain, t) ? "; renamed: its C name would clash with another's as " : "",
                     strcmp(plain, t) ? plain : "");
-        export_emit(&b, "size_t %s_%s_workspace(void);\n"
+        export_emit(&b, "size_t %s_%s_workspace_bytes(void);\n"
                         "void %s_%s_prepare(const float *weight, float *workspace);\n"
                         "void %s_%s(const float *input, const float *weight, float *output,\n"
                         "    float *workspace);\n", job->lib, t, job->lib, t, job->lib, t);
@@ -115,7 +115,7 @@ static void emit_info_row(dt_buf *b, const export_job *job, int i)
     const char *t = job->task[i], *l = job->lib;
     export_emit(b, "      .input_floats = %zu, .weight_floats = %zu, .output_floats = %zu,\n"
                    "      .flops = %.17g, .dtune_ms = %.10g,\n"
-                   "      .workspace = %s_%s_workspace, .prepare = %s_%s_prepare, .run = %s_%s },\n",
+                   "      .workspace_bytes = %s_%s_workspace_bytes, .prepare = %s_%s_prepare, .run = %s_%s },\n",
                 n_in, n_w, n_out, c->task.flops, c->latency_ms, l, t, l, t, l, t);
 }
 
@@ -164,7 +164,7 @@ static void emit_reference_kernel(dt_buf *b, const export_job *job, int i)
     char name[DT_NAME_MAX], why[sizeof c->why];
     export_emit(b, "/* %s: no tuned config (%s): the reference loops stand in. */\n"
                    "#include \"../%s_kernels.h\"\n\n"
-                   "size_t %s_%s_workspace(void)\n{\n    return 0;\n}\n\n"
+                   "size_t %s_%s_workspace_bytes(void)\n{\n    return 0;\n}\n\n"
                    "void %s_%s_prepare(const float *weight, float *workspace)\n{\n"
                    "    (void)weight;\n    (void)workspace;\n}\n\n"
                    "void %s_%s(const float *input, const float *weight, float *output, float *workspace)\n{\n"
@@ -256,7 +256,7 @@ static const char test_body[] =
     "{\n"
     "    float *in = alloc_floats(k->input_floats), *w = alloc_floats(k->weight_floats);\n"
     "    float *out = alloc_floats(k->output_floats), *ref = alloc_floats(k->output_floats);\n"
-    "    float *ws = alloc_floats(k->workspace());\n"
+    "    float *ws = alloc_floats((k->workspace_bytes() + sizeof(float) - 1) / sizeof(float));\n"
     "    long bad = 0;\n"
     "    if (!in || !w || !out || !ref || !ws) {\n"
     "        printf(\"%-20s FAIL out of memory\\n\", k->name);\n"

@@ -170,7 +170,7 @@ static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_
     if (req->threads > 1 && !c->gomp_pinned)
         c->gomp_pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL;
     k->handle = dlopen(req->artifact, RTLD_NOW | RTLD_LOCAL);
-    workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_workspace") : NULL;
+    workspace_fn ws = k->handle ? (workspace_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_workspace_bytes") : NULL;
     k->prepare = k->handle ? (prepare_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY "_prepare") : NULL;
     k->kernel = k->handle ? (kernel_fn)dlsym(k->handle, DT_CPU_KERNEL_ENTRY) : NULL;
     if (k->kernel && dt_task_has_epilogue(&req->task))
@@ -184,7 +184,7 @@ static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_
     }
     flops_fn own_flops = (flops_fn)dlsym(k->handle, "dt_kernel_flops");
     k->flops = own_flops ? own_flops() : req->flops;
-    k->workspace_floats = ws();
+    k->workspace_floats = (ws() + sizeof(float) - 1) / sizeof(float);
     k->workspace = alloc_floats(k->workspace_floats);
     k->output = alloc_floats(c->n_out);
     if (!k->workspace || !k->output) {

@@ -49,7 +49,7 @@ void export_c_name(const char *name, const char *prefix, char *out, size_t len)
 /* Whether a is b followed by one of an entry point's suffixes. */
 static bool entry_of(const char *a, const char *b)
 {
-    static const char *const suffixes[] = { "_prepare", "_workspace", "_epilogue" };
+    static const char *const suffixes[] = { "_prepare", "_workspace_bytes", "_epilogue" };
     size_t n = strlen(b);
     if (strncmp(a, b, n) != 0)
         return false;

@@ -220,7 +220,7 @@ static void emit_kernel_table(dt_buf *b, const net_job *job)
         char name[DT_NAME_MAX];
         export_plain_text(p->g->nodes[i].name, name, sizeof name);
         const char *l = job->files.lib, *t = job->task[p->choice[i]];
-        export_emit(b, "    { \"%s\", %s_%s_workspace, %s_%s_prepare, %zu, %d },\n", name, l, t, l, t,
+        export_emit(b, "    { \"%s\", %s_%s_workspace_bytes, %s_%s_prepare, %zu, %d },\n", name, l, t, l, t,
                     p->g->tensors[p->g->nodes[i].inputs[1]].offset, p->slot[i]);
     }
     export_emit(b, "};\n\n");

@@ -931,7 +931,7 @@ static void test_named_entry_points(void **state)
     dt_error err;
     assert_int_equal(dt_cpu_codegen(&p, &plain, NULL), 0);
     assert_int_equal(dt_cpu_codegen_named(&p, "resnet_layer1", &named, NULL), 0);
-    assert_non_null(strstr(named, "size_t resnet_layer1_workspace(void)"));
+    assert_non_null(strstr(named, "size_t resnet_layer1_workspace_bytes(void)"));
     assert_non_null(strstr(named, "void resnet_layer1_prepare(const float *restrict weight"));
     assert_non_null(strstr(named, "void resnet_layer1(const float *restrict input"));
     assert_null(strstr(named, "dt_kernel"));

@@ -149,7 +149,7 @@ static char *planted(const char *prelude, const char *body)
     int n = asprintf(&src,
         "#include <stddef.h>\n#include <stdlib.h>\n#include <signal.h>\n#include <time.h>\n%s\n"
         "#ifndef WS_FLOATS\n#define WS_FLOATS 16\n#endif\n"
-        "size_t dt_kernel_workspace(void) { return WS_FLOATS; }\n"
+        "size_t dt_kernel_workspace_bytes(void) { return WS_FLOATS * sizeof(float); }\n"
         "void dt_kernel_prepare(const float *w, float *ws) { (void)w; (void)ws; }\n"
         "void dt_kernel(const float *x, const float *w, float *y, float *ws)\n{\n"
         "    (void)ws;\n"
