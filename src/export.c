@@ -244,16 +244,17 @@ static int read_choices(const dt_run_state *rs, const dt_model *model, const cha
     return 0;
 }
 
-/* The kernels' threads: the run's (best.json's, 1 where an older one does
- * not say) unless given; given otherwise than the run timed them, refused:
- * the export would hold kernels whose figures no one measured. */
+/* The kernels' threads: the run's (best.json's) unless given; given
+ * otherwise than the run timed them, refused: the export would hold
+ * kernels whose figures no one measured. An older best.json does not say:
+ * then the count given, else the default. */
 static int run_threads(dt_export_params *params, const dt_run_state *rs, const char *best,
                        dt_error *err)
 {
-    int run = rs->threads > 0 ? rs->threads : dt_measure_params_default().threads;
+    int run = rs->threads;
     if (params->measure.threads == 0)
-        params->measure.threads = run;
-    else if (params->measure.threads != run)
+        params->measure.threads = run > 0 ? run : dt_measure_params_default().threads;
+    else if (run > 0 && params->measure.threads != run)
         return dt_error_set(err, DT_EINVAL, "%s: the run timed its kernels at %d thread%s, not %d: "
                             "an export at %d would hold kernels no one measured so (tune at %d "
                             "threads for them, or leave --threads out)", best, run,

@@ -227,6 +227,26 @@ static void test_run_and_space_must_agree(void **state)
     if (rc != 2 || !strstr(out, "the run timed its kernels at 1 thread, not 2"))
         fail_msg("exit %d: %s", rc, out);
     assert_int_equal(access(exp, F_OK), -1);
+    /* an older best.json does not say: the count given is taken */
+    copy_run(dir, sizeof dir, 0, NULL);
+    char best[128];
+    snprintf(best, sizeof best, "%s/best.json", dir);
+    json_error_t jerr;
+    json_t *doc = json_load_file(best, 0, &jerr);
+    assert_non_null(doc);
+    assert_int_equal(json_object_del(doc, "threads"), 0);
+    assert_int_equal(json_dump_file(doc, best, JSON_INDENT(2)), 0);
+    json_decref(doc);
+    snprintf(exp, sizeof exp, "%s/threads2", dir);
+    rc = dt_test_run((char *[]){ "dtune", "export", dir, "--threads", "2", "-o", exp, NULL }, out, sizeof out);
+    if (rc != 0)
+        fail_msg("an older run's export at 2 threads exited %d: %s", rc, out);
+    snprintf(exp, sizeof exp, "%s/threads2/tiny_kernels.h", dir);
+    char *header = dt_test_slurp(exp);
+    assert_non_null(header);
+    assert_non_null(strstr(header, "The kernels run on OpenMP threads."));
+    free(header);
+    assert_int_equal(dt_test_remove_tree(dir), 0);
 }
 
 static void test_bad_run_dirs(void **state)
