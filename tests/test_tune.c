@@ -824,20 +824,28 @@ static char *replaced(const char *text, const char *from, const char *to, bool a
     return buf.data;
 }
 
-/* Writes text as the run's log, resumes, and expects exit 2 naming `what`
- * with the log left exactly as written. */
-static void assert_resume_refused(char *dir, const char *path, const char *text,
-                                  const char *what)
+/* Resumes the log text of dir with argv and expects exit 2 naming each of
+ * want (NULL-ended), the log left exactly as written. */
+static void resume_refused_with(const char *path, const char *text, char **argv, const char *const *want)
 {
     assert_int_equal(dt_test_write_file(path, "%s", text), 0);
-    int rc = dt_test_run(TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"),
-                         out, sizeof out);
-    if (rc != 2 || !strstr(out, "tuning.jsonl: record") || !strstr(out, what))
-        fail_msg("exit %d without '%s': %s", rc, what, out);
+    int rc = dt_test_run(argv, out, sizeof out);
+    for (int i = 0; want[i]; i++)
+        if (rc != 2 || !strstr(out, want[i]))
+            fail_msg("exit %d without '%s': %s", rc, want[i], out);
     char *after = dt_test_slurp(path);
     assert_non_null(after);
     assert_string_equal(after, text);
     free(after);
+}
+
+/* Writes text as the run's log, resumes, and expects exit 2 naming the
+ * record and `what`, with the log left exactly as written. */
+static void assert_resume_refused(char *dir, const char *path, const char *text,
+                                  const char *what)
+{
+    resume_refused_with(path, text, TUNE(dir, "--budget", "40", "--slot-trials", "4", "--max-slots", "6"),
+                        (const char *const[]){ "tuning.jsonl: record", what, NULL });
 }
 
 /* Resume, the program's one path (daemon_setup.c): a record whose task_index
@@ -875,21 +883,6 @@ static void test_resume_matches_tasks_by_name(void **state)
     free(text);
     free(log);
     assert_int_equal(dt_test_remove_tree(dir), 0);
-}
-
-/* Resumes the log text of dir with argv and expects exit 2 naming each of
- * want (NULL-ended), the log left exactly as written. */
-static void resume_refused_with(const char *path, const char *text, char **argv, const char *const *want)
-{
-    assert_int_equal(dt_test_write_file(path, "%s", text), 0);
-    int rc = dt_test_run(argv, out, sizeof out);
-    for (int i = 0; want[i]; i++)
-        if (rc != 2 || !strstr(out, want[i]))
-            fail_msg("exit %d without '%s': %s", rc, want[i], out);
-    char *after = dt_test_slurp(path);
-    assert_non_null(after);
-    assert_string_equal(after, text);
-    free(after);
 }
 
 /* A resume goes on with the run as it was started: another seed, policy,
