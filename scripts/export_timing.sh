@@ -5,7 +5,9 @@
 # RUN_DIR/export), builds it, then for every task takes READINGS (default 5)
 # readings of the export's test program and READINGS of `dtune measure` on
 # the same config, both pinned to the last core as dtune pins its runner,
-# one after the other. Prints per task: best.json's latency, the median and
+# one after the other; both warm, calls back to back (the export's test
+# program times so; `--cold-weights false`), while a run's best.json holds
+# cold figures (measure.cold_weights). Prints per task: best.json's latency, the median and
 # range of dtune measure's readings (dtune's own noise), the same of the
 # export's, and the ratio of the medians. Needs otherwise idle cores: run it
 # on a quiet machine and keep its output (bench/out/, with date and machine).
@@ -41,7 +43,7 @@ while read -r task config; do
     : >"$tmp/export"
     i=0
     while [ "$i" -lt "$readings" ]; do
-        "$dtune" measure "$model" "$task" --config "$config" |
+        "$dtune" measure "$model" "$task" --config "$config" --cold-weights false |
             awk '$1 == "latency" { print $2 }' >>"$tmp/dtune"
         taskset -c "$cpu" "$test_bin" "$task" |
             awk -v t="$task" '$1 == t && $2 == "ok" { for (i = 3; i < NF; i++) if ($i == "ms") print $(i + 1) }' >>"$tmp/export"
