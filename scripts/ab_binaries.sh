@@ -10,7 +10,10 @@
 # (extra measure options in MEASURE_ARGS, e.g. "--repeats 30"), each binary
 # with its own build cache; then bench/ab_compare.py prints per task the
 # median latency of each side and new / old, and the model sum
-# (sum count x latency). Never beside another timing job.
+# (sum count x latency). Never beside another timing job. From 0.19 on a
+# binary times cold weights by default (measure.cold_weights); beside an
+# older binary, give the newer MEASURE_ARGS="--cold-weights false" or the
+# sides compare cold figures with warm ones.
 set -eu
 
 if [ $# -ne 6 ]; then
