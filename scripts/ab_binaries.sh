@@ -11,9 +11,9 @@
 # with its own build cache; then bench/ab_compare.py prints per task the
 # median latency of each side and new / old, and the model sum
 # (sum count x latency). Never beside another timing job. From 0.19 on a
-# binary times cold weights by default (measure.cold_weights); beside an
-# older binary, give the newer MEASURE_ARGS="--cold-weights false" or the
-# sides compare cold figures with warm ones.
+# binary times cold weights by default (measure.cold_weights): beside an
+# older binary the sides compare cold figures with warm ones (MEASURE_ARGS
+# reaches both, and an older binary does not know --cold-weights).
 set -eu
 
 if [ $# -ne 6 ]; then
