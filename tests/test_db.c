@@ -193,6 +193,29 @@ static int collect(void *ctx, const dt_db_record *rec)
 
 /* Records of another machine, another vector width (another space hash)
  * or another target are never returned for this one. */
+/* The key figures are filed under: the fingerprint and the target's
+ * measurement conditions, which tell threads and cold weights apart; the
+ * replay surface's is its fingerprint; a key that does not fit is refused. */
+static void test_machine_key(void **state)
+{
+    (void)state;
+    dt_measure_params m = dt_measure_params_default();
+    char key[DT_MACHINE_MAX], other[DT_MACHINE_MAX], tiny[24];
+    dt_error err;
+    assert_int_equal(dt_machine_key("AMD EPYC, family 26", "cpu", &m, key, sizeof key, &err), 0);
+    assert_string_equal(key, "AMD EPYC, family 26; threads 1, weights cold");
+    m.threads = 2;
+    m.cold_weights = false;
+    assert_int_equal(dt_machine_key("AMD EPYC, family 26", "cpu", &m, other, sizeof other, &err), 0);
+    assert_string_equal(other, "AMD EPYC, family 26; threads 2, weights warm");
+    assert_int_equal(dt_machine_key("NVIDIA H200, cc 9.0", "cuda", &m, key, sizeof key, &err), 0);
+    assert_string_equal(key, "NVIDIA H200, cc 9.0; L2 kept");
+    assert_int_equal(dt_machine_key("replay seed 3", "replay", &m, key, sizeof key, &err), 0);
+    assert_string_equal(key, "replay seed 3");
+    assert_int_equal(dt_machine_key("AMD EPYC, family 26", "cpu", &m, tiny, sizeof tiny, &err), DT_EINVAL);
+    assert_non_null(strstr(err.msg, "machine key too long"));
+}
+
 static void test_keying(void **state)
 {
     fixture *f = *state;
@@ -803,6 +826,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fresh_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_version_1, setup, teardown),
+        cmocka_unit_test(test_machine_key),
         cmocka_unit_test_setup_teardown(test_keying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_writers_lose_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_9_leaves_it_whole, setup, teardown),
