@@ -797,6 +797,14 @@ static double cpu_peak_gflops(void *state, const dt_task *task)
     return cpu_roofline(state, task ? task->bytes : -1, &r) == 0 ? r.peak_gflops : 0;
 }
 
+static void cpu_set_limit(void *state, const struct dt_measure_limit *limit)
+{
+    cpu_backend *b = state;
+    pthread_mutex_lock(&b->runner_mu);
+    dt_cpu_runner_set_limit(b->runner, limit);
+    pthread_mutex_unlock(&b->runner_mu);
+}
+
 dt_cpu_runner *dt_cpu_backend_runner(void *state)
 {
     return ((cpu_backend *)state)->runner;
@@ -811,5 +819,6 @@ const dt_backend_i dt_cpu_backend = {
     .reference = cpu_reference,
     .peak_gflops = cpu_peak_gflops,
     .roofline = cpu_roofline,
+    .set_limit = cpu_set_limit,
     .close = cpu_close,
 };

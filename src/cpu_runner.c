@@ -442,6 +442,7 @@ struct dt_cpu_runner {
     int restarts;
     dt_task slow_reference;        /* the last task whose reference ran past the limit */
     bool have_slow_reference;
+    const dt_measure_limit *limit; /* the batch's, while one runs (dt_cpu_runner_set_limit) */
 };
 
 /* The last `threads` cores of the allowed set, when more than that exist. */
@@ -608,11 +609,41 @@ static int send_request(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_e
                         r->exe, DT_CPU_RUNNER_ARG);
 }
 
-/* Awaits one message of the given type; fills out's class on death or timeout. */
+#define LIMIT_POLL_S 0.05          /* how often a wait on "ready" looks at the batch's limit */
+
+/* Waits up to timeout_s for the child's socket to be readable, looking at
+ * the batch's limit every LIMIT_POLL_S: the seconds left, or -1 once the
+ * limit is reached (then the child is stopped and out says so). */
+static double wait_ready_or_limit(dt_cpu_runner *r, double timeout_s, dt_measure_result *out)
+{
+    double until = dt_now_seconds() + timeout_s;
+    for (;;) {
+        double left = until - dt_now_seconds();
+        struct pollfd p = { .fd = r->fd, .events = POLLIN };
+        int slice_ms = (int)(1e3 * (left < LIMIT_POLL_S ? left : LIMIT_POLL_S));
+        if (left <= 0 || poll(&p, 1, slice_ms > 0 ? slice_ms : 0) != 0)
+            return left > 0 ? until - dt_now_seconds() : 0;
+        if (dt_measure_limit_reached(r->limit)) {
+            reap(r, true, NULL);
+            r->restarts++;
+            out->result = DT_RESULT_RUNNER_ERROR;
+            out->abandoned = true;
+            snprintf(out->detail, sizeof out->detail, "stopped while its task's reference output "
+                     "was computed");
+            return -1;
+        }
+    }
+}
+
+/* Awaits one message of the given type; fills out's class on death or
+ * timeout. While a batch runs, a wait for "ready" gives up at its limit. */
 static int await(dt_cpu_runner *r, uint32_t type, double timeout_s, reply_msg *m,
                  dt_measure_result *out)
 {
-    int got = dt_ipc_recv_all(r->fd, m, sizeof *m, timeout_s);
+    double wait_s = timeout_s;
+    if (type == MSG_READY && r->limit && (wait_s = wait_ready_or_limit(r, timeout_s, out)) < 0)
+        return 1;
+    int got = dt_ipc_recv_all(r->fd, m, sizeof *m, wait_s > 0 ? wait_s : 1e-3);
     if (got == 1 && m->magic == MSG_MAGIC && m->type == type)
         return 0;
     if (got == 1 && m->magic == MSG_MAGIC && m->type == MSG_RESULT) {
@@ -694,6 +725,11 @@ void dt_cpu_runner_free(dt_cpu_runner *r)
         reap(r, true, NULL);
     }
     free(r);
+}
+
+void dt_cpu_runner_set_limit(dt_cpu_runner *r, const dt_measure_limit *limit)
+{
+    r->limit = limit;
 }
 
 int dt_cpu_runner_pid(const dt_cpu_runner *r)

@@ -35,6 +35,8 @@
 #include "dtune/proclimit.h"
 #include "dtune/result.h"
 
+struct dt_measure_limit;           /* measure.h */
+
 #define DT_CPU_RUNNER_ARG "__cpu-runner"
 
 /* Seconds one automatic micro-batch aims at (measure.micro_batch = 0), and
@@ -84,6 +86,11 @@ void dt_cpu_runner_free(dt_cpu_runner *r);
  * no child can be started at all. */
 int dt_cpu_runner_run(dt_cpu_runner *r, const dt_cpu_runner_request *req, dt_measure_result *out,
                       dt_error *err);
+
+/* The limit of the batch being measured (NULL: none): a request whose
+ * inputs and reference are being prepared when it is reached is given up,
+ * the child stopped and out->abandoned set (measure.h). */
+void dt_cpu_runner_set_limit(dt_cpu_runner *r, const struct dt_measure_limit *limit);
 
 /* The cores the child is pinned to; returns how many (0: not pinned). */
 int dt_cpu_runner_cpus(const dt_cpu_runner *r, int *cpus, int max);

@@ -175,7 +175,7 @@ static void build_one(dt_measurer *m, int i)
     }
 }
 
-static bool limit_reached(const dt_measure_limit *lim)
+bool dt_measure_limit_reached(const dt_measure_limit *lim)
 {
     return lim && ((lim->stop && atomic_load(lim->stop)) || (lim->deadline > 0 && dt_now_seconds() >= lim->deadline));
 }
@@ -185,7 +185,7 @@ static bool limit_reached(const dt_measure_limit *lim)
 static void build_claimed(dt_measurer *m)
 {
     for (;;) {
-        if (limit_reached(m->limit))
+        if (dt_measure_limit_reached(m->limit))
             return;
         int i = atomic_fetch_add(&m->next, 1);
         if (i >= m->n)
@@ -398,7 +398,7 @@ static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *
     m->generation++;
     pthread_cond_broadcast(&m->work_cv);
     int rc = 0, done = 0;
-    for (int i = 0; i < n && rc == 0 && !limit_reached(limit); i++) {
+    for (int i = 0; i < n && rc == 0 && !dt_measure_limit_reached(limit); i++) {
         while (!ready[i] && m->failure == 0 && m->active > 0)
             pthread_cond_wait(&m->ready_cv, &m->mu);
         if (!ready[i] && m->failure == 0)
@@ -411,8 +411,10 @@ static int run_pipelined(dt_measurer *m, const dt_space *space, const dt_point *
         }
         pthread_mutex_unlock(&m->mu);
         rc = run_one(m, space, &points[i], &artifacts[i], &results[i], err);
-        done += rc == 0;
         pthread_mutex_lock(&m->mu);
+        if (rc == 0 && results[i].abandoned)
+            break;
+        done += rc == 0;
     }
     atomic_store(&m->next, n);  /* on an error, builders stop claiming */
     while (m->active > 0)
@@ -434,18 +436,25 @@ int dt_measurer_run_until(dt_measurer *m, const dt_space *space, const dt_point 
     if (!artifacts)
         return dt_error_set(err, DT_ENOMEM, "out of memory");
     int rc;
+    if (m->backend->set_limit)
+        m->backend->set_limit(m->state, limit);
     if (m->pipelined) {
         rc = run_pipelined(m, space, points, n, artifacts, results, limit, err);
     } else {
         int built = build_batch(m, space, points, n, artifacts, limit, err);
         rc = built < 0 ? built : 0;
         int done = 0;
-        for (; rc == 0 && done < built && !limit_reached(limit); done++)
+        for (; rc == 0 && done < built && !dt_measure_limit_reached(limit); done++) {
             rc = run_one(m, space, &points[done], &artifacts[done], &results[done], err);
+            if (rc == 0 && results[done].abandoned)
+                break;
+        }
         m->limit = NULL;
         if (rc == 0)
             rc = done;
     }
+    if (m->backend->set_limit)
+        m->backend->set_limit(m->state, NULL);
     free(artifacts);
     return rc;
 }

@@ -401,6 +401,63 @@ static void test_reference_past_its_limit(void **state)
     dt_test_remove_tree(dir);
 }
 
+/* A batch's limit reached while a task's reference output is computed (a
+ * signal, the budget's end) gives the point up within a fraction of a
+ * second: abandoned, not a result, the process replaced; a measurer's batch
+ * (a run's) then counts no point for it. */
+static void test_limit_during_the_reference(void **state)
+{
+    (void)state;
+    char dir[64], model[128];
+    dt_test_tmpdir(dir, sizeof dir);
+    dt_cpu_runner_params params = { .threads = 1, .timeout_seconds = 60, .ready_timeout_seconds = 600 };
+    dt_cpu_runner *r;
+    dt_error err;
+    dt_measure_result res;
+    assert_int_equal(dt_cpu_runner_new(&params, &r, &err), 0);
+    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
+                                               "weight: [2048, 2048]}]\n", dir);
+    slow.check = true;
+    dt_measure_limit limit = { .deadline = dt_now_seconds() + 0.3 };
+    dt_cpu_runner_set_limit(r, &limit);
+    double t0 = dt_now_seconds();
+    assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
+    double took = dt_now_seconds() - t0;
+    assert_true(res.abandoned);
+    assert_contains(res.detail, "stopped while its task's reference output was computed");
+    assert_int_equal(dt_cpu_runner_restarts(r), 1);
+    if (took > 5)
+        fail_msg("the limit took %.1f s to give the point up", took);
+    dt_cpu_runner_set_limit(r, NULL);
+    dt_cpu_runner_free(r);
+
+    /* a batch of the measurer (as a run measures) under a deadline that
+     * passes while the first point's reference is computed: no point */
+    dt_model *m = NULL;
+    write_in(dir, "m.yaml", "name: c\nops: [{kind: dense, input: [2048, 2048], weight: [2048, 2048]}]\n",
+             model, sizeof model);
+    assert_int_equal(dt_model_load(model, &m, &err), 0);
+    dt_space space;
+    assert_int_equal(dt_target_space_init(&space, &m->tasks[0], DT_TARGET_CPU, &err), 0);
+    dt_point point;
+    dt_space_point(&space, 0, &point);
+    dt_measure_params measure = dt_measure_params_default();
+    measure.builders = 1;
+    dt_measurer *mr;
+    assert_int_equal(dt_measurer_new(&dt_cpu_backend, &measure, dir, 3, &mr, &err), 0);
+    dt_measure_result results[1];
+    limit.deadline = dt_now_seconds() + 2;   /* past the compile, inside the reference */
+    t0 = dt_now_seconds();
+    int done = dt_measurer_run_until(mr, &space, &point, 1, results, &limit, &err);
+    took = dt_now_seconds() - t0;
+    if (done != 0 || took > 10)
+        fail_msg("the batch measured %d points in %.1f s under a 2 s deadline", done, took);
+    dt_measurer_free(mr);
+    dt_space_free(&space);
+    dt_model_free(m);
+    dt_test_remove_tree(dir);
+}
+
 /* The measurement process of a parent that died (kill -9 while it computes
  * a reference of many seconds) leaves within a few seconds instead of
  * computing on the cores the next run will time on. */
@@ -543,6 +600,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_runner_limits),
         cmocka_unit_test(test_reference_past_its_limit),
         cmocka_unit_test(test_orphaned_runner_leaves),
+        cmocka_unit_test(test_limit_during_the_reference),
         cmocka_unit_test(test_compiler_limits),
         cmocka_unit_test(test_run_past_the_memory_limit),
     };

@@ -21,6 +21,7 @@
 #include "dtune/space.h"
 
 typedef struct dt_measure_params dt_measure_params;  /* measure.h */
+struct dt_measure_limit;                              /* measure.h */
 
 typedef struct dt_backend_params {
     const dt_measure_params *measure;  /* timing and checking settings */
@@ -57,6 +58,11 @@ typedef struct dt_backend_i {
      * yet asked for has bandwidths 0 (optional). 0, or -1 when the peak
      * cannot be measured. */
     int (*roofline)(void *state, double working_set_bytes, dt_roofline *out);
+    /* The limit of the batch dt_measurer_run_until is running (NULL between
+     * batches): a run that waits for its task's preparation (the reference
+     * output, which may take minutes) gives the point up once the limit is
+     * reached, out->abandoned set, instead of finishing it (optional). */
+    void (*set_limit)(void *state, const struct dt_measure_limit *limit);
     void (*close)(void *state);
 } dt_backend_i;
 

@@ -110,8 +110,12 @@ typedef struct dt_measure_limit {
     const atomic_int *stop;   /* set by a signal handler or another thread */
 } dt_measure_limit;
 
+/* Whether limit (may be NULL) says stop now. */
+bool dt_measure_limit_reached(const dt_measure_limit *limit);
+
 /* dt_measurer_run under limit (may be NULL): returns how many points, the
- * first ones, were measured (results[0..k-1]), or a negative DT_E* code. */
+ * first ones, were measured (results[0..k-1]), or a negative DT_E* code. A
+ * point the backend gave up at the limit (abandoned) is not among them. */
 int dt_measurer_run_until(dt_measurer *m, const dt_space *space, const dt_point *points,
                           int n, dt_measure_result *results, const dt_measure_limit *limit,
                           dt_error *err);

@@ -6,6 +6,8 @@
 #ifndef DTUNE_RESULT_H
 #define DTUNE_RESULT_H
 
+#include <stdbool.h>
+
 typedef enum dt_result_class {
     DT_RESULT_OK = 0,
     DT_RESULT_COMPILE_ERROR,
@@ -38,6 +40,9 @@ typedef struct dt_measure_result {
     double compile_ms;
     double run_ms;        /* wall time of the run step: check + timing */
     char detail[160];     /* e.g. compiler's first error line, signal name */
+    bool abandoned;       /* stopped by the batch's limit before it was measured (a
+                             signal or the budget's end while its task's reference was
+                             computed): no result, not logged */
 } dt_measure_result;
 
 #endif
