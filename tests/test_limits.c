@@ -300,6 +300,9 @@ static void limit_of(pid_t pid, const char *name, char *buf, size_t len)
     fclose(f);
 }
 
+/* A task whose naive reference output takes many seconds (2048^3). */
+#define SLOW_DENSE "name: c\nops: [{kind: dense, input: [2048, 2048], weight: [2048, 2048]}]\n"
+
 static dt_cpu_runner_request reference_request(const char *model_text, const char *dir)
 {
     char path[128];
@@ -352,8 +355,7 @@ static void test_runner_limits(void **state)
                         "measure.limit_memory_mb)");
     }
     /* a naive 2048^3 reference takes far more than 1 s of CPU */
-    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
-                                               "weight: [2048, 2048]}]\n", dir);
+    dt_cpu_runner_request slow = reference_request(SLOW_DENSE, dir);
     assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
     assert_int_equal(res.result, DT_RESULT_CRASH);
     assert_string_equal(res.detail, "CPU time limit of 1 s reached (measure.limit_cpu_seconds)");
@@ -378,8 +380,7 @@ static void test_reference_past_its_limit(void **state)
     dt_measure_result res;
     assert_int_equal(dt_cpu_runner_new(&params, &r, &err), 0);
     /* a naive 2048^3 reference: seconds */
-    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
-                                               "weight: [2048, 2048]}]\n", dir);
+    dt_cpu_runner_request slow = reference_request(SLOW_DENSE, dir);
     slow.check = true;                 /* a candidate's: checked against the reference */
     double t0 = dt_now_seconds();
     assert_int_equal(dt_cpu_runner_run(r, &slow, &res, &err), 0);
@@ -415,8 +416,7 @@ static void test_limit_during_the_reference(void **state)
     dt_error err;
     dt_measure_result res;
     assert_int_equal(dt_cpu_runner_new(&params, &r, &err), 0);
-    dt_cpu_runner_request slow = reference_request("name: c\nops: [{kind: dense, input: [2048, 2048], "
-                                               "weight: [2048, 2048]}]\n", dir);
+    dt_cpu_runner_request slow = reference_request(SLOW_DENSE, dir);
     slow.check = true;
     dt_measure_limit limit = { .deadline = dt_now_seconds() + 0.3 };
     dt_cpu_runner_set_limit(r, &limit);
@@ -434,7 +434,7 @@ static void test_limit_during_the_reference(void **state)
     /* a batch of the measurer (as a run measures) under a deadline that
      * passes while the first point's reference is computed: no point */
     dt_model *m = NULL;
-    write_in(dir, "m.yaml", "name: c\nops: [{kind: dense, input: [2048, 2048], weight: [2048, 2048]}]\n",
+    write_in(dir, "m.yaml", SLOW_DENSE,
              model, sizeof model);
     assert_int_equal(dt_model_load(model, &m, &err), 0);
     dt_space space;
@@ -466,7 +466,7 @@ static void test_orphaned_runner_leaves(void **state)
     (void)state;
     char dir[64], model[128], log[128], path[64], stat[256];
     dt_test_tmpdir(dir, sizeof dir);
-    write_in(dir, "m.yaml", "name: c\nops: [{kind: dense, input: [2048, 2048], weight: [2048, 2048]}]\n",
+    write_in(dir, "m.yaml", SLOW_DENSE,
              model, sizeof model);
     snprintf(log, sizeof log, "%s/measure.txt", dir);
     pid_t parent = dt_test_spawn((char *[]){ "dtune", "measure", model, "0", "--dir", dir, NULL }, log);
