@@ -7,8 +7,6 @@
 
 #include "dtune/cli.h"
 #include "dtune/config.h"
-#include "dtune/report.h"
-#include "dtune/runstate.h"
 #include "dtune/util.h"
 #include "daemon.h"
 #include "mpi_run.h"
@@ -105,25 +103,6 @@ static int load_config(int argc, char **argv, dt_config *cfg)
     return 0;
 }
 
-/* A run that ended before every task had a measurement: which tasks have
- * none and why, from the best.json it wrote (nothing when that cannot be
- * read: the line before already says the latency is not known). */
-static void say_unmeasured(const char *run_dir)
-{
-    dt_run_state rs;
-    dt_error err;
-    if (dt_report_load_best(run_dir, &rs, &err) != 0)
-        return;
-    for (int k = 0; k < rs.ntasks; k++) {
-        const dt_task_state *t = &rs.tasks[k];
-        if (t->failed[0])
-            printf("dtune:   task %s: no config runs (%s)\n", t->name, t->failed);
-        else if (!(t->best_latency_ms > 0))
-            printf("dtune:   task %s: not measured yet\n", t->name);
-    }
-    dt_run_state_destroy(&rs);
-}
-
 /* The reports the run wrote into run_dir, named in one line: only the
  * files that are there. */
 static void say_reports(const char *run_dir)
@@ -158,7 +137,7 @@ static int say_result(const dt_config *cfg, const dt_daemon_result *res, int rc,
         printf("dtune: stopped: %s in the warm-up, %.1f s; model latency not known yet (a task has "
                "no measurement); run again on the same --out to resume\n",
                dt_stop_reason_name(res->reason), res->elapsed);
-        say_unmeasured(cfg->output_dir);
+        printf("dtune: without a measurement: %s\n", res->unmeasured);
     }
     if (res->reason == DT_STOP_TARGET)
         printf("dtune: target latency %.4f ms reached\n", cfg->budget.target_latency_ms);

@@ -597,6 +597,23 @@ int dt_daemon_run(const dt_config *cfg, dt_daemon_result *res, dt_error *err)
     return dt_daemon_run_remote(cfg, NULL, res, err);
 }
 
+/* The tasks without a valid measurement, and why, into buf. */
+static void say_unmeasured(dt_run *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&r->state.lock);
+    for (int k = 0; k < r->state.ntasks && used < len; k++) {
+        const dt_task_state *t = &r->state.tasks[k];
+        if (t->best_gflops > 0)
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s (%s)", used ? "; " : "", t->name,
+                         t->failed[0] ? t->failed : "not measured yet");
+        used += n > 0 ? (size_t)n : 0;
+    }
+    pthread_mutex_unlock(&r->state.lock);
+}
+
 int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
                          dt_daemon_result *res, dt_error *err)
 {
@@ -626,6 +643,7 @@ int dt_daemon_run_remote(const dt_config *cfg, const dt_daemon_remote *remote,
     res->start_latency_ms = r->state.start_latency_ms;
     pthread_mutex_unlock(&r->state.lock);
     res->latency_ms = dt_run_model_latency(r);
+    say_unmeasured(r, res->unmeasured, sizeof res->unmeasured);
     if (rc == 0)
         rc = dt_run_publish(r, false, err);
     dt_run_close(r);

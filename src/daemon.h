@@ -35,6 +35,10 @@ typedef struct dt_daemon_result {
     double elapsed;            /* run seconds at the end (across resumes) */
     double start_latency_ms;
     double latency_ms;
+    /* The tasks without a valid measurement at the end, "NAME (why)" each,
+     * "; "-separated (why: the reason no config runs, or "not measured
+     * yet"); "" when every task has one. Cut short past its size. */
+    char unmeasured[1024];
 } dt_daemon_result;
 
 /* Runs to a stop. Installs SIGINT/SIGTERM handlers for its duration (a second

@@ -329,6 +329,11 @@ static int check_resume(replay_ctx *rc, const dt_run_record *rec)
     }
     if (!what)
         return 0;
+    if (strcmp(what, f[2].what) == 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the model file changed since the log "
+                            "was written (the run's tasks: %s; %s now: %s): a resume goes on with "
+                            "the run as it was; restore the model, or use a new output dir", rc->path,
+                            rc->line, logged, rc->run->cfg->model, here);
     return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the run was started with %s '%s', this "
                         "run has '%s' (model %s): a resume goes on with the run as it was; start it "
                         "as it was, or use a new output dir", rc->path, rc->line, what, logged, here,
