@@ -86,7 +86,7 @@ typedef struct child_state {
     bool have_data;
     dt_task task;
     uint64_t seed;
-    size_t n_in, n_w, n_out;
+    size_t n_in, n_w, n_out, n_bias;   /* n_bias: 0 without a bias */
     float *input, *weight, *reference;
     float *bias, *residual;    /* a task with an epilogue: its other inputs (else NULL) */
     bool gomp_pinned;
@@ -117,6 +117,7 @@ static void drop_data(child_state *c)
     free(c->bias);
     free(c->residual);
     c->input = c->weight = c->reference = c->bias = c->residual = NULL;
+    c->n_bias = 0;
     c->have_data = false;
 }
 
@@ -135,10 +136,10 @@ static int ensure_data(child_state *c, const dt_cpu_runner_request *req)
     const dt_task *t = &req->task;
     if (t->epilogue.bias) {
         bool conv = t->kind == DT_OP_CONV2D || t->kind == DT_OP_DEPTHWISE_CONV2D;
-        size_t n_bias = conv ? (size_t)t->conv.c_out : (size_t)t->mm.n;
-        if (!(c->bias = alloc_floats(n_bias)))
+        c->n_bias = conv ? (size_t)t->conv.c_out : (size_t)t->mm.n;
+        if (!(c->bias = alloc_floats(c->n_bias)))
             return -1;
-        dt_cpu_runner_fill(c->bias, n_bias, req->seed ^ 0xb1a5ULL);
+        dt_cpu_runner_fill(c->bias, c->n_bias, req->seed ^ 0xb1a5ULL);
     }
     if (t->epilogue.residual) {
         if (!(c->residual = alloc_floats(c->n_out)))
@@ -273,10 +274,7 @@ static void evict(const void *p, size_t bytes)
 static void evict_weights(const child_state *c, const loaded_kernel *k)
 {
     evict(c->weight, c->n_w * sizeof(float));
-    if (c->bias) {
-        bool conv = c->task.kind == DT_OP_CONV2D || c->task.kind == DT_OP_DEPTHWISE_CONV2D;
-        evict(c->bias, (size_t)(conv ? c->task.conv.c_out : c->task.mm.n) * sizeof(float));
-    }
+    evict(c->bias, c->n_bias * sizeof(float));
     evict(k->workspace, k->workspace_floats * sizeof(float));
 }
 
