@@ -232,7 +232,7 @@ static int import_run(void *ctx, const dt_run_record *rec)
     int ended = end_run(im);
     if (ended)
         return ended;
-    bool replay = strncmp(rec->machine, dt_replay_backend.name, strlen(dt_replay_backend.name)) == 0;
+    bool replay = dt_machine_is_replay(rec->machine);
     const char *backend = im->backend ? im->backend : replay ? dt_replay_backend.name : rec->target;
     dt_db_run run;
     memset(&run, 0, sizeof run);
@@ -446,7 +446,7 @@ static int cmd_best(const db_args *a)
 {
     dt_error err = { 0 };
     dt_target target = DT_TARGET_DEFAULT;
-    char fingerprint[DT_MACHINE_MAX], machine[DT_MACHINE_MAX];
+    char machine[DT_MACHINE_MAX];
     if (!a->arg)
         return usage_error("%s", "best needs MODEL.yaml");
     if (a->target)
@@ -468,10 +468,7 @@ static int cmd_best(const db_args *a)
     if (rc == 0 && a->threads)
         rc = dt_config_set(&cfg, "measure.threads", a->threads, &err);
     if (rc == 0)
-        rc = dt_machine_fingerprint(backend_of(a), seed_of(a), cfg.measure.cuda_device, fingerprint,
-                                    sizeof fingerprint, &err);
-    if (rc == 0)
-        rc = dt_machine_key(fingerprint, backend_of(a), &cfg.measure, machine, sizeof machine, &err);
+        rc = dt_machine_local_key(backend_of(a), seed_of(a), &cfg.measure, machine, sizeof machine, &err);
     if (rc == 0)
         rc = open_db(a, false, &db, &err);
     if (rc == 0)

@@ -177,7 +177,7 @@ static int report_untuned(const dt_export_choice *choices, int n, bool allowed)
 static int read_db(const export_args *a, dt_export_params *params, char *source, size_t source_len,
                    char *model, size_t model_len, dt_export_choice **choices, int *n, dt_error *err)
 {
-    char fingerprint[DT_MACHINE_MAX], machine[DT_MACHINE_MAX];
+    char machine[DT_MACHINE_MAX];
     dt_db *db = NULL;
     int rc = 0;
     if (a->target && dt_target_parse(a->target, &params->target) != 0) {
@@ -186,10 +186,8 @@ static int read_db(const export_args *a, dt_export_params *params, char *source,
         return dt_error_set(err, DT_EINVAL, "unknown target '%s' (%s)", a->target, names);
     }
     rc = dt_cli_db_path(a->db_path, a->config, source, source_len, err);
-    const char *backend = dt_target_name(params->target);
-    rc = rc ? rc : dt_machine_fingerprint(backend, 0, params->measure.cuda_device, fingerprint,
-                                          sizeof fingerprint, err);
-    rc = rc ? rc : dt_machine_key(fingerprint, backend, &params->measure, machine, sizeof machine, err);
+    rc = rc ? rc : dt_machine_local_key(dt_target_name(params->target), 0, &params->measure, machine,
+                                        sizeof machine, err);
     rc = rc ? rc : dt_db_open_existing(source, &db, err);
     params->source = source;
     rc = rc ? rc : dt_export_read_db(db, machine, a->model, params, model, model_len, choices, n, err);

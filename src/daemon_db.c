@@ -229,14 +229,9 @@ static int look_up(dt_run *r, dt_error *err)
 static int run_machine(const dt_run *r, char *buf, size_t len, dt_error *err)
 {
     const char *backend = dt_backend_choose(r->cfg->target, r->cfg->backend)->name;
-    char fingerprint[DT_MACHINE_MAX];
-    int rc = 0;
     if (r->remote && r->remote->machine)
-        snprintf(fingerprint, sizeof fingerprint, "%s", r->remote->machine);
-    else
-        rc = dt_machine_fingerprint(backend, r->cfg->seed, r->cfg->measure.cuda_device, fingerprint,
-                                    sizeof fingerprint, err);
-    return rc ? rc : dt_machine_key(fingerprint, backend, &r->cfg->measure, buf, len, err);
+        return dt_machine_key(r->remote->machine, backend, &r->cfg->measure, buf, len, err);
+    return dt_machine_local_key(backend, r->cfg->seed, &r->cfg->measure, buf, len, err);
 }
 
 void dt_run_db_stamp(const dt_run *r, dt_run_record *run)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dtune/backend.h"
+#include "dtune/measure.h"
 #include "dtune/target.h"
 
 /* The target a backend measures on: a backend that names no target
@@ -29,6 +30,12 @@ int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, 
     return target_of(backend)->fingerprint(cuda_device, buf, len, err);
 }
 
+bool dt_machine_is_replay(const char *fingerprint)
+{
+    size_t n = strlen(dt_replay_backend.name);
+    return strncmp(fingerprint, dt_replay_backend.name, n) == 0 && fingerprint[n] == ' ';
+}
+
 int dt_machine_key(const char *fingerprint, const char *backend, const dt_measure_params *measure,
                    char *buf, size_t len, dt_error *err)
 {
@@ -39,4 +46,12 @@ int dt_machine_key(const char *fingerprint, const char *backend, const dt_measur
     if (n < 0 || (size_t)n >= len)
         return dt_error_set(err, DT_EINVAL, "machine key too long: %.64s...", fingerprint);
     return 0;
+}
+
+int dt_machine_local_key(const char *backend, uint64_t seed, const dt_measure_params *measure,
+                         char *buf, size_t len, dt_error *err)
+{
+    char fingerprint[DT_MACHINE_MAX];
+    int rc = dt_machine_fingerprint(backend, seed, measure->cuda_device, fingerprint, sizeof fingerprint, err);
+    return rc ? rc : dt_machine_key(fingerprint, backend, measure, buf, len, err);
 }

@@ -13,6 +13,7 @@
 #ifndef DTUNE_MACHINE_H
 #define DTUNE_MACHINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,14 @@
  * DT_EIO (/proc/cpuinfo unreadable) with a message. */
 int dt_machine_fingerprint(const char *backend, uint64_t seed, int cuda_device, char *buf, size_t len,
                            dt_error *err);
+
+/* dt_machine_key of this machine's fingerprint (dt_machine_fingerprint of
+ * backend, seed and measure->cuda_device) under measure. */
+int dt_machine_local_key(const char *backend, uint64_t seed, const dt_measure_params *measure,
+                         char *buf, size_t len, dt_error *err);
+
+/* Whether a fingerprint or key is the replay surface's ("replay seed N"). */
+bool dt_machine_is_replay(const char *fingerprint);
 
 /* The key the tuning database and a run's log file its figures under:
  * fingerprint (the machine, local or a cluster's workers'), then "; " and
