@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dtune/db.h"
+#include "dtune/machine.h"
 #include "daemon.h"
 #include "daemon_internal.h"
 #include "run_view.h"
@@ -300,10 +301,14 @@ static int check_resume(replay_ctx *rc, const dt_run_record *rec)
 {
     dt_run_record now;
     run_identity(rc->run, &now);
+    if (rec->tasks[0] && strcmp(rec->tasks, now.tasks) != 0)
+        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the model file changed since the log "
+                            "was written (the run's tasks: %s; %s now: %s): a resume goes on with "
+                            "the run as it was; restore the model, or use a new output dir", rc->path,
+                            rc->line, rec->tasks, rc->run->cfg->model, now.tasks);
     const struct { const char *what, *logged, *here; } f[] = {
         { "target", rec->target, now.target },
         { "backend", rec->backend, now.backend },
-        { "model's tasks", rec->tasks, now.tasks },
         { "scheduler.policy", rec->policy, now.policy },
         { "tuner.strategy", rec->strategy, now.strategy },
     };
@@ -329,11 +334,6 @@ static int check_resume(replay_ctx *rc, const dt_run_record *rec)
     }
     if (!what)
         return 0;
-    if (strcmp(what, f[2].what) == 0)
-        return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the model file changed since the log "
-                            "was written (the run's tasks: %s; %s now: %s): a resume goes on with "
-                            "the run as it was; restore the model, or use a new output dir", rc->path,
-                            rc->line, logged, rc->run->cfg->model, here);
     return dt_error_set(rc->err, DT_EINVAL, "%s: record %d: the run was started with %s '%s', this "
                         "run has '%s' (model %s): a resume goes on with the run as it was; start it "
                         "as it was, or use a new output dir", rc->path, rc->line, what, logged, here,
@@ -346,8 +346,7 @@ static const char *logged_backend(const dt_run_record *rec)
 {
     if (rec->backend[0])
         return rec->backend;
-    size_t n = strlen(dt_replay_backend.name);
-    if (strncmp(rec->machine, dt_replay_backend.name, n) == 0 && rec->machine[n] == ' ')
+    if (dt_machine_is_replay(rec->machine))
         return dt_replay_backend.name;
     return rec->machine[0] ? rec->target : "";
 }
