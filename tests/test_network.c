@@ -24,17 +24,11 @@
 
 /* Debian's interpreter: python3-torch is a Debian package, and the PATH's
  * python3 may be another one. */
-#define PYTHON "/usr/bin/python3"
 /* The tolerance: max|diff| <= TOLERANCE x max|reference|. */
 #define TOLERANCE 1e-4
 #define CLASSES 1000
 
 static char out[1 << 16];
-
-static bool have_torch(void)
-{
-    return system(PYTHON " -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
-}
 
 /* cmd under sh, its output into out; its exit status. */
 static int shell(const char *cmd)
@@ -61,7 +55,7 @@ static void network_matches_pytorch(const char *dir, const char *name)
     snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
     snprintf(run, sizeof run, "%s/run_%s", dir, name);
     snprintf(net, sizeof net, "%s/net_%s", dir, name);
-    snprintf(cmd, sizeof cmd, PYTHON " tests/support/make_onnx.py --torchvision-reference %s %s", dir, name);
+    snprintf(cmd, sizeof cmd, DT_TEST_PYTHON " tests/support/make_onnx.py --torchvision-reference %s %s", dir, name);
     if (shell(cmd) != 0)
         fail_msg("%s: %s", cmd, out);
     int rc = dt_test_run((char *[]){ "dtune", "tune", "--model", onnx, "--backend", "replay", "--strategy", "random",
@@ -101,7 +95,7 @@ static void network_matches_pytorch(const char *dir, const char *name)
 static void test_torchvision_networks_match_pytorch(void **state)
 {
     (void)state;
-    if (!have_torch()) {
+    if (!dt_test_have_torch()) {
         printf("test_network: python3-torch or python3-torchvision is missing (scripts/setup.sh installs them); "
                "no network is checked against PyTorch\n");
         skip();

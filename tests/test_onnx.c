@@ -28,7 +28,6 @@
 #include "dtune/onnx.h"
 #include "support/run_cmd.h"
 
-#define PYTHON "/usr/bin/python3"
 
 static char out[1 << 16];
 
@@ -43,7 +42,7 @@ static int make_files(void **state)
         return -1;
     dt_test_tmpdir(f->dir, sizeof f->dir);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, PYTHON " tests/support/make_onnx.py %s", f->dir);
+    snprintf(cmd, sizeof cmd, DT_TEST_PYTHON " tests/support/make_onnx.py %s", f->dir);
     if (system(cmd) != 0) {
         fprintf(stderr, "test_onnx: %s failed (python3-onnx missing? scripts/setup.sh installs it)\n", cmd);
         free(f);
@@ -344,12 +343,6 @@ static void test_tune_and_resume(void **state)
     free(text);
 }
 
-/* Whether Debian's python3-torch and torchvision can be imported. */
-static bool have_torch(void)
-{
-    return system(PYTHON " -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
-}
-
 /* Exports torchvision's name into the fixture's folder, imports it and
  * compares its tasks with models/NAME.yaml's (kind, geometry, count, order;
  * names differ), leaving out the yaml's tasks named in extra. */
@@ -357,7 +350,7 @@ static void compare_with_yaml(void **state, const char *name, const char *const 
 {
     fixture *f = *state;
     char cmd[512], onnx[512], yaml[256];
-    snprintf(cmd, sizeof cmd, PYTHON " tests/support/make_onnx.py --torchvision %s %s", f->dir, name);
+    snprintf(cmd, sizeof cmd, DT_TEST_PYTHON " tests/support/make_onnx.py --torchvision %s %s", f->dir, name);
     assert_int_equal(system(cmd), 0);
     snprintf(onnx, sizeof onnx, "%s/%s.onnx", f->dir, name);
     snprintf(yaml, sizeof yaml, "models/%s.yaml", name);
@@ -391,7 +384,7 @@ static void compare_with_yaml(void **state, const char *name, const char *const 
 
 static void test_torchvision_matches_models(void **state)
 {
-    if (!have_torch()) {
+    if (!dt_test_have_torch()) {
         printf("test_onnx: python3-torch or python3-torchvision is missing (scripts/setup.sh installs them); "
                "torchvision's networks are not compared\n");
         skip();
@@ -411,7 +404,7 @@ static void test_torchvision_vgg16(void **state)
                "takes minutes)\n");
         skip();
     }
-    if (!have_torch()) {
+    if (!dt_test_have_torch()) {
         printf("test_onnx: python3-torch or python3-torchvision is missing; vgg16 is not compared\n");
         skip();
     }

@@ -188,3 +188,8 @@ int dt_test_shell(const char *cmd, char *out, size_t len)
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+bool dt_test_have_torch(void)
+{
+    return system(DT_TEST_PYTHON " -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
+}

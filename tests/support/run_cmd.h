@@ -2,6 +2,7 @@
 #ifndef DTUNE_TEST_RUN_CMD_H
 #define DTUNE_TEST_RUN_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -43,5 +44,11 @@ int dt_test_write_file(const char *path, const char *fmt, ...) __attribute__((fo
 
 /* Counts lines of path containing needle. */
 int dt_test_count_lines(const char *path, const char *needle);
+
+/* Debian's python, which the set-up gives python3-torch and python3-onnx. */
+#define DT_TEST_PYTHON "/usr/bin/python3"
+
+/* Whether DT_TEST_PYTHON can import torch and torchvision. */
+bool dt_test_have_torch(void);
 
 #endif
