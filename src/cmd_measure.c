@@ -5,8 +5,8 @@
  * logged by a dtune whose space numbered it otherwise can be measured) or
  * `random` (a random valid point from --seed). The measurement
  * settings are config.yaml's defaults, with --repeats (measure.max_repeats),
- * --cv (measure.cv_threshold), --threads (measure.threads) and --cold-weights
- * (measure.cold_weights) on top, set
+ * --cv (measure.cv_threshold), --threads (measure.threads), --cold-weights
+ * (measure.cold_weights) and --spread-input (measure.spread_input) on top, set
  * through dt_config_set so their ranges are the config's. The artifact cache
  * is the default run directory's (output.dir), or --dir.
  *
@@ -52,7 +52,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: dtune measure MODEL.yaml TASK [--target T] [--config INDEX|KNOBS|random]\n"
                "                     [--repeats N] [--cv X] [--seed N] [--threads N] [--dir DIR]\n"
-               "                     [--cold-weights true|false]\n"
+               "                     [--cold-weights true|false] [--spread-input true|false]\n"
                "       dtune measure MODEL.yaml [TASK] --best RUN_DIR [--json] [...]\n"
                "Builds, checks and times one config of one task (TASK: name or 0-based\n"
                "index) and prints its result class, GFLOPS, latency, repeats, CV, compile\n"
@@ -62,7 +62,9 @@ static void usage(FILE *f)
                "the faster stream of the memory level holding its working set; probes at\n"
                "--threads); --json prints one JSON object per task. --cold-weights\n"
                "(default measure.cold_weights, true) evicts the weights from the caches\n"
-               "before each timed call, as a network's layer finds them.\n"
+               "before each timed call, as a network's layer finds them; --spread-input\n"
+               "(default measure.spread_input, true) has the kernel's threads rewrite its\n"
+               "input and output in turn before each call, at more than one thread.\n"
                "Exit 0 ok, 1 a config or the backend failed, 2 bad input.\n");
 }
 
@@ -93,6 +95,7 @@ static const struct { const char *flag, *key; } flags[] = {
     { "--seed", "seed" },
     { "--threads", "measure.threads" },
     { "--cold-weights", "measure.cold_weights" },
+    { "--spread-input", "measure.spread_input" },
     { "--config", NULL },
     { "--dir", NULL },
     { "--best", NULL },

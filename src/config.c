@@ -183,6 +183,9 @@ static const key_def keys[] = {
     K_BOOL("measure.cold_weights", measure.cold_weights,
            "cpu: evict the kernel's weights and workspace from the caches before each timed call, "
            "as a layer of a network finds them; false = warm, calls back to back"),
+    K_BOOL("measure.spread_input", measure.spread_input,
+           "cpu, threads > 1: the kernel's threads rewrite its input and output in turn before each "
+           "timed call, as the layer before leaves them in a network; false = as the last call left them"),
     K_INT("measure.cuda_device", measure.cuda_device, 0, 1e6,
           "cuda: device ordinal the runner times on; under mpirun, unset = each worker of a node its own device"),
     K_INT("measure.limit_memory_mb", measure.limit_memory_mb, 0, 1e9,

@@ -439,6 +439,7 @@ static void fill_request(const cpu_backend *b, const dt_task *task, const char *
     req->micro_batch = b->measure.micro_batch;
     req->threads = b->measure.threads;
     req->cold = b->measure.cold_weights;
+    req->spread = b->measure.spread_input && b->measure.threads > 1;
 }
 
 int dt_cpu_backend_run_artifact(void *state, const dt_task *task, const dt_artifact *artifact,
@@ -627,6 +628,7 @@ static double run_probe(cpu_backend *b, char *src, int threads)
     req.cv_threshold = 0.01;
     req.micro_batch = 0;
     req.cold = false;          /* a probe measures the machine at its working set */
+    req.spread = false;
     pthread_mutex_lock(&b->runner_mu);
     rc = dt_cpu_runner_run(b->runner, &req, &res, NULL);
     pthread_mutex_unlock(&b->runner_mu);

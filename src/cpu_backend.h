@@ -63,7 +63,8 @@ void dt_cpu_backend_task_memory(dt_model_memory *memory);
  * processor; device is not used. Returns 0 or DT_EIO (/proc/cpuinfo
  * unreadable). */
 int dt_cpu_machine_fingerprint(int device, char *buf, size_t len, dt_error *err);
-/* "threads N, weights cold|warm": the kernel's threads and measure.cold_weights. */
+/* "threads N, weights cold|warm[, input spread]": the kernel's threads,
+ * measure.cold_weights, and measure.spread_input where it acts (threads > 1). */
 void dt_cpu_machine_conditions(const dt_measure_params *measure, char *buf, size_t len);
 
 #endif

@@ -238,10 +238,10 @@ static void emit_epilogue_pass(dt_buf *b, const dt_cpu_plan *p)
 }
 
 void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t ws_floats,
-                    const char *image_step)
+                    const char *image_step, const char *epilogue_step)
 {
     bool has_epilogue = dt_task_has_epilogue(&p->task);
-    if (has_epilogue)
+    if (has_epilogue && !epilogue_step)
         emit_epilogue_pass(b, p);
     emit(b, "size_t %s_workspace_bytes(void)\n{\n    return %zu;\n}\n\n", entry, ws_floats * sizeof(float));
     emit(b, "void %s_prepare(const float *restrict weight, float *restrict ws)\n{\n", entry);
@@ -258,7 +258,8 @@ void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t w
     emit(b, "%s}\n", image_step);
     if (!has_epilogue)
         return;
-    /* the kernel with its epilogue: the same steps, then the pass */
+    /* the kernel with its epilogue: the steps that apply it, or the same
+     * steps and then the pass */
     emit(b, "\nvoid %s_epilogue(const float *restrict input, const float *restrict weight,\n"
             "    float *restrict output, float *restrict ws, const float *restrict bias,\n"
             "    const float *restrict residual, int act)\n{\n", entry);
@@ -266,7 +267,10 @@ void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t w
         emit(b, "    (void)weight;\n");
     else
         emit(b, "    pack_w(weight, ws);\n");
-    emit(b, "%s    epilogue(output, bias, residual, act);\n}\n", image_step);
+    if (epilogue_step)
+        emit(b, "%s}\n", epilogue_step);
+    else
+        emit(b, "%s    epilogue(output, bias, residual, act);\n}\n", image_step);
 }
 
 /* ---- the channel-blocked layout's conversions ------------------------------- */
@@ -377,10 +381,80 @@ void cpu_emit_blocked_pack_x(dt_buf *b, const dt_cpu_plan *p, const char *blk,
             "    }\n    }\n}\n\n", blk);
 }
 
-/* unpack_y: the blocked output [CO/COB][OH][OW][COB] to NCHW. */
+/* ep_apply(y, r, bias, n, act): y[0..n) = act(y + bias + r), the task's
+ * epilogue on a run of one channel's outputs that unpack_y has just
+ * written (still in L1), in the order the epilogue pass adds (parts the
+ * task lacks not generated; r NULL: no residual). */
+static void emit_epilogue_apply(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_task_epilogue *e = &p->task.epilogue;
+    emit(b, "static inline void ep_apply(float *restrict y, const float *restrict r, float bias,\n"
+            "    int n, int act)\n{\n");
+    if (!e->residual)
+        emit(b, "    (void)r;\n");
+    if (!e->bias)
+        emit(b, "    (void)bias;\n");
+    if (e->act == DT_ACT_NONE)
+        emit(b, "    (void)act;\n");
+    emit(b, "    for (int j = 0; j < n; j++) {\n        float v = y[j];\n");
+    if (e->bias)
+        emit(b, "        v += bias;\n");
+    if (e->residual)
+        emit(b, "        v += r ? r[j] : 0.0f;\n");
+    if (e->act != DT_ACT_NONE)
+        emit(b, "        v = act && !(v > 0.0f) ? 0.0f : v;\n"
+                "        v = act == 2 && v > 6.0f ? 6.0f : v;\n");
+    emit(b, "        y[j] = v;\n    }\n}\n\n");
+}
+
+/* EP(r, k): the epilogue on vector r of a transposed square, pixels i ..
+ * i + VEC of channel cb * COB + cv * VEC + k, in registers before the
+ * store (the parts the task lacks not generated; ReLU and ReLU6 by masks,
+ * NaN going to 0 as in the pass). */
+static void emit_epilogue_vector(dt_buf *b, const dt_cpu_plan *p)
+{
+    const dt_task_epilogue *e = &p->task.epilogue;
+    emit(b, "typedef int vmask __attribute__((vector_size(%d)));\n"
+            "#define EP(r, k) do { \\\n"
+            "    const size_t ch_ = (size_t)(cb * COB + cv * VEC + (k)); \\\n", 4 * p->vec);
+    if (e->bias)
+        emit(b, "    if (bias) r += bias[ch_]; \\\n");
+    if (e->residual)
+        emit(b, "    if (residual) r += LD(residual + ch_ * OH * OW + i); \\\n");
+    if (e->act != DT_ACT_NONE)
+        emit(b, "    if (act) r = (vf)((vmask)r & (r > 0.0f)); \\\n"
+                "    if (act == 2) { vmask big_ = r > 6.0f; \\\n"
+                "        r = (vf)(((vmask)r & ~big_) | ((vmask)((vf){ 0 } + 6.0f) & big_)); } \\\n");
+    emit(b, "    (void)ch_; \\\n} while (0)\n\n");
+}
+
+/* The epilogue of n outputs of channel CH starting at pixel AT of dst's
+ * channel rows, a statement of unpack_y (ep: whether there is one). */
+static void emit_epilogue_call(dt_buf *b, const char *indent, const char *row, const char *ch,
+                               const char *at, const char *n)
+{
+    emit(b, "%sif (ep)\n%s    ep_apply(%s + %s, residual ? residual + (size_t)(%s) * OH * OW + %s : NULL,\n"
+            "%s             bias ? bias[%s] : 0.0f, %s, act);\n",
+         indent, indent, row, at, ch, at, indent, ch, n);
+}
+
+/* unpack_y: the blocked output [CO/COB][OH][OW][COB] to NCHW. For a task
+ * with an epilogue it takes bias, residual (the image's) and act too and
+ * applies them to each run of a channel as soon as it is written, so that
+ * no pass reads the whole output again (NULL, NULL, 0: none). */
 void cpu_emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
 {
-    emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
+    bool ep = dt_task_has_epilogue(&p->task);
+    if (ep) {
+        emit_epilogue_apply(b, p);
+        if (transposes(p, p->co_block))
+            emit_epilogue_vector(b, p);
+        emit(b, "static void unpack_y(const float *restrict yb, float *restrict y,\n"
+                "    const float *restrict bias, const float *restrict residual, int act)\n{\n"
+                "    const int ep = bias != NULL || residual != NULL || act != 0;\n");
+    } else {
+        emit(b, "static void unpack_y(const float *restrict yb, float *restrict y)\n{\n");
+    }
     if (!transposes(p, p->co_block)) {
         if (p->threads > 1)
             emit(b, "#pragma omp parallel for num_threads(%d)\n", p->threads);
@@ -388,7 +462,10 @@ void cpu_emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
                 "        const float *src = yb + (size_t)(co / COB) * OH * OW * COB + co %% COB;\n"
                 "        float *dst = y + (size_t)co * OH * OW;\n"
                 "        for (int i = 0; i < OH * OW; i++)\n"
-                "            dst[i] = src[(size_t)i * COB];\n    }\n}\n\n");
+                "            dst[i] = src[(size_t)i * COB];\n");
+        if (ep)
+            emit_epilogue_call(b, "        ", "dst", "co", "0", "OH * OW");
+        emit(b, "    }\n}\n\n");
         return;
     }
     cpu_emit_omp(b, p, 2);
@@ -403,28 +480,45 @@ void cpu_emit_unpack_y(dt_buf *b, const dt_cpu_plan *p)
     for (int i = 0; i < p->vec; i++)
         emit(b, "            r%d = LD(src + (size_t)(i + %d) * COB);\n", i, i);
     emit(b, "            TRANSPOSE();\n");
+    if (ep) {
+        emit(b, "            if (ep) {\n");
+        for (int i = 0; i < p->vec; i++)
+            emit(b, "                EP(r%d, %d);\n", i, i);
+        emit(b, "            }\n");
+    }
     for (int i = 0; i < p->vec; i++)
         emit(b, "            ST(dst + (size_t)%d * OH * OW + i, r%d);\n", i, i);
-    emit(b, "        }\n"
-            "        for (; i < OH * OW; i++)\n"
+    emit(b, "        }\n");
+    if (ep)
+        emit(b, "        const int tail = i;\n");
+    emit(b, "        for (; i < OH * OW; i++)\n"
             "            for (int c = 0; c < VEC; c++)\n"
-            "                dst[(size_t)c * OH * OW + i] = src[(size_t)i * COB + c];\n"
-            "    }\n}\n\n");
+            "                dst[(size_t)c * OH * OW + i] = src[(size_t)i * COB + c];\n");
+    if (ep) {
+        emit(b, "        for (int c = 0; c < VEC && tail < OH * OW; c++) {\n");
+        emit_epilogue_call(b, "            ", "dst + (size_t)c * OH * OW", "cb * COB + cv * VEC + c",
+                           "tail", "OH * OW - tail");
+        emit(b, "        }\n");
+    }
+    emit(b, "    }\n}\n\n");
 }
 
 /* The entry of both convolutions: per image, pack the input after the packed
- * weights in the workspace, compute into the packed output, unpack to NCHW. */
+ * weights in the workspace, compute into the packed output, unpack to NCHW
+ * (with a task's epilogue, applied by unpack_y). */
 void cpu_emit_conv_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t wsz,
                          size_t xsz, size_t ysz)
 {
-    char step[512];
-    snprintf(step, sizeof step,
-             "    for (int n = 0; n < NB; n++) {\n"
-             "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
-             "        compute(ws, ws + %zu, ws + %zu);\n"
-             "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n",
-             wsz, wsz, wsz + xsz, wsz + xsz);
-    cpu_emit_entry(b, p, entry, wsz + xsz + ysz, step);
+    bool ep = dt_task_has_epilogue(&p->task);
+    char step[640], ep_step[640];
+    const char *format = "    for (int n = 0; n < NB; n++) {\n"
+                         "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
+                         "        compute(ws, ws + %zu, ws + %zu);\n"
+                         "        unpack_y(ws + %zu, output + (size_t)n * CO * OH * OW%s);\n    }\n";
+    snprintf(step, sizeof step, format, wsz, wsz, wsz + xsz, wsz + xsz, ep ? ", NULL, NULL, 0" : "");
+    snprintf(ep_step, sizeof ep_step, format, wsz, wsz, wsz + xsz, wsz + xsz,
+             ",\n                 bias, residual ? residual + (size_t)n * CO * OH * OW : NULL, act");
+    cpu_emit_entry(b, p, entry, wsz + xsz + ysz, step, ep ? ep_step : NULL);
 }
 
 /* Whether name can stand as a C identifier (and a prefix of one). */
@@ -440,13 +534,31 @@ static bool is_identifier(const char *name)
     return strlen(name) < 200;
 }
 
-int dt_cpu_codegen(const dt_cpu_plan *plan, char **source, dt_error *err)
+/* DT_CPU_KERNEL_SPREAD (cpu_codegen.h). The empty asm with a memory
+ * clobber keeps the compiler from proving the copy back a no-op. */
+static void emit_spread(dt_buf *b, const dt_cpu_plan *p)
 {
-    return dt_cpu_codegen_named(plan, DT_CPU_KERNEL_ENTRY, source, err);
+    emit(b, "\n#include <omp.h>\n"
+            "#define SPREAD_FLOATS %d\n"
+            "void %s(float *const *buffers, const size_t *floats, int n)\n{\n"
+            "#pragma omp parallel num_threads(%d)\n"
+            "    {\n"
+            "        size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();\n"
+            "        for (int i = 0; i < n; i++)\n"
+            "            for (size_t at = t * SPREAD_FLOATS; buffers[i] && at < floats[i];\n"
+            "                 at += nt * SPREAD_FLOATS) {\n"
+            "                size_t len = floats[i] - at < SPREAD_FLOATS ? floats[i] - at : SPREAD_FLOATS;\n"
+            "                float copy[SPREAD_FLOATS];\n"
+            "                memcpy(copy, buffers[i] + at, len * sizeof(float));\n"
+            "                __asm__ volatile(\"\" : : \"r\"(copy) : \"memory\");\n"
+            "                memcpy(buffers[i] + at, copy, len * sizeof(float));\n"
+            "            }\n"
+            "    }\n}\n",
+         (int)(DT_CPU_SPREAD_STRIPE / sizeof(float)), DT_CPU_KERNEL_SPREAD, p->threads);
 }
 
-int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **source,
-                         dt_error *err)
+static int generate(const dt_cpu_plan *plan, const char *entry, bool measurement, char **source,
+                    dt_error *err)
 {
     *source = NULL;
     if (!is_identifier(entry))
@@ -470,10 +582,23 @@ int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **sour
         (pixels ? cpu_emit_pixels_depthwise : cpu_emit_depthwise)(&b, plan, entry);
     else
         cpu_emit_mm(&b, plan, entry);
+    if (measurement && plan->threads > 1)
+        emit_spread(&b, plan);
     if (b.failed) {
         dt_buf_free(&b);
         return dt_error_set(err, DT_ENOMEM, "out of memory writing kernel source");
     }
     *source = b.data;
     return 0;
+}
+
+int dt_cpu_codegen(const dt_cpu_plan *plan, char **source, dt_error *err)
+{
+    return generate(plan, DT_CPU_KERNEL_ENTRY, true, source, err);
+}
+
+int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **source,
+                         dt_error *err)
+{
+    return generate(plan, entry, false, source, err);
 }

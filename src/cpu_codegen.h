@@ -30,9 +30,11 @@
  *   void dt_kernel_epilogue(const float *input, const float *weight,
  *                           float *output, float *workspace, const float *bias,
  *                           const float *residual, int act);
- *       Only for a task with an epilogue (model.h): dt_kernel's work, then
- *       output = act(output + bias + residual) in the same call, a pass
- *       over each output channel's plane (conv) or row (matrix products).
+ *       Only for a task with an epilogue (model.h): dt_kernel's work, and
+ *       output = act(output + bias + residual) in the same call: applied
+ *       as the blocked forms unpack their output to NCHW, a pass over each
+ *       output channel's plane (conv) or row (matrix products) after the
+ *       other forms' work.
  *       bias or residual NULL skips that part; act 0 none, 1 relu, 2 relu6
  *       (the parts the task lacks are not generated). A task without an
  *       epilogue gets no such entry and the same source as before.
@@ -66,6 +68,19 @@
 
 /* The entry point dt_cpu_codegen names (the runner looks it up by name). */
 #define DT_CPU_KERNEL_ENTRY "dt_kernel"
+
+/* The measurement's helper a multi-threaded dt_cpu_codegen source adds:
+ *   void dt_kernel_spread(float *const *buffers, const size_t *floats, int n);
+ * rewrites each of the n buffers in place (a NULL one is skipped) with the
+ * kernel's own OpenMP threads, stripe k of DT_CPU_SPREAD_STRIPE bytes by
+ * thread k mod threads: in a network the T threads of the layer before
+ * wrote a layer's input with their split of the work, so each of its own
+ * threads finds about (T-1)/T of what it reads in another core's cache;
+ * the runner calls it before a timed call to put the input there
+ * (measure.spread_input). The values are unchanged. The team is the
+ * kernel's, so no other thread competes with it for the cores. */
+#define DT_CPU_KERNEL_SPREAD DT_CPU_KERNEL_ENTRY "_spread"
+#define DT_CPU_SPREAD_STRIPE 1024
 
 /* Registers the register tile may use for accumulators (32 zmm/ymm with
  * AVX-512 VL, minus weight vectors and a broadcast). */
@@ -165,12 +180,14 @@ void dt_cpu_plan_default(const dt_task *task, int threads, dt_cpu_plan *plan);
  * Returns 0 or DT_EINVAL with the reason. */
 int dt_cpu_plan_check(const dt_cpu_plan *plan, dt_error *err);
 
-/* Writes the C source of plan into *source (malloc'd, caller frees).
+/* Writes the C source of plan into *source (malloc'd, caller frees), the
+ * measurement's build: with DT_CPU_KERNEL_SPREAD when plan->threads > 1.
  * Returns 0, DT_EINVAL (plan fails dt_cpu_plan_check) or DT_ENOMEM. */
 int dt_cpu_codegen(const dt_cpu_plan *plan, char **source, dt_error *err);
 
 /* dt_cpu_codegen with the entry points named entry, entry_prepare and
- * entry_workspace_bytes, so several kernels can be linked into one program.
+ * entry_workspace_bytes, so several kernels can be linked into one program
+ * (an export's build: without the measurement's DT_CPU_KERNEL_SPREAD).
  * Returns what dt_cpu_codegen returns; DT_EINVAL too when entry is not a C
  * identifier. */
 int dt_cpu_codegen_named(const dt_cpu_plan *plan, const char *entry, char **source,

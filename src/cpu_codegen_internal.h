@@ -101,13 +101,17 @@ int cpu_s_copies(const dt_cpu_plan *p);
 void cpu_emit_conv_defines(dt_buf *b, const dt_cpu_plan *p);
 
 /* The three entry points (workspace size, prepare, the kernel), the kernel
- * running image_step once per image. */
+ * running image_step once per image; for a task with an epilogue also the
+ * kernel with its epilogue, which runs epilogue_step, a step that applies
+ * the epilogue itself (bias, residual, act in scope), or where that is
+ * NULL image_step and then a pass over the output. */
 void cpu_emit_entry(dt_buf *b, const dt_cpu_plan *p, const char *entry, size_t ws_floats,
-                    const char *image_step);
+                    const char *image_step, const char *epilogue_step);
 
 /* The channel-blocked layout's conversions: TRANSPOSE() of a VEC x VEC
- * square, the opening of pack_x(x, OUT), the blocked pack_x, unpack_y, and
- * the entry of both blocked convolutions (see cpu_codegen.c). */
+ * square, the opening of pack_x(x, OUT), the blocked pack_x, unpack_y
+ * (which applies a task's epilogue as it writes NCHW), and the entry of
+ * both blocked convolutions (see cpu_codegen.c). */
 void cpu_emit_transpose_macro(dt_buf *b, const dt_cpu_plan *p);
 void cpu_emit_pack_x_open(dt_buf *b, const dt_cpu_plan *p, const char *out);
 void cpu_emit_blocked_pack_x(dt_buf *b, const dt_cpu_plan *p, const char *blk,

@@ -119,5 +119,5 @@ void cpu_emit_mm(dt_buf *b, const dt_cpu_plan *p, const char *entry)
     size_t wsz = p->pack_weight ? round16((size_t)m->b * m->n * m->k) : 16;
     const char *step = p->pack_weight ? "    compute(input, ws, output);\n"
                                       : "    compute(input, weight, output);\n";
-    cpu_emit_entry(b, p, entry, wsz, step);
+    cpu_emit_entry(b, p, entry, wsz, step, NULL);
 }

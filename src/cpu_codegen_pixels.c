@@ -209,7 +209,7 @@ void cpu_emit_pixels_conv2d(dt_buf *b, const dt_cpu_plan *p, const char *entry)
         snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++) {\n"
                  "        pack_x(input + (size_t)n * CI * H * W, ws + %zu);\n"
                  "        compute(ws, ws + %zu, output + (size_t)n * CO * OH * OW);\n    }\n", wsz, wsz);
-    cpu_emit_entry(b, p, entry, wsz + xsz, step);
+    cpu_emit_entry(b, p, entry, wsz + xsz, step, NULL);
 }
 
 /* ROWS output rows of COB channels: each input row of the band is loaded
@@ -295,5 +295,5 @@ void cpu_emit_pixels_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *entr
     snprintf(step, sizeof step, "    for (int n = 0; n < NB; n++)\n"
              "        compute(ws, input + (size_t)n * CI * H * W, output + (size_t)n * CO * OH * OW,\n"
              "                ws + %zu);\n", wsz);
-    cpu_emit_entry(b, p, entry, wsz + band * (size_t)p->threads, step);
+    cpu_emit_entry(b, p, entry, wsz + band * (size_t)p->threads, step, NULL);
 }

@@ -551,7 +551,7 @@ void cpu_emit_inplace_depthwise(dt_buf *b, const dt_cpu_plan *p, const char *ent
     emit(b, "%s}\n\n", loop);
     cpu_emit_entry(b, p, entry, 16, "    for (int n = 0; n < NB; n++)\n"
                "        compute(weight, input + (size_t)n * CI * H * W,\n"
-               "                output + (size_t)n * CO * OH * OW);\n");
+               "                output + (size_t)n * CO * OH * OW);\n", NULL);
 }
 
 /* Plane form: one channel's plane at a time, vectors along the output plane

@@ -69,6 +69,7 @@ int dt_cpu_machine_fingerprint(int device, char *buf, size_t len, dt_error *err)
 
 void dt_cpu_machine_conditions(const dt_measure_params *measure, char *buf, size_t len)
 {
-    snprintf(buf, len, "threads %d, weights %s", measure->threads,
-             measure->cold_weights ? "cold" : "warm");
+    snprintf(buf, len, "threads %d, weights %s%s", measure->threads,
+             measure->cold_weights ? "cold" : "warm",
+             measure->threads > 1 && measure->spread_input ? ", input spread" : "");
 }

@@ -80,6 +80,7 @@ typedef void (*kernel_fn)(const float *, const float *, float *, float *);
 typedef void (*epilogue_kernel_fn)(const float *, const float *, float *, float *, const float *,
                                    const float *, int);
 typedef double (*flops_fn)(void);
+typedef void (*spread_fn)(float *const *, const size_t *, int);
 
 typedef struct child_state {
     int fd;
@@ -98,6 +99,7 @@ typedef struct loaded_kernel {
     prepare_fn prepare;
     kernel_fn kernel;          /* NULL: the task's reference implementation */
     epilogue_kernel_fn kernel_epilogue;   /* a task with an epilogue: called instead */
+    spread_fn spread;          /* DT_CPU_KERNEL_SPREAD: a multi-threaded kernel's, else NULL */
     float *workspace, *output;
     size_t workspace_floats;
     double flops;              /* per call: the request's, or dt_kernel_flops() */
@@ -183,6 +185,7 @@ static int load_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_
         snprintf(res->detail, sizeof res->detail, "cannot load kernel: %s", why ? why : "?");
         return -1;
     }
+    k->spread = req->spread ? (spread_fn)dlsym(k->handle, DT_CPU_KERNEL_SPREAD) : NULL;
     flops_fn own_flops = (flops_fn)dlsym(k->handle, "dt_kernel_flops");
     k->flops = own_flops ? own_flops() : req->flops;
     k->workspace_floats = (ws() + sizeof(float) - 1) / sizeof(float);
@@ -278,26 +281,40 @@ static void evict_weights(const child_state *c, const loaded_kernel *k)
     evict(k->workspace, k->workspace_floats * sizeof(float));
 }
 
-/* One call, its weights evicted first (outside the time); its seconds. */
-static double cold_call(const child_state *c, const loaded_kernel *k)
+/* Before a call timed alone: the weights evicted (cold), the activations
+ * rewritten by the kernel's threads in turn (spread, DT_CPU_KERNEL_SPREAD). */
+static void prepare_lone_call(const child_state *c, const dt_cpu_runner_request *req, const loaded_kernel *k)
 {
-    evict_weights(c, k);
+    if (req->cold)
+        evict_weights(c, k);
+    if (k->spread) {
+        float *const buffers[] = { c->input, c->residual, k->output };
+        const size_t floats[] = { c->n_in, c->n_out, c->n_out };
+        k->spread(buffers, floats, 3);
+    }
+}
+
+/* One call alone, prepared first (outside the time); its seconds. */
+static double lone_call(const child_state *c, const dt_cpu_runner_request *req, const loaded_kernel *k)
+{
+    prepare_lone_call(c, req, k);
     double t0 = dt_now_seconds();
     call_kernel(c, k);
     return dt_now_seconds() - t0;
 }
 
 /* One warm-up call (timed, to size automatic micro-batches), then the CV
- * loop. Cold (req->cold): each call's weights are evicted before
- * it, a micro-batch's time is the sum of its calls' own times, and its size
- * is set by the wall time of an eviction and a call, so that a small
- * kernel with large weights keeps to the batch's length. */
+ * loop. Cold or spread (the call as a network's layer finds its data): each
+ * call is prepared alone, a micro-batch's time is the sum of its calls' own
+ * times, and its size is set by the wall time of a preparation and a call,
+ * so that a small kernel with large weights keeps to the batch's length. */
 static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded_kernel *k,
                         dt_measure_result *res)
 {
+    bool alone = req->cold || req->spread;
     double t0 = dt_now_seconds();
-    if (req->cold)
-        (void)cold_call(c, k);
+    if (alone)
+        (void)lone_call(c, req, k);
     else
         call_kernel(c, k);
     double first = dt_now_seconds() - t0;
@@ -314,9 +331,9 @@ static void time_kernel(child_state *c, const dt_cpu_runner_request *req, loaded
     bool stop = false;
     while (!stop) {
         double seconds = 0;
-        if (req->cold)
+        if (alone)
             for (long i = 0; i < calls; i++)
-                seconds += cold_call(c, k);
+                seconds += lone_call(c, req, k);
         else {
             double start = dt_now_seconds();
             for (long i = 0; i < calls; i++)

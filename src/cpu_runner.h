@@ -19,7 +19,10 @@
  * reference with dt_task_apply_epilogue), warm up with one call, then time
  * micro-batches with CLOCK_MONOTONIC_RAW until dt_measure_cv_stop says stop
  * (cold: each call alone, after the weights, bias and workspace were
- * evicted from the caches, as a layer of a network finds them). A
+ * evicted from the caches, as a layer of a network finds them; spread: each
+ * call alone, after the kernel's own threads rewrote its input, residual
+ * and output in turn, DT_CPU_KERNEL_SPREAD, as a layer at more than one
+ * thread finds them). A
  * request with `reference` set times dt_task_reference the same way: the
  * latency a task that no config of its space can run is counted at.
  */
@@ -58,6 +61,9 @@ typedef struct dt_cpu_runner_request {
     int threads;                  /* > 1: the artifact uses OpenMP */
     bool cold;                    /* evict weight, bias and workspace from the caches before
                                      each timed call, and time the calls one by one */
+    bool spread;                  /* have the kernel's threads rewrite its input, residual and
+                                     output before each timed call (DT_CPU_KERNEL_SPREAD, where
+                                     the artifact has it), and time the calls one by one */
 } dt_cpu_runner_request;
 
 typedef struct dt_cpu_runner_params {

@@ -44,6 +44,7 @@ dt_measure_params dt_measure_params_default(void)
         .timeout_seconds = 10, .compile_timeout_seconds = 0, .builders = 2, .cache_mb = 1024,
         .threads = 1,
         .check_output = true, .tolerance = 1e-3, .flush_l2 = false, .cold_weights = true,
+        .spread_input = true,
         .limit_memory_mb = 0, .limit_cpu_seconds = 1800, .limit_open_files = 256,
         .cuda_device = 0, .confirm_rounds = 3,
     };

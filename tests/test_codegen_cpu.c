@@ -9,6 +9,7 @@
  * The runner child is this binary (see main).
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -571,8 +572,9 @@ static bool wanted_form_of(const dt_space *space, const dt_point *point)
 /* Tasks with an epilogue: every form of every kind, with the combinations
  * of bias, residual, relu and relu6, checked by the runner against the
  * reference with seeded bias and residual (the runner calls
- * dt_kernel_epilogue); a task without one has no such entry, and its
- * source does not change. */
+ * dt_kernel_epilogue); the blocked form applies it as it unpacks the
+ * output; a task without one has no such entry, and its source does not
+ * change. */
 static void test_epilogue_each_form(void **state)
 {
     fixture *f = *state;
@@ -599,6 +601,12 @@ static void test_epilogue_each_form(void **state)
     random_configs_ok(f, &(dt_task[1]){ with_epilogue(d, true, true, DT_ACT_RELU) }[0], 4, 91);
     d = matmul(DT_OP_DENSE, 1, 7, 24, 20);
     random_configs_ok(f, &(dt_task[1]){ with_epilogue(d, false, false, DT_ACT_RELU6) }[0], 3, 92);
+    /* the blocked form applies it as it unpacks the output, in VEC x VEC
+     * squares and in the partial ones at a plane's end (81 pixels) */
+    dt_task sq = conv(DT_OP_CONV2D, 2, 16, 9, 32, 3, 1, 1, 1);
+    sampled_configs_ok(f, &(dt_task[1]){ with_epilogue(sq, true, true, DT_ACT_RELU6) }[0], 3, 94, transposed);
+    sq = conv(DT_OP_DEPTHWISE_CONV2D, 1, 32, 9, 32, 3, 1, 1, 1);
+    sampled_configs_ok(f, &(dt_task[1]){ with_epilogue(sq, true, false, DT_ACT_RELU) }[0], 2, 95, transposed);
     f->measure.threads = 2;
     dt_task t = conv(DT_OP_CONV2D, 1, 16, 12, 16, 3, 1, 1, 1);
     random_configs_ok(f, &(dt_task[1]){ with_epilogue(t, true, true, DT_ACT_RELU) }[0], 3, 93);
@@ -612,6 +620,10 @@ static void test_epilogue_each_form(void **state)
     assert_int_equal(dt_cpu_codegen(&plan, &fused, NULL), 0);
     assert_non_null(strstr(fused, "void dt_kernel_epilogue("));
     assert_non_null(strstr(fused, "+bias+relu"));
+    /* blocked: in unpack_y, no pass over the whole output */
+    assert_int_equal(plan.form, DT_CPU_FORM_BLOCKED);
+    assert_non_null(strstr(fused, "ep_apply("));
+    assert_null(strstr(fused, "static void epilogue("));
     free(plain);
     free(fused);
 }
@@ -830,11 +842,67 @@ static void test_knobs_change_source(void **state)
     assert_non_null(strstr(c, "#pragma omp parallel for collapse(2) num_threads(4)"));
     assert_null(strstr(b, "#pragma omp"));
     assert_non_null(strstr(a, "void dt_kernel_prepare(const float *restrict weight, float *restrict ws)\n{\n    pack_w"));
+    /* the measurement's spread helper: multi-threaded sources only */
+    assert_int_equal(count(c, "void " DT_CPU_KERNEL_SPREAD "("), 1);
+    assert_int_equal(count(a, DT_CPU_KERNEL_SPREAD), 0);
     assert_non_null(strstr(d, "    pack_w(weight, ws);\n    for (int n"));
     free(a);
     free(b);
     free(c);
     free(d);
+}
+
+/* The spread helper of a multi-threaded measurement source keeps every
+ * value of the buffers it rewrites, whatever their length against its
+ * stripes, and skips a NULL one; an export's source (named entries) has
+ * none. */
+static void test_spread_helper_keeps_values(void **state)
+{
+    fixture *f = *state;
+    dt_task t = conv(DT_OP_CONV2D, 1, 16, 8, 32, 3, 1, 1, 1);
+    dt_cpu_plan p = unrolled_plan(&t, 32, 3, 4);
+    p.threads = 2;
+    char *source, *named;
+    dt_error err;
+    if (dt_cpu_codegen(&p, &source, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(dt_cpu_codegen_named(&p, "net_conv", &named, NULL), 0);
+    assert_null(strstr(named, "_spread("));
+    free(named);
+    dt_backend_params params = { .measure = &f->measure, .work_dir = f->dir, .seed = 3 };
+    dt_cpu_options opts;
+    dt_cpu_backend_default_options(&f->measure, &opts);
+    void *backend;
+    assert_int_equal(dt_cpu_backend_open(&params, &opts, &backend, NULL), 0);
+    dt_artifact a;
+    assert_int_equal(dt_cpu_backend_build_source(backend, source, 2, &a, NULL), 0);
+    free(source);
+    assert_int_equal(a.result, DT_RESULT_OK);
+    void *so = dlopen(a.path, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(so);
+    void (*spread)(float *const *, const size_t *, int) =
+        (void (*)(float *const *, const size_t *, int))dlsym(so, DT_CPU_KERNEL_SPREAD);
+    assert_non_null(spread);
+    const size_t lengths[] = { 7, 100003, 257 };
+    float *buf[3], *copy[3];
+    for (int b = 0; b < 3; b++) {
+        buf[b] = malloc(lengths[b] * sizeof(float));
+        copy[b] = malloc(lengths[b] * sizeof(float));
+        assert_true(buf[b] && copy[b]);
+        for (size_t i = 0; i < lengths[b]; i++)
+            buf[b][i] = copy[b][i] = (float)(i % 997) * 0.37f - (float)b * 1.9f;
+    }
+    float *const buffers[] = { buf[0], NULL, buf[1], buf[2] };
+    const size_t floats[] = { lengths[0], 12345, lengths[1], lengths[2] };
+    for (int round = 0; round < 3; round++)
+        spread(buffers, floats, 4);
+    for (int b = 0; b < 3; b++) {
+        assert_memory_equal(buf[b], copy[b], lengths[b] * sizeof(float));
+        free(buf[b]);
+        free(copy[b]);
+    }
+    dlclose(so);
+    dt_cpu_backend.close(backend);
 }
 
 /* How often needle occurs in the source of plan. */
@@ -1015,6 +1083,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_blocked_transposes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_random_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp_kernels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spread_helper_keeps_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epilogue_each_form, setup, teardown),
         cmocka_unit_test(test_validity_matches_plan_check),
         cmocka_unit_test(test_plan_check_rejects),

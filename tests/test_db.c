@@ -194,7 +194,8 @@ static int collect(void *ctx, const dt_db_record *rec)
 /* Records of another machine, another vector width (another space hash)
  * or another target are never returned for this one. */
 /* The key figures are filed under: the fingerprint and the target's
- * measurement conditions, which tell threads and cold weights apart; the
+ * measurement conditions, which tell threads, cold weights and spread
+ * inputs apart (a spread input only where there is more than one thread); the
  * replay surface's is its fingerprint; a key that does not fit is refused. */
 static void test_machine_key(void **state)
 {
@@ -206,6 +207,9 @@ static void test_machine_key(void **state)
     assert_string_equal(key, "AMD EPYC, family 26; threads 1, weights cold");
     m.threads = 2;
     m.cold_weights = false;
+    assert_int_equal(dt_machine_key("AMD EPYC, family 26", "cpu", &m, other, sizeof other, &err), 0);
+    assert_string_equal(other, "AMD EPYC, family 26; threads 2, weights warm, input spread");
+    m.spread_input = false;
     assert_int_equal(dt_machine_key("AMD EPYC, family 26", "cpu", &m, other, sizeof other, &err), 0);
     assert_string_equal(other, "AMD EPYC, family 26; threads 2, weights warm");
     assert_int_equal(dt_machine_key("NVIDIA H200, cc 9.0", "cuda", &m, key, sizeof key, &err), 0);

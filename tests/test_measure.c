@@ -21,6 +21,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "cpu_backend.h"
+#include "cpu_codegen.h"
 #include "dtune/cli.h"
 #include "dtune/config.h"
 #include "dtune/measure.h"
@@ -365,6 +366,37 @@ static void test_cold_weights_time_the_call_alone(void **state)
         fail_msg("the cold measurement took %.1f s: its batches ignore the eviction's time", wall);
 }
 
+/* At more than one thread, measure.spread_input has the runner call the
+ * artifact's DT_CPU_KERNEL_SPREAD on the kernel's input and output before
+ * each timed call (the check's call comes first, unspread). The planted
+ * kernel counts its calls and the spreads and aborts when a timed call was
+ * not spread, or a spread was not given the input: with spread_input the
+ * measurement is ok; without it (or at one thread) the same artifact gets
+ * no spread and aborts, so the test sees the difference. */
+#define SPREAD_CHECK \
+    "static long calls_, spreads_; static const float *spread_input_;\n" \
+    "void " DT_CPU_KERNEL_SPREAD "(float *const *b, const size_t *n, int k)\n" \
+    "{ if (k >= 1 && n[0] > 0) spread_input_ = b[0]; spreads_++; }\n"
+#define SPREAD_BODY "if (++calls_ > 1 && (spreads_ != calls_ - 1 || spread_input_ != x)) abort();"
+
+static void test_spread_input_rewrites_before_each_timed_call(void **state)
+{
+    fixture *f = *state;
+    const struct { int threads; bool spread; dt_result_class want; } cases[] = {
+        { 2, true, DT_RESULT_OK }, { 2, false, DT_RESULT_CRASH }, { 1, true, DT_RESULT_CRASH },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        f->measure.threads = cases[i].threads;
+        f->measure.spread_input = cases[i].spread;
+        f->measure.cold_weights = false;
+        f->measure.max_repeats = 4;
+        dt_measure_result r = measure_source_reopened(f, SPREAD_CHECK, SPREAD_BODY);
+        if (r.result != cases[i].want)
+            fail_msg("threads %d, spread %d: %s (%s), want %s", cases[i].threads, cases[i].spread,
+                     dt_result_name(r.result), r.detail, dt_result_name(cases[i].want));
+    }
+}
+
 /* ---- the measurer with the cpu backend --------------------------------------------- */
 
 static void test_measurer_batch(void **state)
@@ -534,6 +566,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_stable_kernel_stops_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noisy_kernel_runs_to_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cold_weights_time_the_call_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spread_input_rewrites_before_each_timed_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_measurer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cmd_measure, setup, teardown),

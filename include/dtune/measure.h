@@ -44,6 +44,10 @@ struct dt_measure_params {
     bool cold_weights;         /* cpu: the kernel's weights, bias and workspace evicted from
                                   every cache level before each timed call, as a network's
                                   layer finds them; false: timed warm, back to back */
+    bool spread_input;         /* cpu, threads > 1: the input, residual and output rewritten
+                                  by the kernel's threads in turn before each timed call, as the
+                                  layer before leaves them in a network; false: as the last
+                                  call did */
     int limit_memory_mb;       /* address space of the runner and each compiler (proclimit.h);
                                   0 = DT_PROCESS_MEMORY_SHARE of physical memory */
     double limit_cpu_seconds;  /* CPU time of one candidate's compile or measurement; 0 = none */

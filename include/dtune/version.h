@@ -4,6 +4,6 @@
 #ifndef DTUNE_VERSION_H
 #define DTUNE_VERSION_H
 
-#define DT_VERSION "0.19"
+#define DT_VERSION "0.20"
 
 #endif
