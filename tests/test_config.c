@@ -715,7 +715,7 @@ static void test_print_keys(void **state)
             fail_msg("%s = %s: %s", key, def, err.msg);
     }
     fclose(f);
-    assert_int_equal(rows, 76);
+    assert_int_equal(rows, 77);
     assert_same_config(&c, &defaults);
 }
 
